@@ -1,0 +1,263 @@
+"""Board profiles: data files in ``boards/`` (and a user folder searched first).
+
+A profile is a TOML file. A user's own profile needs only ``name``, ``core``,
+``clock_hz``, ``sram_bytes``, ``flash_bytes`` and ``kernels``; everything else
+(firmware baseline, peak MACs per cycle, latency coefficients) then comes from
+the defaults for that core family and kernel library.
+
+Example::
+
+    from mcunas.boards import load_board
+    board = load_board("esp32s3")
+    board.model_sram_budget_bytes
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcunas.errors import BoardProfileError, UnknownBoard
+
+__all__ = [
+    "CORES",
+    "KERNEL_LIBRARIES",
+    "BoardProfile",
+    "builtin_boards_dir",
+    "list_boards",
+    "load_board",
+    "user_boards_dir",
+]
+
+CORES = (
+    "cortex-m0plus",
+    "cortex-m4",
+    "cortex-m4f",
+    "cortex-m7",
+    "cortex-m33",
+    "cortex-m55",
+    "cortex-m85",
+    "xtensa-lx6",
+    "xtensa-lx7",
+    "riscv32",
+)
+KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
+REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
+
+# Firmware baseline when a profile gives none: (static RAM, stack, flash) of the
+# measurement firmware without the model, the arena and the op kernels.
+# Rough figures for a TFLM harness; built-in profiles carry their own.
+_FAMILY_FIRMWARE = {
+    "cortex-m": (12 * 1024, 4 * 1024, 48 * 1024),
+    "xtensa": (40 * 1024, 8 * 1024, 220 * 1024),
+    "riscv32": (36 * 1024, 8 * 1024, 200 * 1024),
+}
+# Peak int8 multiply-accumulates per cycle of the core's best kernel path,
+# the basis of the latency lower bound (see boards/README.md for the reasoning).
+_PEAK_MACS_PER_CYCLE = {
+    "cortex-m0plus": 0.25,  # no DSP extension: ~4 cycles per MAC at best
+    "cortex-m4": 2.0,  # SMLAD: two 16-bit MACs per cycle
+    "cortex-m4f": 2.0,
+    "cortex-m7": 2.0,  # SMLAD, single MAC pipeline
+    "cortex-m33": 2.0,  # DSP extension like M4
+    "cortex-m55": 8.0,  # Helium, dual-beat: 8 int8 MACs per cycle
+    "cortex-m85": 16.0,  # Helium, quad-beat
+    "xtensa-lx6": 1.0,  # MAC16 unit
+    "xtensa-lx7": 16.0,  # ESP32-S3 PIE: 128-bit vector MAC
+    "riscv32": 0.5,  # RV32IMC, no packed SIMD
+}
+
+
+def core_family(core: str) -> str:
+    """Return the family of a core name: ``cortex-m``, ``xtensa`` or ``riscv32``."""
+    if core.startswith("cortex-m"):
+        return "cortex-m"
+    if core.startswith("xtensa"):
+        return "xtensa"
+    return "riscv32"
+
+
+@dataclass(frozen=True)
+class BoardProfile:
+    """One board: its chip, memories, kernel library and how to reach it.
+
+    Memory figures are bytes. ``usable_*`` is what the application can use
+    (total less what the ROM, caches or bootloader reserve); ``firmware_*`` is
+    the measurement firmware's own baseline without model, arena and kernels.
+    """
+
+    name: str
+    core: str
+    clock_hz: int
+    sram_bytes: int
+    flash_bytes: int
+    kernels: str
+    title: str = ""
+    mcu: str = ""
+    usable_sram_bytes: int = 0
+    usable_flash_bytes: int = 0
+    firmware_ram_bytes: int = 0
+    firmware_stack_bytes: int = 0
+    firmware_flash_bytes: int = 0
+    peak_macs_per_cycle: float = 0.0
+    max_arena_bytes: int = 0
+    pio_env: str = ""
+    pio_board: str = ""
+    pio_platform: str = ""
+    baud: int = 115200
+    hwids: tuple[str, ...] = ()
+    latency: dict[str, Any] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    path: str = ""
+    builtin: bool = False
+
+    @property
+    def family(self) -> str:
+        """Core family: ``cortex-m``, ``xtensa`` or ``riscv32``."""
+        return core_family(self.core)
+
+    @property
+    def model_sram_budget_bytes(self) -> int:
+        """SRAM left to the model's arena after firmware and stack.
+
+        Capped by ``max_arena_bytes`` where the arena must fit one
+        contiguous block smaller than the free total (ESP32, STM32H7).
+        """
+        free = self.usable_sram_bytes - self.firmware_ram_bytes - self.firmware_stack_bytes
+        return min(free, self.max_arena_bytes) if self.max_arena_bytes else free
+
+    @property
+    def model_flash_budget_bytes(self) -> int:
+        """Flash left to the model and its kernels after the firmware."""
+        return self.usable_flash_bytes - self.firmware_flash_bytes
+
+    def with_kernels(self, kernels: str) -> BoardProfile:
+        """Return a copy of this profile using another kernel library."""
+        _check_choice("kernels", kernels, KERNEL_LIBRARIES, self.path or self.name)
+        from dataclasses import replace
+
+        return replace(self, kernels=kernels)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON output."""
+        from dataclasses import asdict
+
+        data = asdict(self)
+        data["hwids"] = list(self.hwids)
+        data["family"] = self.family
+        data["model_sram_budget_bytes"] = self.model_sram_budget_bytes
+        data["model_flash_budget_bytes"] = self.model_flash_budget_bytes
+        return data
+
+
+def builtin_boards_dir() -> Path:
+    """The folder of built-in profiles (``MCUNAS_BOARDS_DIR`` overrides it)."""
+    env = os.environ.get("MCUNAS_BOARDS_DIR")
+    if env:
+        return Path(env)
+    return Path(__file__).resolve().parent.parent / "boards"
+
+
+def user_boards_dir() -> Path:
+    """The user's profile folder, searched before the built-in one."""
+    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
+    return Path(home) / "boards"
+
+
+def _profile_files() -> dict[str, tuple[Path, bool]]:
+    found: dict[str, tuple[Path, bool]] = {}
+    for folder, builtin in ((builtin_boards_dir(), True), (user_boards_dir(), False)):
+        if folder.is_dir():
+            for path in sorted(folder.glob("*.toml")):
+                found[path.stem] = (path, builtin)  # user folder overrides
+    return found
+
+
+def list_boards() -> list[BoardProfile]:
+    """Every profile, user ones overriding built-in ones of the same name."""
+    return [_load_file(path, builtin) for path, builtin in _profile_files().values()]
+
+
+def load_board(name_or_path: str) -> BoardProfile:
+    """Load a profile by name (user folder first) or by a ``.toml`` path.
+
+    Raises:
+        UnknownBoard: no such name or file.
+        BoardProfileError: the file is malformed or misses required keys.
+    """
+    candidate = Path(name_or_path)
+    if name_or_path.endswith(".toml") or os.sep in name_or_path:
+        if not candidate.is_file():
+            raise BoardProfileError(f"Board profile file not found: {name_or_path}")
+        return _load_file(candidate, builtin=False)
+    files = _profile_files()
+    if name_or_path not in files:
+        raise UnknownBoard(name_or_path, sorted(files))
+    path, builtin = files[name_or_path]
+    return _load_file(path, builtin)
+
+
+def _check_choice(key: str, value: Any, choices: tuple[str, ...], where: str) -> None:
+    if value not in choices:
+        raise BoardProfileError(
+            f"{where}: {key} = {value!r} is not one of {', '.join(choices)}"
+        )
+
+
+def _positive_int(data: dict[str, Any], key: str, where: str) -> int:
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise BoardProfileError(f"{where}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def _load_file(path: Path, builtin: bool) -> BoardProfile:
+    where = str(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BoardProfileError(f"{where}: cannot read board profile ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BoardProfileError(f"{where}: not valid TOML ({exc})") from exc
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        raise BoardProfileError(f"{where}: missing required key(s): {', '.join(missing)}")
+    _check_choice("core", data["core"], CORES, where)
+    _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
+    sizes = {k: _positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
+    fw = data.get("firmware", {})
+    pio = data.get("platformio", {})
+    serial = data.get("serial", {})
+    fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(data["core"])]
+    try:
+        return BoardProfile(
+            name=str(data["name"]),
+            core=data["core"],
+            kernels=data["kernels"],
+            title=str(data.get("title", data["name"])),
+            mcu=str(data.get("mcu", "")),
+            usable_sram_bytes=int(data.get("usable_sram_bytes", sizes["sram_bytes"])),
+            usable_flash_bytes=int(data.get("usable_flash_bytes", sizes["flash_bytes"])),
+            firmware_ram_bytes=int(fw.get("ram_bytes", fam_ram)),
+            firmware_stack_bytes=int(fw.get("stack_bytes", fam_stack)),
+            firmware_flash_bytes=int(fw.get("flash_bytes", fam_flash)),
+            peak_macs_per_cycle=float(
+                data.get("peak_macs_per_cycle", _PEAK_MACS_PER_CYCLE[data["core"]])
+            ),
+            max_arena_bytes=int(data.get("max_arena_bytes", 0)),
+            pio_env=str(pio.get("env", "")),
+            pio_board=str(pio.get("board", "")),
+            pio_platform=str(pio.get("platform", "")),
+            baud=int(serial.get("baud", 115200)),
+            hwids=tuple(str(h).upper() for h in serial.get("hwids", ())),
+            latency=dict(data.get("latency", {})),
+            sources={str(k): str(v) for k, v in data.get("sources", {}).items()},
+            path=where,
+            builtin=builtin,
+            **sizes,
+        )
+    except (TypeError, ValueError) as exc:
+        raise BoardProfileError(f"{where}: malformed value ({exc})") from exc

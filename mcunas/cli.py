@@ -1,0 +1,116 @@
+"""The ``mcunas`` command line: a thin, lazily loaded layer over the library.
+
+Each subcommand lives in ``mcunas/commands/<name>.py`` as a click command
+named ``cli`` and is imported only when run, so ``mcunas --help`` never
+imports TensorFlow. Errors are caught once, in :func:`main`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+import traceback
+
+import click
+
+from mcunas import __version__
+from mcunas.errors import McunasError
+
+# command name -> (module, one-line help shown by `mcunas --help`)
+COMMANDS: dict[str, tuple[str, str]] = {
+    "boards": ("mcunas.commands.boards", "List board profiles or show one."),
+    "profile": ("mcunas.commands.profile", "Estimate latency, memory and fit of a .tflite."),
+    "search": ("mcunas.commands.search", "Search for the best INT8 model that fits a board."),
+    "bench": ("mcunas.commands.bench", "Build, flash and measure one model on a real board."),
+    "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
+    "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),
+    "predictor": ("mcunas.commands.predictor", "Fit, import and report the latency predictor."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose subcommands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Commands whose module exists, in a fixed order."""
+        return [n for n, (mod, _) in COMMANDS.items() if importlib.util.find_spec(mod)]
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """Import the command's module and return its ``cli``."""
+        if cmd_name not in COMMANDS or cmd_name not in self.list_commands(ctx):
+            return None
+        return importlib.import_module(COMMANDS[cmd_name][0]).cli
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """List commands from the table, without importing them."""
+        rows = [(n, COMMANDS[n][1]) for n in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+    epilog="""\b
+Examples:
+  mcunas boards
+  mcunas profile model.tflite --board nucleo_f746zg
+  mcunas search --board esp32s3 --max-latency-ms 50 --max-sram-kb 256
+Run `mcunas COMMAND --help` for each command's options.""",
+)
+@click.version_option(__version__, prog_name="mcunas")
+@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+def cli(debug: bool) -> None:
+    """mcunas: find the most accurate INT8 model that fits a microcontroller."""
+    if debug:
+        os.environ["MCUNAS_DEBUG"] = "1"
+
+
+def _debug_wanted(argv: list[str]) -> bool:
+    return "--debug" in argv or os.environ.get("MCUNAS_DEBUG") == "1"
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run the CLI; map every error to one line and an exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    debug = _debug_wanted(args)
+    try:
+        cli.main(args=args, prog_name="mcunas", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)
+    except click.Abort:
+        click.secho("Aborted.", err=True, fg="red")
+        sys.exit(130)
+    except KeyboardInterrupt:
+        click.secho("Interrupted.", err=True, fg="red")
+        sys.exit(130)
+    except McunasError as exc:
+        if debug:
+            traceback.print_exc()
+        click.secho(f"Error: {exc}", err=True, fg="red")
+        sys.exit(exc.exit_code)
+    except Exception as exc:  # noqa: BLE001 - the last line of defence
+        if _is_serial_error(exc) and not debug:
+            click.secho(
+                f"Error: serial port: {exc}. Check the cable, the driver and --port.",
+                err=True,
+                fg="red",
+            )
+            sys.exit(2)
+        traceback.print_exc()
+        click.secho(
+            "mcunas hit an internal error (above). Please report it with the command you ran.",
+            err=True,
+            fg="red",
+        )
+        sys.exit(1)
+    sys.exit(0)
+
+
+def _is_serial_error(exc: BaseException) -> bool:
+    return type(exc).__name__ in {"SerialException", "SerialTimeoutException"}

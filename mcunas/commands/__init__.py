@@ -1,0 +1,1 @@
+"""Click commands, one module each, loaded lazily by :mod:`mcunas.cli`."""

@@ -1,0 +1,78 @@
+"""``mcunas boards``: list board profiles, or show one."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from mcunas.boards import BoardProfile, list_boards, load_board, user_boards_dir
+
+
+def _kb(n: int) -> str:
+    return f"{n / 1024:.0f}"
+
+
+@click.group(
+    invoke_without_command=True,
+    epilog="""\b
+Examples:
+  mcunas boards
+  mcunas boards --json
+  mcunas boards show esp32s3
+  mcunas boards show ./my_board.toml""",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_context
+def cli(ctx: click.Context, as_json: bool) -> None:
+    """List the board profiles (user folder first, then built-in)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    boards = list_boards()
+    if as_json:
+        click.echo(json.dumps([b.to_dict() for b in boards], indent=2))
+        return
+    header = f"{'name':<15} {'core':<14} {'MHz':>5} {'SRAM KB':>8} {'model KB':>8} " \
+        f"{'flash KB':>9} {'kernels':<9} origin"
+    click.echo(header)
+    for b in boards:
+        origin = "built-in" if b.builtin else "user"
+        click.echo(
+            f"{b.name:<15} {b.core:<14} {b.clock_hz / 1e6:>5.0f} {_kb(b.sram_bytes):>8} "
+            f"{_kb(b.model_sram_budget_bytes):>8} {_kb(b.flash_bytes):>9} {b.kernels:<9} {origin}"
+        )
+    click.echo(f"\nUser profiles go in {user_boards_dir()} (searched first).")
+
+
+def _describe(board: BoardProfile) -> list[str]:
+    lines = [
+        f"{board.name}: {board.title}",
+        f"  MCU / core        {board.mcu or '?'} / {board.core} @ {board.clock_hz / 1e6:g} MHz",
+        f"  SRAM              {board.sram_bytes} B total, {board.usable_sram_bytes} B usable, "
+        f"{board.model_sram_budget_bytes} B left to the model",
+        f"  flash             {board.flash_bytes} B total, {board.usable_flash_bytes} B usable, "
+        f"{board.model_flash_budget_bytes} B left to the model",
+        f"  firmware baseline {board.firmware_ram_bytes} B RAM, {board.firmware_stack_bytes} B "
+        f"stack, {board.firmware_flash_bytes} B flash",
+        f"  kernels           {board.kernels}",
+        f"  peak int8 MAC/cyc {board.peak_macs_per_cycle:g}",
+        f"  PlatformIO        env={board.pio_env or '-'} board={board.pio_board or '-'}",
+        f"  serial            {board.baud} baud, USB ids {', '.join(board.hwids) or '-'}",
+        f"  profile file      {board.path}",
+    ]
+    if board.latency:
+        lines.append(f"  latency model     {board.latency}")
+    lines += [f"  source: {k:<11} {v}" for k, v in board.sources.items()]
+    return lines
+
+
+@cli.command("show")
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+def show(name: str, as_json: bool) -> None:
+    """Show one board profile: NAME or a path to a .toml profile."""
+    board = load_board(name)
+    if as_json:
+        click.echo(json.dumps(board.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(_describe(board)))

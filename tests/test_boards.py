@@ -1,0 +1,106 @@
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from mcunas.boards import BoardProfile, list_boards, load_board
+from mcunas.cli import cli, main
+from mcunas.errors import BoardProfileError, UnknownBoard
+
+BUILTIN = {
+    "esp32s3", "esp32", "esp32c3", "nucleo_f746zg", "nucleo_h743zi",
+    "nucleo_l4r5zi", "nano33ble", "rp2040",
+}
+
+MINIMAL = """
+name = "myboard"
+core = "cortex-m33"
+clock_hz = 150_000_000
+sram_bytes = 262144
+flash_bytes = 1048576
+kernels = "cmsis-nn"
+"""
+
+
+def test_builtin_profiles_complete():
+    boards = {b.name: b for b in list_boards()}
+    assert BUILTIN <= set(boards)
+    for b in boards.values():
+        assert b.builtin
+        assert b.pio_env and b.pio_board and b.hwids and b.sources
+        assert 0 < b.model_sram_budget_bytes < b.sram_bytes
+        assert 0 < b.model_flash_budget_bytes < b.flash_bytes
+        assert b.peak_macs_per_cycle > 0
+
+
+def test_esp32_arena_capped_by_contiguous_dram():
+    assert load_board("esp32").model_sram_budget_bytes == 160 * 1024
+
+
+def test_user_profile_by_path_gets_family_defaults(tmp_path):
+    path = tmp_path / "myboard.toml"
+    path.write_text(MINIMAL)
+    board = load_board(str(path))
+    assert isinstance(board, BoardProfile)
+    assert board.family == "cortex-m" and not board.builtin
+    assert board.firmware_ram_bytes > 0 and board.peak_macs_per_cycle == 2.0
+
+
+def test_user_folder_searched_first(isolated_home):
+    folder = isolated_home / "boards"
+    folder.mkdir(parents=True)
+    (folder / "esp32s3.toml").write_text(MINIMAL.replace('"myboard"', '"esp32s3"'))
+    board = load_board("esp32s3")
+    assert board.core == "cortex-m33" and not board.builtin
+
+
+@pytest.mark.parametrize(
+    "text,fragment",
+    [
+        ("name = 'x'\n", "missing required key"),
+        ("this is not toml", "not valid TOML"),
+        (MINIMAL.replace("cortex-m33", "z80"), "core"),
+        (MINIMAL.replace("cmsis-nn", "fast"), "kernels"),
+        (MINIMAL.replace("262144", "-1"), "positive integer"),
+    ],
+)
+def test_malformed_profiles(tmp_path, text, fragment):
+    path = tmp_path / "bad.toml"
+    path.write_text(text)
+    with pytest.raises(BoardProfileError, match=fragment):
+        load_board(str(path))
+
+
+def test_unknown_board():
+    with pytest.raises(UnknownBoard, match="esp32s3"):
+        load_board("no_such_board")
+
+
+def test_boards_cli_json():
+    result = CliRunner().invoke(cli, ["boards", "--json"])
+    assert result.exit_code == 0, result.output
+    assert BUILTIN <= {b["name"] for b in json.loads(result.output)}
+
+
+def test_boards_show_cli():
+    result = CliRunner().invoke(cli, ["boards", "show", "rp2040"])
+    assert result.exit_code == 0 and "cortex-m0plus" in result.output
+
+
+def test_unknown_board_one_line_exit_2(capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["boards", "show", "nope"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "Unknown board 'nope'" in err and "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_cli_subprocess_help_is_light():
+    code = "import sys, mcunas.cli as c; sys.argv=['mcunas','--help']\n" \
+        "try:\n c.main()\nexcept SystemExit: pass\n" \
+        "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
