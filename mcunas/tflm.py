@@ -1,0 +1,220 @@
+"""Host-side TensorFlow Lite Micro helpers: interpreters, their logs, the arena report.
+
+The ``tflite-micro`` package is the real TFLM runtime (reference kernels and the
+real memory planner) built for the host. It logs from C++ to file descriptor 2,
+so its messages are captured at the fd level (``os.dup2`` onto a temporary
+file); ``contextlib.redirect_stderr`` would not see them.
+
+Example::
+
+    interp, log = create_interpreter(model_bytes, arena_size=256 * 1024)
+    report = arena_report(interp)
+    report.total_bytes, report.kinds["NodeAndRegistration struct"].count
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "AllocationKind",
+    "ArenaReport",
+    "arena_report",
+    "build_model",
+    "capture_fd2",
+    "create_interpreter",
+    "missing_ops_in_log",
+    "parse_allocations",
+    "runtime_has_op",
+]
+
+# [RecordingMicroAllocator] Arena allocation total 3984 bytes
+_TOTAL_RE = re.compile(r"Arena allocation (?P<part>total|head|tail) (?P<bytes>\d+) bytes")
+# [RecordingMicroAllocator] 'TfLiteEvalTensor data' used 744 bytes with alignment
+# overhead (requested 744 bytes for 31 allocations)
+_KIND_RE = re.compile(
+    r"'(?P<kind>[^']+)' used (?P<used>\d+) bytes with alignment overhead "
+    r"\(requested (?P<requested>\d+) bytes for (?P<count>\d+) "
+)
+# Didn't find op for builtin opcode 'GELU'
+_MISSING_OP_RE = re.compile(r"Didn't find op for (?:builtin|custom) opcode '(?P<op>[^']+)'")
+
+
+@dataclass(frozen=True)
+class AllocationKind:
+    """One line of the RecordingMicroAllocator report."""
+
+    used_bytes: int
+    requested_bytes: int
+    count: int
+
+
+@dataclass(frozen=True)
+class ArenaReport:
+    """The arena usage the host TFLM allocator reports after ``AllocateTensors``."""
+
+    total_bytes: int
+    head_bytes: int
+    tail_bytes: int
+    kinds: dict[str, AllocationKind] = field(default_factory=dict)
+
+
+@contextlib.contextmanager
+def capture_fd2() -> Iterator[list[str]]:
+    """Capture everything written to file descriptor 2 inside the block.
+
+    Yields a list that holds the captured text (one string) after the block.
+    """
+    out: list[str] = []
+    sys.stderr.flush()
+    with tempfile.TemporaryFile() as tmp:
+        saved = os.dup(2)
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield out
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            out.append(tmp.read().decode(errors="replace"))
+
+
+def create_interpreter(model_bytes: bytes, arena_size: int) -> tuple[Any | None, str]:
+    """Create a host TFLM interpreter; return it (or None if it failed) and its log.
+
+    The interpreter allocates its tensors on creation, so a None result means the
+    arena was too small, an op has no kernel, or a kernel's Prepare failed:
+    the log says which.
+    """
+    from tflite_micro.python.tflite_micro import runtime
+
+    with capture_fd2() as log:
+        try:
+            interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=arena_size)
+        except (RuntimeError, ValueError):
+            interp = None
+    return interp, log[0]
+
+
+def missing_ops_in_log(log: str) -> list[str]:
+    """Op names the runtime reported it has no kernel for."""
+    return list(dict.fromkeys(m.group("op") for m in _MISSING_OP_RE.finditer(log)))
+
+
+def parse_allocations(text: str) -> ArenaReport:
+    """Parse the text of ``print_allocations()`` into an :class:`ArenaReport`.
+
+    Raises:
+        ValueError: the text has no total/head/tail lines.
+    """
+    parts = {m.group("part"): int(m.group("bytes")) for m in _TOTAL_RE.finditer(text)}
+    if set(parts) != {"total", "head", "tail"}:
+        raise ValueError(f"no arena report in TFLM output: {text[:200]!r}")
+    kinds = {
+        m.group("kind"): AllocationKind(
+            int(m.group("used")), int(m.group("requested")), int(m.group("count"))
+        )
+        for m in _KIND_RE.finditer(text)
+    }
+    return ArenaReport(parts["total"], parts["head"], parts["tail"], kinds)
+
+
+def arena_report(interp: Any) -> ArenaReport:
+    """The RecordingMicroAllocator report of a created interpreter."""
+    with capture_fd2() as log:
+        interp.print_allocations()
+    return parse_allocations(log[0])
+
+
+def build_model(
+    ops: list[tuple[str, list[int], list[int]]],
+    tensors: list[dict[str, Any]],
+    inputs: list[int],
+    outputs: list[int],
+) -> bytes:
+    """Build a small ``.tflite`` flatbuffer (no TensorFlow needed).
+
+    Args:
+        ops: ``(builtin op name, input tensor indices, output tensor indices)``.
+        tensors: dicts with ``shape``, ``dtype`` ("int8", "float32", ...), and
+            optionally ``data`` (bytes of a constant), ``scale``, ``zero_point``.
+        inputs: graph input tensor indices.
+        outputs: graph output tensor indices.
+
+    Returns:
+        The model bytes. Used to probe the runtime and to build test models.
+    """
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    model = fb.ModelT()
+    model.version = 3
+    names = list(dict.fromkeys(name for name, _, _ in ops))
+    model.operatorCodes = []
+    for name in names:
+        code = fb.OperatorCodeT()
+        code.builtinCode = getattr(fb.BuiltinOperator, name)
+        code.deprecatedBuiltinCode = min(code.builtinCode, 127)
+        code.version = 1
+        model.operatorCodes.append(code)
+    model.buffers = [fb.BufferT()]
+    sub = fb.SubGraphT()
+    sub.tensors = []
+    for i, spec in enumerate(tensors):
+        t = fb.TensorT()
+        t.shape = list(spec["shape"])
+        t.type = getattr(fb.TensorType, spec["dtype"].upper())
+        t.name = spec.get("name", f"t{i}").encode()
+        t.buffer = 0
+        if spec.get("data") is not None:
+            buf = fb.BufferT()
+            buf.data = list(spec["data"])
+            model.buffers.append(buf)
+            t.buffer = len(model.buffers) - 1
+        if spec.get("scale") is not None:
+            q = fb.QuantizationParametersT()
+            q.scale = [float(spec["scale"])]
+            q.zeroPoint = [int(spec.get("zero_point", 0))]
+            t.quantization = q
+        sub.tensors.append(t)
+    sub.inputs, sub.outputs = list(inputs), list(outputs)
+    sub.operators = []
+    for name, ins, outs in ops:
+        op = fb.OperatorT()
+        op.opcodeIndex = names.index(name)
+        op.inputs, op.outputs = list(ins), list(outs)
+        sub.operators.append(op)
+    model.subgraphs = [sub]
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def _one_op_model(op_name: str) -> bytes:
+    q = {"shape": [1, 4], "dtype": "int8", "scale": 0.1, "zero_point": 0}
+    return build_model([(op_name, [0], [1])], [dict(q), dict(q)], [0], [1])
+
+
+def runtime_has_op(op_name: str) -> bool:
+    """Ask the installed TFLM runtime whether it registers a builtin op.
+
+    Loads a one-op model in a child process (a kernel's Prepare may crash on
+    the dummy tensors after the op was found) and looks for the runtime's
+    "Didn't find op" message.
+    """
+    code = (
+        "from mcunas.tflm import _one_op_model, create_interpreter; import sys; "
+        f"sys.stderr.write(create_interpreter(_one_op_model({op_name!r}), 16384)[1])"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    return op_name not in missing_ops_in_log(proc.stderr)
