@@ -1,0 +1,84 @@
+"""The user's budgets, the cost figures of a candidate, and the score.
+
+Scoring (documented choice): **hard limits**. A candidate is feasible when it
+runs on the board (op audit, arena, SRAM and flash within the board's model
+budget) and meets every budget the user gave (``--max-latency-ms``,
+``--max-sram-kb`` against peak SRAM, ``--max-flash-kb``). Infeasible
+candidates are never trained, so every scored trial is feasible and its score
+is simply its INT8 accuracy on the validation split (MnasNet's hard-constraint
+variant: reward = accuracy when latency <= target). Ties and near-ties are
+resolved by the Pareto front, which shows the latency/SRAM trade-off instead
+of folding it into one number with an arbitrary exponent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any
+
+__all__ = ["Budgets", "CostFigures", "score", "violations"]
+
+
+@dataclass(frozen=True)
+class Budgets:
+    """Limits given by the user; None means "only the board's own limits"."""
+
+    max_latency_ms: float | None = None
+    max_sram_kb: float | None = None
+    max_flash_kb: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON output."""
+        return asdict(self)
+
+    def describe(self) -> str:
+        """One line such as ``latency <= 50 ms, peak SRAM <= 256 KB``."""
+        parts = []
+        if self.max_latency_ms is not None:
+            parts.append(f"latency <= {self.max_latency_ms:g} ms")
+        if self.max_sram_kb is not None:
+            parts.append(f"peak SRAM <= {self.max_sram_kb:g} KB")
+        if self.max_flash_kb is not None:
+            parts.append(f"flash <= {self.max_flash_kb:g} KB")
+        return ", ".join(parts) or "board limits only"
+
+
+@dataclass(frozen=True)
+class CostFigures:
+    """A candidate's estimated or measured cost (what the budgets are checked on)."""
+
+    latency_ms: float
+    arena_bytes: int
+    peak_sram_bytes: int
+    flash_bytes: int
+    latency_error_pct: float | None = None
+    macs: int | None = None
+    source: str = ""
+    estimated: bool = True
+    board_reasons: tuple[str, ...] = ()  # why it cannot run on the board at all
+    sim_latency_ms: float | None = None  # the simulator's figure when a board measured it
+
+
+def violations(cost: CostFigures, budgets: Budgets) -> list[str]:
+    """Every reason ``cost`` is infeasible: the board's own, then the user's budgets."""
+    reasons = list(cost.board_reasons)
+    what = "estimated" if cost.estimated else "measured"
+    if budgets.max_latency_ms is not None and cost.latency_ms > budgets.max_latency_ms:
+        reasons.append(
+            f"{what} latency {cost.latency_ms:.2f} ms > budget {budgets.max_latency_ms:g} ms"
+        )
+    if budgets.max_sram_kb is not None and cost.peak_sram_bytes > budgets.max_sram_kb * 1024:
+        reasons.append(
+            f"{what} peak SRAM {cost.peak_sram_bytes / 1024:.1f} KB > budget "
+            f"{budgets.max_sram_kb:g} KB"
+        )
+    if budgets.max_flash_kb is not None and cost.flash_bytes > budgets.max_flash_kb * 1024:
+        reasons.append(
+            f"{what} flash {cost.flash_bytes / 1024:.1f} KB > budget {budgets.max_flash_kb:g} KB"
+        )
+    return reasons
+
+
+def score(int8_accuracy: float, cost: CostFigures, budgets: Budgets) -> float:
+    """The objective the oracle maximises: INT8 accuracy, 0 if any limit is broken."""
+    return 0.0 if violations(cost, budgets) else float(int8_accuracy)

@@ -1,0 +1,185 @@
+"""Proposal strategies: the stock Keras Tuner oracles and an aging-evolution oracle.
+
+``--strategy`` picks one of:
+
+- ``random``: :class:`keras_tuner.oracles.RandomSearchOracle`.
+- ``bayesian``: :class:`keras_tuner.oracles.BayesianOptimizationOracle` (Gaussian
+  process over the completed trials; infeasible and failed trials are not
+  part of its model, so it keeps sampling until it has feasible data).
+- ``hyperband``: :class:`keras_tuner.oracles.HyperbandOracle` with ``max_epochs``
+  = ``--epochs``; each trial trains for the oracle's ``tuner/epochs`` from
+  scratch (weights are not carried between rounds). ``--max-trials`` caps it.
+- ``evolution``: :class:`AgingEvolutionOracle` below (Real et al., "Regularized
+  Evolution for Image Classifier Architecture Search", AAAI 2019).
+
+Aging evolution: the first ``population_size`` trials are random. After that,
+the population is the ``population_size`` most recently *finished* trials
+that completed (infeasible and failed candidates never become parents); draw
+``sample_size`` of them at random, take the best-scoring one as the parent,
+and mutate one of its active hyperparameters to a different value (newly
+activated conditional hyperparameters are sampled at random, deactivated ones
+dropped). Old trials leave the population as new ones finish, which is the
+"aging" that keeps the search from over-exploiting one lucky early model. All
+randomness comes from the oracle's seed, and all state lives in the trials and
+the oracle's JSON, so ``--resume`` works as for the stock oracles.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import keras_tuner
+from keras_tuner.engine import hyperparameters as hp_module
+from keras_tuner.engine import trial as trial_module
+
+__all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle"]
+
+STRATEGIES = ("random", "bayesian", "hyperband", "evolution")
+# Mutation attempts before falling back to a random candidate (duplicates).
+MAX_MUTATION_ATTEMPTS = 20
+
+
+class AgingEvolutionOracle(keras_tuner.Oracle):
+    """Aging (regularized) evolution over a Keras Tuner search space.
+
+    Args:
+        objective: keras_tuner.Objective, the score to maximise or minimise.
+        max_trials: int, the number of trials to run at most.
+        population_size: int, default 8: random trials first, then the
+            population window.
+        sample_size: int, default 3: tournament size among the population.
+        seed: int | None, the random seed.
+        **kwargs: passed to :class:`keras_tuner.Oracle`.
+
+    Example::
+
+        oracle = AgingEvolutionOracle(keras_tuner.Objective("score", "max"), 20, seed=1)
+    """
+
+    def __init__(
+        self,
+        objective: Any = None,
+        max_trials: int = 20,
+        population_size: int = 8,
+        sample_size: int = 3,
+        seed: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(objective=objective, max_trials=max_trials, seed=seed, **kwargs)
+        self.population_size = max(2, int(population_size))
+        self.sample_size = max(1, min(int(sample_size), self.population_size))
+
+    def _population(self) -> list[trial_module.Trial]:
+        done = [
+            self.trials[t]
+            for t in self.end_order
+            if self.trials[t].status == trial_module.TrialStatus.COMPLETED
+            and self.trials[t].score is not None
+        ]
+        return done[-self.population_size :]
+
+    def populate_space(self, trial_id: str) -> dict[str, Any]:
+        """Random values until the population is full, then a mutated tournament winner."""
+        population = self._population()
+        if len(self.end_order) < self.population_size or not population:
+            return self._random_response()
+        rng = random.Random(self._seed_state)
+        self._seed_state += 1
+        sample = rng.sample(population, min(self.sample_size, len(population)))
+        reverse = self.objective.direction == "max"
+        parent = sorted(sample, key=lambda t: t.score, reverse=reverse)[0]
+        for _ in range(MAX_MUTATION_ATTEMPTS):
+            values = self._mutate(parent.hyperparameters.values, rng)
+            if values is not None and not self._duplicate(values):
+                return {"status": trial_module.TrialStatus.RUNNING, "values": values}
+        return self._random_response()
+
+    def _random_response(self) -> dict[str, Any]:
+        values = self._random_values()
+        if values is None:
+            return {"status": trial_module.TrialStatus.STOPPED, "values": None}
+        return {"status": trial_module.TrialStatus.RUNNING, "values": values}
+
+    def _mutate(self, parent: dict[str, Any], rng: random.Random) -> dict[str, Any] | None:
+        """Change one active hyperparameter of ``parent``; fill in the rest consistently."""
+        space = self.hyperparameters.space
+        active = _active_names(space, parent)
+        mutable = [hp for hp in space if hp.name in active and len(_choices(hp)) > 1]
+        if not mutable:
+            return None
+        target = rng.choice(mutable)
+        new_value = rng.choice([v for v in _choices(target) if v != parent.get(target.name)])
+        hps = hp_module.HyperParameters()
+        for hp in space:
+            hps.merge([hp])
+            if not hps.is_active(hp):
+                continue
+            if hp.name == target.name:
+                hps.values[hp.name] = new_value
+            elif hp.name in parent:
+                hps.values[hp.name] = parent[hp.name]
+            else:
+                hps.values[hp.name] = hp.random_sample(self._seed_state)
+                self._seed_state += 1
+        return hps.values
+
+    def get_state(self) -> dict[str, Any]:
+        """Oracle state plus the evolution settings."""
+        state = super().get_state()
+        state.update({"population_size": self.population_size, "sample_size": self.sample_size})
+        return state
+
+    def set_state(self, state: dict[str, Any]) -> None:
+        """Restore the state written by :meth:`get_state`."""
+        super().set_state(state)
+        self.population_size = state["population_size"]
+        self.sample_size = state["sample_size"]
+
+
+def _active_names(space: list[Any], values: dict[str, Any]) -> set[str]:
+    hps = hp_module.HyperParameters()
+    names = set()
+    for hp in space:
+        hps.merge([hp])
+        if hps.is_active(hp):
+            hps.values[hp.name] = values.get(hp.name, hp.default)
+            names.add(hp.name)
+    return names
+
+
+def _choices(hp: Any) -> list[Any]:
+    """Candidate values of one hyperparameter (a grid for Int/Float ranges)."""
+    vals = list(hp.values) if getattr(hp, "values", None) is not None else [hp.default]
+    if all(isinstance(v, int | float) and not isinstance(v, bool) for v in vals):
+        vals = sorted(vals)  # Float ranges without a step come as an unordered set
+    if len(vals) > 64:  # a wide numeric range: mutate within a coarse grid
+        step = len(vals) // 32
+        vals = vals[::step]
+    return vals
+
+
+def make_oracle(
+    strategy: str, max_trials: int, seed: int, epochs: int, objective: Any = None
+) -> keras_tuner.Oracle:
+    """The oracle for ``--strategy``; every one stops after ``max_trials`` trials.
+
+    Infeasible and failed trials are recorded as FAILED trials, so the limit on
+    consecutive failures is lifted: the tuner applies its own guard.
+    """
+    objective = objective or keras_tuner.Objective("score", "max")
+    common = {"objective": objective, "seed": seed, "max_consecutive_failed_trials": 10**9}
+    if strategy == "random":
+        return keras_tuner.oracles.RandomSearchOracle(max_trials=max_trials, **common)
+    if strategy == "bayesian":
+        return keras_tuner.oracles.BayesianOptimizationOracle(max_trials=max_trials, **common)
+    if strategy == "hyperband":
+        oracle = keras_tuner.oracles.HyperbandOracle(
+            max_epochs=max(2, epochs), factor=3, **common
+        )
+        oracle.max_trials = max_trials
+        return oracle
+    if strategy == "evolution":
+        population = max(4, min(10, max_trials // 3))
+        return AgingEvolutionOracle(max_trials=max_trials, population_size=population, **common)
+    raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")

@@ -1,0 +1,289 @@
+"""The trial store: one SQLite file per search, one row per trial.
+
+The store is the source of the Pareto front, of the report and of
+``--resume``. It uses the standard library's :mod:`sqlite3` in WAL mode and
+commits after every write, so a search killed at any point keeps every
+finished trial. A disk that fills up while writing raises :class:`DiskFull`
+(a :class:`~mcunas.errors.FatalError`) with what to do next.
+
+Example::
+
+    store = TrialStore.open(Path("runs/demo"))
+    store.start_trial("03", {"family": "dsconv"}, family="dsconv")
+    store.finish_trial("03", TrialStatus.OK, int8_accuracy=0.96, latency_ms=4.2)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import errno
+import json
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from mcunas.errors import FatalError, UserError
+
+__all__ = ["DiskFull", "TrialRecord", "TrialStatus", "TrialStore", "write_file"]
+
+STORE_NAME = "trials.sqlite"
+SCHEMA_VERSION = 1
+# Seconds to wait on a locked database before giving up (another process).
+LOCK_TIMEOUT_S = 10.0
+
+
+class TrialStatus(enum.StrEnum):
+    """Where a trial ended up."""
+
+    OK = "ok"  # trained, converted, evaluated and measured
+    INFEASIBLE = "infeasible"  # failed the cost check (or a measured budget): see reason
+    FAILED = "failed"  # could not build, train, convert or measure: see reason
+    RUNNING = "running"  # started, not finished (or killed mid-trial)
+
+
+class DiskFull(FatalError):
+    """The disk filled up while writing search results."""
+
+    def __init__(self, what: str | os.PathLike[str]) -> None:
+        super().__init__(
+            f"Disk full while writing {what}. Free some space, then run the same command "
+            "with --resume: finished trials are kept."
+        )
+
+
+@dataclass
+class TrialRecord:
+    """One row of the store (every field but ``trial_id`` may be empty)."""
+
+    trial_id: str
+    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    family: str | None = None
+    status: TrialStatus = TrialStatus.RUNNING
+    reason: str | None = None
+    description: str | None = None
+    float_accuracy: float | None = None
+    int8_accuracy: float | None = None
+    score: float | None = None
+    latency_ms: float | None = None
+    latency_error_pct: float | None = None
+    sim_latency_ms: float | None = None
+    arena_bytes: int | None = None
+    peak_sram_bytes: int | None = None
+    flash_bytes: int | None = None
+    macs: int | None = None
+    params: int | None = None
+    source: str | None = None
+    estimated: bool | None = None
+    build_s: float = 0.0
+    check_s: float = 0.0
+    train_s: float = 0.0
+    convert_s: float = 0.0
+    eval_s: float = 0.0
+    measure_s: float = 0.0
+    epochs_run: int | None = None
+    model_sha256: str | None = None
+    model_path: str | None = None
+    started_at: float | None = None
+    finished_at: float | None = None
+
+    @property
+    def feasible(self) -> bool:
+        """True for a trial that ran to the end within every budget."""
+        return self.status == TrialStatus.OK
+
+    @property
+    def total_s(self) -> float:
+        """Seconds spent on this trial's stages."""
+        return (
+            self.build_s + self.check_s + self.train_s + self.convert_s + self.eval_s
+            + self.measure_s
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON output."""
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        data["status"] = str(self.status)
+        return data
+
+
+_COLUMNS = [f.name for f in fields(TrialRecord)]
+_SQL_TYPES = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
+
+
+def _column_sql(name: str, annotation: str) -> str:
+    if name == "trial_id":
+        return "trial_id TEXT PRIMARY KEY"
+    base = annotation.split("|")[0].strip()
+    return f"{name} {_SQL_TYPES.get(base, 'TEXT')}"
+
+
+_SCHEMA = "CREATE TABLE IF NOT EXISTS trials ({})".format(
+    ", ".join(_column_sql(f.name, str(f.type)) for f in fields(TrialRecord))
+)
+
+
+def _is_disk_full(exc: BaseException) -> bool:
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def disk_full_as_fatal(what: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn a full-disk error inside the block into :class:`DiskFull`."""
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError) as exc:
+        if _is_disk_full(exc):
+            raise DiskFull(what) from exc
+        raise
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
+    raw = data.encode() if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with disk_full_as_fatal(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
+
+
+class TrialStore:
+    """SQLite store of one search's trials (and its settings, as ``meta``)."""
+
+    def __init__(self, path: Path) -> None:
+        """Open (creating if needed) the store at ``path``."""
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with disk_full_as_fatal(self.path):
+            self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(_SCHEMA)
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        self._set_meta_default("schema_version", SCHEMA_VERSION)
+
+    @classmethod
+    def open(cls, out_dir: Path) -> TrialStore:
+        """Open the store inside a search's output folder."""
+        return cls(Path(out_dir) / STORE_NAME)
+
+    @staticmethod
+    def exists_in(out_dir: Path) -> bool:
+        """True if ``out_dir`` holds a store."""
+        return (Path(out_dir) / STORE_NAME).is_file()
+
+    def close(self) -> None:
+        """Close the connection."""
+        self._db.close()
+
+    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> None:
+        with disk_full_as_fatal(self.path):
+            self._db.execute(sql, args)
+
+    # --- meta -----------------------------------------------------------
+    def _set_meta_default(self, key: str, value: Any) -> None:
+        self._write("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def set_meta(self, key: str, value: Any) -> None:
+        """Store one JSON value under ``key``."""
+        self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        """The JSON value stored under ``key``, or ``default``."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return default if row is None else json.loads(row[0])
+
+    # --- trials ---------------------------------------------------------
+    def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
+        """Insert (or restart) a trial as ``running``."""
+        rec = TrialRecord(trial_id=trial_id, hyperparameters=hyperparameters, **values)
+        names = ", ".join(_COLUMNS)
+        marks = ", ".join("?" for _ in _COLUMNS)
+        self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
+
+    def update(self, trial_id: str, **values: Any) -> None:
+        """Set some columns of one trial."""
+        if not values:
+            return
+        unknown = set(values) - set(_COLUMNS)
+        if unknown:
+            raise ValueError(f"unknown trial columns: {sorted(unknown)}")
+        sets = ", ".join(f"{k} = ?" for k in values)
+        args = tuple(_to_sql(k, v) for k, v in values.items())
+        self._write(f"UPDATE trials SET {sets} WHERE trial_id = ?", (*args, trial_id))
+
+    def finish_trial(self, trial_id: str, status: TrialStatus, **values: Any) -> None:
+        """Record a trial's final status and figures."""
+        self.update(trial_id, status=status, **values)
+
+    def get(self, trial_id: str) -> TrialRecord | None:
+        """One trial, or None."""
+        cur = self._db.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM trials WHERE trial_id = ?", (trial_id,)
+        )
+        row = cur.fetchone()
+        return None if row is None else _record(row)
+
+    def trials(self, status: TrialStatus | None = None) -> list[TrialRecord]:
+        """Every trial (or those with ``status``), oldest first."""
+        sql = f"SELECT {', '.join(_COLUMNS)} FROM trials"
+        args: tuple[Any, ...] = ()
+        if status is not None:
+            sql += " WHERE status = ?"
+            args = (str(status),)
+        rows = self._db.execute(sql + " ORDER BY started_at, trial_id", args).fetchall()
+        return [_record(r) for r in rows]
+
+    def count(self) -> int:
+        """Number of trials recorded."""
+        return int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+
+
+def _to_sql(name: str, value: Any) -> Any:
+    if name == "hyperparameters":
+        return json.dumps(value, sort_keys=True)
+    if isinstance(value, enum.Enum):
+        return str(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _row(rec: TrialRecord) -> tuple[Any, ...]:
+    return tuple(_to_sql(name, getattr(rec, name)) for name in _COLUMNS)
+
+
+def _record(row: tuple[Any, ...]) -> TrialRecord:
+    data = dict(zip(_COLUMNS, row, strict=True))
+    data["hyperparameters"] = json.loads(data["hyperparameters"] or "{}")
+    data["status"] = TrialStatus(data["status"])
+    if data["estimated"] is not None:
+        data["estimated"] = bool(data["estimated"])
+    for name in ("build_s", "check_s", "train_s", "convert_s", "eval_s", "measure_s"):
+        data[name] = data[name] or 0.0
+    return TrialRecord(**data)
+
+
+def ensure_writable(out_dir: Path) -> None:
+    """Raise :class:`UserError` if ``out_dir`` cannot be created or written."""
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if _is_disk_full(exc):
+            raise DiskFull(out_dir) from exc
+        raise UserError(f"Cannot create output folder {out_dir}: {exc.strerror}") from exc
+    if not os.access(out_dir, os.W_OK):
+        raise UserError(f"Output folder {out_dir} is not writable.")

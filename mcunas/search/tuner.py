@@ -1,0 +1,286 @@
+"""The hardware-aware Keras Tuner: one ``run_trial`` from hyperparameters to a measured model.
+
+Per trial: build -> cost check of the *untrained* INT8 model (op audit, arena,
+peak SRAM, flash, latency estimate) against the board and the user's budgets
+-> [infeasible: recorded with its reason, never trained] -> train -> INT8
+conversion with real representative data -> INT8 accuracy with the real TFLite
+Micro kernels -> measure -> score (see :mod:`mcunas.search.budgets`).
+
+Error contract (keras-tuner's two tiers): an infeasible or failing candidate is
+recorded in the trial store and raised as ``keras_tuner.errors.FailedTrialError``
+(the oracle marks it FAILED, the search goes on); a broken environment
+(:class:`mcunas.errors.FatalError`, a full disk) is raised as :class:`SearchFatal`,
+which keras-tuner does not catch, so the search stops and the trial stays
+``running`` in the store, to be re-run by ``--resume``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+import keras_tuner
+
+from mcunas.errors import FatalError, McunasError
+from mcunas.search.budgets import Budgets, CostFigures, score, violations
+from mcunas.search.pareto import Point, dominates
+from mcunas.search.progress import Progress
+from mcunas.search.store import TrialStatus, TrialStore, write_file
+
+__all__ = ["CandidateRunner", "CheckResult", "HardwareAwareTuner", "SearchFatal", "TrainResult"]
+
+# Failed (not infeasible) candidates in a row before the setup is deemed broken.
+MAX_CONSECUTIVE_FAILURES = 5
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Cost of a candidate before training (from its untrained INT8 graph)."""
+
+    cost: CostFigures
+    params: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What training gave: float validation accuracy and epochs actually run."""
+
+    float_accuracy: float | None
+    epochs_run: int
+
+
+class CandidateRunner(Protocol):
+    """The stages of one trial; :class:`mcunas.search.candidate.KerasRunner` is the real one."""
+
+    def build(self, hp: Any, seed: int) -> Any:
+        """A compiled, trainable model for ``hp`` (random weights from ``seed``)."""
+        ...
+
+    def check(self, model: Any) -> CheckResult:
+        """Estimate cost from the untrained model's INT8 graph (no training)."""
+        ...
+
+    def train(self, model: Any, epochs: int) -> TrainResult:
+        """Train in place with early stopping on validation loss."""
+        ...
+
+    def convert(self, model: Any) -> bytes:
+        """The trained model as INT8 ``.tflite`` bytes (batch size 1)."""
+        ...
+
+    def evaluate(self, model_bytes: bytes) -> float:
+        """INT8 accuracy on the validation split with the TFLite Micro kernels."""
+        ...
+
+    def measure(self, model_bytes: bytes, promising: Callable[[CostFigures], bool]) -> CostFigures:
+        """Measure; ``promising`` says whether a simulated result deserves a board run."""
+        ...
+
+
+class SearchFatal(keras_tuner.errors.FatalError):
+    """Carries a :class:`McunasError` through keras-tuner's loop to stop the search."""
+
+    def __init__(self, error: McunasError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
+
+
+class HardwareAwareTuner(keras_tuner.Tuner):
+    """A ``keras_tuner.Tuner`` whose only override is :meth:`run_trial`.
+
+    Args:
+        oracle: keras_tuner.Oracle, from :func:`mcunas.search.oracles.make_oracle`.
+        hypermodel: keras_tuner.HyperModel, the search space.
+        runner: CandidateRunner, the trial stages.
+        store: TrialStore, where every trial is recorded.
+        budgets: Budgets, the user's limits.
+        progress: Progress, the clock and progress line.
+        models_dir: Path, where each finished trial's ``.tflite`` is kept.
+        epochs: int, training epochs (Hyperband's ``tuner/epochs`` wins).
+        seed: int, base seed; trial ``i`` uses ``seed + i``.
+        **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
+    """
+
+    def __init__(
+        self,
+        oracle: keras_tuner.Oracle,
+        hypermodel: Any,
+        *,
+        runner: CandidateRunner,
+        store: TrialStore,
+        budgets: Budgets,
+        progress: Progress,
+        models_dir: Path,
+        epochs: int,
+        seed: int = 0,
+        **kwargs: Any,
+    ) -> None:
+        self.runner, self.store, self.budgets = runner, store, budgets
+        self.progress, self.models_dir = progress, Path(models_dir)
+        self.epochs, self.seed = epochs, seed
+        self.stopped_reason: str | None = None
+        super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
+        self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
+
+    def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
+        """Run one candidate through every stage and return its metrics.
+
+        Raises:
+            keras_tuner.errors.FailedTrialError: infeasible or failed (recorded).
+            SearchFatal: the environment is broken; the search must stop.
+        """
+        tid = trial.trial_id
+        values = dict(trial.hyperparameters.values)
+        self.store.start_trial(tid, values, family=values.get("family"), started_at=time.time())
+        fatal = False
+        try:
+            return self._run_stages(trial, tid, values)
+        except keras_tuner.errors.FailedTrialError:
+            raise
+        except (FatalError, SearchFatal) as exc:
+            fatal = True
+            error = exc.error if isinstance(exc, SearchFatal) else exc
+            with contextlib.suppress(McunasError):
+                self.store.update(tid, reason=f"interrupted: {error}")
+            raise SearchFatal(error) from exc
+        finally:
+            if not fatal:
+                self._after_trial(tid)
+
+    def _run_stages(self, trial: Any, tid: str, values: dict[str, Any]) -> dict[str, float]:
+        timings: dict[str, float] = {}
+        stage = "build"
+        try:
+            with _timed(timings, "build_s"):
+                model = self.runner.build(trial.hyperparameters, self.seed + _index(tid))
+            stage = "check"
+            with _timed(timings, "check_s"):
+                check = self.runner.check(model)
+            self.store.update(tid, **timings, **_cost_columns(check.cost, pre=True),
+                              params=check.params, description=check.description)
+            reasons = violations(check.cost, self.budgets)
+            if reasons:
+                self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
+            stage = "train"
+            with _timed(timings, "train_s"):
+                trained = self.runner.train(model, int(values.get("tuner/epochs", self.epochs)))
+            stage = "convert"
+            with _timed(timings, "convert_s"):
+                model_bytes = self.runner.convert(model)
+            stage = "evaluate"
+            with _timed(timings, "eval_s"):
+                accuracy = self.runner.evaluate(model_bytes)
+            stage = "measure"
+            with _timed(timings, "measure_s"):
+                cost = self.runner.measure(model_bytes, self._promising(accuracy))
+        except (keras_tuner.errors.FailedTrialError, FatalError, SearchFatal):
+            raise
+        except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
+            self.store.update(tid, **timings)
+            self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {_describe(exc)}")
+        path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
+        self.store.update(
+            tid, **timings, **_cost_columns(cost), float_accuracy=trained.float_accuracy,
+            int8_accuracy=accuracy, epochs_run=trained.epochs_run, model_path=str(path),
+            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
+        )
+        reasons = violations(cost, self.budgets)
+        if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible
+            self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
+        result = score(accuracy, cost, self.budgets)
+        self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time())
+        return {
+            "score": result,
+            "int8_accuracy": float(accuracy),
+            "latency_ms": float(cost.latency_ms),
+            "peak_sram_bytes": float(cost.peak_sram_bytes),
+        }
+
+    def _finish(self, tid: str, status: TrialStatus, reason: str) -> None:
+        """Record a trial that did not make it, then tell keras-tuner (raises)."""
+        self.store.finish_trial(tid, status, reason=reason, finished_at=time.time())
+        raise keras_tuner.errors.FailedTrialError(f"{status}: {reason}")
+
+    def _promising(self, accuracy: float) -> Callable[[CostFigures], bool]:
+        """A test: would a candidate with these figures join the current Pareto front."""
+        front = [
+            Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0)
+            for r in self.store.trials(TrialStatus.OK)
+        ]
+
+        def promising(cost: CostFigures) -> bool:
+            cand = Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)
+            return not any(dominates(p, cand) for p in front)
+
+        return promising
+
+    def _after_trial(self, tid: str) -> None:
+        """Progress line, time budget and the consecutive-failure guard."""
+        rows = self.store.trials()
+        done = sum(r.status != TrialStatus.RUNNING for r in rows)
+        ok = [r for r in rows if r.status == TrialStatus.OK]
+        best = max(ok, key=lambda r: r.score or 0.0, default=None)
+        rec = self.store.get(tid)
+        if rec is None or rec.status == TrialStatus.RUNNING:  # interrupted: no line
+            return
+        self.progress.trial_done(rec, done, best)
+        if self.progress.time_up() and self.stopped_reason is None:
+            self.stopped_reason = "time budget reached"
+            self.oracle.max_trials = len(self.oracle.trials)  # create_trial now says STOPPED
+        self._check_failure_streak(rows)
+
+    def _check_failure_streak(self, rows: list[Any]) -> None:
+        streak = 0
+        for r in rows:
+            streak = streak + 1 if r.status == TrialStatus.FAILED else 0
+        if streak >= MAX_CONSECUTIVE_FAILURES:
+            raise SearchFatal(FatalError(
+                f"{streak} candidates in a row failed (last: {rows[-1].reason}). The setup "
+                "looks broken; see the trial table (mcunas search --resume continues)."
+            ))
+
+
+def _index(trial_id: str) -> int:
+    digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
+    return int(digits) if digits else 0
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, McunasError):
+        return text[:300]
+    return f"{type(exc).__name__}: {text}"[:300]
+
+
+def _cost_columns(cost: CostFigures, pre: bool = False) -> dict[str, Any]:
+    cols = {
+        "latency_ms": cost.latency_ms,
+        "latency_error_pct": cost.latency_error_pct,
+        "arena_bytes": cost.arena_bytes,
+        "peak_sram_bytes": cost.peak_sram_bytes,
+        "flash_bytes": cost.flash_bytes,
+        "source": cost.source,
+        "estimated": cost.estimated,
+    }
+    if cost.macs is not None:
+        cols["macs"] = cost.macs
+    if pre:
+        cols["sim_latency_ms"] = cost.latency_ms
+    elif cost.sim_latency_ms is not None:
+        cols["sim_latency_ms"] = cost.sim_latency_ms
+    return cols

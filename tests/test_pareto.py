@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from mcunas.search.pareto import (
+    Point,
+    dominates,
+    hypervolume,
+    non_dominated_sort,
+    normalized_hypervolume,
+    pareto_front,
+    reference_point,
+)
+
+
+def test_dominates_needs_better_somewhere() -> None:
+    a = Point(0.9, 10, 1000)
+    assert dominates(a, Point(0.8, 10, 1000))
+    assert dominates(a, Point(0.9, 11, 1000))
+    assert not dominates(a, a)
+    assert not dominates(a, Point(0.95, 20, 1000))  # trade-off: neither dominates
+    assert not dominates(Point(0.95, 20, 1000), a)
+
+
+def test_non_dominated_sort_layers() -> None:
+    a = Point(0.9, 10, 100, "a")
+    b = Point(0.8, 5, 100, "b")  # trade-off with a
+    c = Point(0.8, 10, 100, "c")  # dominated by a and b
+    d = Point(0.7, 20, 200, "d")  # dominated by c
+    fronts = non_dominated_sort([d, c, b, a])
+    assert [sorted(p.key for p in f) for f in fronts] == [["a", "b"], ["c"], ["d"]]
+    assert [p.key for p in pareto_front([d, c, b, a])] == ["a", "b"]
+    assert pareto_front([]) == []
+
+
+def test_hypervolume_single_point_is_a_box() -> None:
+    ref = Point(0.0, 10.0, 100.0)
+    # minimised: (-0.5, 4, 40) against (0, 10, 100): 0.5 * 6 * 60
+    assert hypervolume([Point(0.5, 4, 40)], ref) == pytest.approx(180.0)
+
+
+def test_hypervolume_two_points_hand_checked() -> None:
+    ref = Point(0.0, 10.0, 10.0)
+    p = Point(1.0, 5.0, 5.0)  # box 1 * 5 * 5 = 25
+    q = Point(0.5, 2.0, 5.0)  # box 0.5 * 8 * 5 = 20, overlap with p: 0.5 * 5 * 5 = 12.5
+    assert hypervolume([p, q], ref) == pytest.approx(25 + 20 - 12.5)
+    # a dominated point adds nothing; a point outside the box adds nothing
+    assert hypervolume([p, q, Point(0.4, 6, 6), Point(0.9, 12, 1)], ref) == pytest.approx(32.5)
+
+
+def test_hypervolume_three_points_different_sram() -> None:
+    ref = Point(0.0, 4.0, 4.0)
+    pts = [Point(1, 3, 3), Point(1, 1, 3.5), Point(0.5, 3, 1)]
+    # inclusion-exclusion over the three boxes (corners at minimised values)
+    boxes = [(1, 1, 1), (1, 3, 0.5), (0.5, 1, 3)]  # (acc, lat-extent, sram-extent)
+    vol = sum(a * b * c for a, b, c in boxes)
+    vol -= 1 * 1 * 0.5 + 0.5 * 1 * 1 + 0.5 * 1 * 0.5  # pairwise overlaps
+    vol += 0.5 * 1 * 0.5  # triple overlap
+    assert hypervolume(pts, ref) == pytest.approx(vol)
+
+
+def test_hypervolume_matches_monte_carlo_grid() -> None:
+    rng = random.Random(3)
+    pts = [Point(rng.random(), rng.uniform(0, 10), rng.uniform(0, 10)) for _ in range(6)]
+    ref = Point(0.0, 10.0, 10.0)
+    n = 24
+    inside = 0
+    for i, j, k in itertools.product(range(n), repeat=3):
+        x = (-(i + 0.5) / n, (j + 0.5) * 10 / n, (k + 0.5) * 10 / n)
+        if any(all(a <= b for a, b in zip(p.minimised(), x, strict=True)) for p in pts):
+            inside += 1
+    grid = inside / n**3 * (1 * 10 * 10)
+    assert hypervolume(pts, ref) == pytest.approx(grid, rel=0.08)
+
+
+def test_normalized_hypervolume_and_reference() -> None:
+    ref = reference_point(10.0, 100.0)
+    assert (ref.accuracy, ref.latency_ms, ref.peak_sram_bytes) == (0.0, 10.0, 100.0)
+    assert normalized_hypervolume([Point(1.0, 0.0, 0.0)], ref) == pytest.approx(1.0)
+    assert normalized_hypervolume([Point(0.5, 5.0, 50.0)], ref) == pytest.approx(0.125)
+    auto = reference_point(None, 100.0, [Point(0.5, 20.0, 1.0)])
+    assert auto.latency_ms == pytest.approx(22.0)

@@ -1,0 +1,223 @@
+"""The tuner loop with fake candidates: no training, no TensorFlow models."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import keras_tuner
+import pytest
+
+from mcunas.errors import CandidateError, FatalError
+from mcunas.search.budgets import Budgets, CostFigures
+from mcunas.search.oracles import AgingEvolutionOracle, make_oracle
+from mcunas.search.progress import Progress
+from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.tuner import CheckResult, HardwareAwareTuner, SearchFatal, TrainResult
+
+
+class FakeSpace(keras_tuner.HyperModel):
+    def build(self, hp):
+        family = hp.Choice("family", ["dsconv", "mbconv"])
+        width = hp.Int("width", 8, 64, step=8)
+        with hp.conditional_scope("family", ["mbconv"]):
+            if family == "mbconv":
+                hp.Choice("expansion", [2, 4])
+        return {"family": family, "width": width}
+
+
+class FakeRunner:
+    """Cost grows with width; accuracy too. Records which stages ran."""
+
+    def __init__(self, fail_train_widths=(), fatal_on_call=None):
+        self.trained: list[int] = []
+        self.built = 0
+        self.fail_train_widths = set(fail_train_widths)
+        self.fatal_on_call = fatal_on_call
+        self.measured = 0
+
+    def build(self, hp, seed):
+        self.built += 1
+        return {"width": hp.get("width")}
+
+    def _cost(self, width):
+        return CostFigures(latency_ms=width / 4, arena_bytes=width * 1000,
+                           peak_sram_bytes=width * 1500, flash_bytes=width * 2000,
+                           latency_error_pct=12.0, macs=width * 10_000, source="fake",
+                           estimated=True)
+
+    def check(self, model):
+        return CheckResult(self._cost(model["width"]), params=model["width"] * 10)
+
+    def train(self, model, epochs):
+        if model["width"] in self.fail_train_widths:
+            raise RuntimeError("loss became NaN")
+        self.trained.append(model["width"])
+        model["trained"] = True
+        return TrainResult(float_accuracy=0.5 + model["width"] / 200, epochs_run=epochs)
+
+    def convert(self, model):
+        return b"TFL3" + bytes([model["width"]])
+
+    def evaluate(self, model_bytes):
+        return 0.5 + model_bytes[-1] / 200
+
+    def measure(self, model_bytes, promising):
+        self.measured += 1
+        if self.fatal_on_call is not None and self.measured == self.fatal_on_call:
+            raise FatalError("board unplugged")
+        return self._cost(model_bytes[-1])
+
+
+def make_tuner(tmp_path: Path, runner, strategy="random", max_trials=8, budgets=None,
+               time_budget=None, clock=None):
+    store = TrialStore.open(tmp_path)
+    kwargs = {} if clock is None else {"clock": clock}
+    progress = Progress(max_trials, time_budget, stream=io.StringIO(), **kwargs)
+    tuner = HardwareAwareTuner(
+        make_oracle(strategy, max_trials, seed=1, epochs=3), FakeSpace(), runner=runner,
+        store=store, budgets=budgets or Budgets(max_latency_ms=10.0), progress=progress,
+        models_dir=tmp_path / "models", epochs=3, seed=1, directory=str(tmp_path),
+        project_name="tuner",
+    )
+    return tuner, store
+
+
+def test_infeasible_never_trained_and_recorded(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    tuner, store = make_tuner(tmp_path, runner, max_trials=10)
+    tuner.search()
+    rows = store.trials()
+    assert len(rows) == 10
+    infeasible = [r for r in rows if r.status == TrialStatus.INFEASIBLE]
+    ok = [r for r in rows if r.status == TrialStatus.OK]
+    assert infeasible and ok  # width > 40 breaks the 10 ms budget
+    for r in infeasible:
+        assert r.hyperparameters["width"] > 40
+        assert "latency" in r.reason and "budget 10 ms" in r.reason
+        assert r.train_s == 0.0 and r.int8_accuracy is None and r.model_path is None
+    assert all(w <= 40 for w in runner.trained)
+    assert len(runner.trained) == len(ok)
+    for r in ok:
+        assert r.score == pytest.approx(r.int8_accuracy)
+        assert Path(r.model_path).is_file() and len(r.model_sha256) == 64
+        assert r.estimated is True and r.source == "fake"
+    assert "best" in tuner.progress.stream.getvalue()
+
+
+def test_failed_candidate_recorded_and_search_goes_on(tmp_path: Path) -> None:
+    runner = FakeRunner(fail_train_widths={8, 16, 24})
+    tuner, store = make_tuner(tmp_path, runner, max_trials=8, budgets=Budgets())
+    tuner.search()
+    rows = store.trials()
+    failed = [r for r in rows if r.status == TrialStatus.FAILED]
+    assert len(rows) == 8 and failed
+    assert all(r.reason.startswith("train failed: RuntimeError: loss became NaN") for r in failed)
+    assert any(r.status == TrialStatus.OK for r in rows)
+
+
+def test_candidate_error_in_convert_is_failed(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    calls = {"n": 0}
+
+    def bad_convert(model):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise CandidateError("converter: op GELU not supported")
+        return b"TFL3" + bytes([model["width"]])
+
+    runner.convert = bad_convert
+    tuner, store = make_tuner(tmp_path, runner, max_trials=4, budgets=Budgets())
+    tuner.search()
+    first = store.trials()[0]
+    assert first.status == TrialStatus.FAILED and first.reason == (
+        "convert failed: converter: op GELU not supported")
+    assert sum(r.status == TrialStatus.OK for r in store.trials()) == 3
+
+
+def test_fatal_stops_then_resume_finishes_without_redoing(tmp_path: Path) -> None:
+    runner = FakeRunner(fatal_on_call=3)
+    tuner, store = make_tuner(tmp_path, runner, max_trials=6, budgets=Budgets())
+    with pytest.raises(SearchFatal, match="board unplugged"):
+        tuner.search()
+    rows = store.trials()
+    assert [r.status for r in rows] == [TrialStatus.OK, TrialStatus.OK, TrialStatus.RUNNING]
+    assert rows[2].reason.startswith("interrupted: ")
+    done_ids = {r.trial_id: r.model_sha256 for r in rows[:2]}
+    store.close()
+
+    runner2 = FakeRunner()
+    tuner2, store2 = make_tuner(tmp_path, runner2, max_trials=6, budgets=Budgets())
+    tuner2.search()
+    rows2 = store2.trials()
+    assert len(rows2) == 6 and all(r.status == TrialStatus.OK for r in rows2)
+    assert runner2.built == 4  # the interrupted trial again + 3 new ones, not the 2 finished
+    for tid, sha in done_ids.items():
+        assert store2.get(tid).model_sha256 == sha
+
+
+@pytest.mark.parametrize("strategy", ["random", "bayesian", "hyperband", "evolution"])
+def test_every_strategy_runs_and_respects_max_trials(tmp_path: Path, strategy: str) -> None:
+    runner = FakeRunner()
+    tuner, store = make_tuner(tmp_path, runner, strategy=strategy, max_trials=7)
+    tuner.search()
+    assert 1 <= store.count() <= 7
+    assert any(r.status == TrialStatus.OK for r in store.trials())
+
+
+def test_evolution_children_mutate_one_parameter(tmp_path: Path) -> None:
+    oracle = AgingEvolutionOracle(keras_tuner.Objective("score", "max"), max_trials=12,
+                                  population_size=4, sample_size=2, seed=3,
+                                  max_consecutive_failed_trials=100)
+    runner = FakeRunner()
+    store = TrialStore.open(tmp_path)
+    tuner = HardwareAwareTuner(
+        oracle, FakeSpace(), runner=runner, store=store, budgets=Budgets(),
+        progress=Progress(12, stream=None), models_dir=tmp_path / "m", epochs=1,
+        directory=str(tmp_path), project_name="t",
+    )
+    tuner.search()
+    trials = [oracle.trials[t] for t in oracle.start_order]
+    assert len(trials) == 12
+    previous = [t.hyperparameters.values for t in trials[:4]]
+    for child in trials[4:]:
+        values = child.hyperparameters.values
+        # each child differs from some earlier trial in exactly one searched choice
+        # (a changed family brings or drops its conditional "expansion")
+        assert min(_diff(values, p) for p in previous) == 1
+        previous.append(values)
+
+
+def _diff(a: dict, b: dict) -> int:
+    n = sum(a.get(k) != b.get(k) for k in ("family", "width"))
+    if a.get("family") == b.get("family"):
+        n += a.get("expansion") != b.get("expansion")
+    return n
+
+
+def test_time_budget_stops_after_current_trial(tmp_path: Path) -> None:
+    now = {"t": 0.0}
+
+    def clock():
+        now["t"] += 10.0  # every reading advances 10 s
+        return now["t"]
+
+    tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=20, budgets=Budgets(),
+                              time_budget=25, clock=clock)
+    tuner.search()
+    assert 1 <= store.count() < 20
+    assert tuner.stopped_reason == "time budget reached"
+    assert all(r.status != TrialStatus.RUNNING for r in store.trials())
+
+
+def test_failure_streak_stops_search(tmp_path: Path) -> None:
+    runner = FakeRunner()
+
+    def broken(model, epochs):
+        raise RuntimeError("no GPU memory")
+
+    runner.train = broken
+    tuner, store = make_tuner(tmp_path, runner, max_trials=12, budgets=Budgets())
+    with pytest.raises(SearchFatal, match="5 candidates in a row failed"):
+        tuner.search()
+    assert store.count() == 5
