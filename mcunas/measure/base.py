@@ -71,6 +71,8 @@ class Measurer(Protocol):
 # name -> "module:Class", imported on first use so start-up stays fast.
 MEASURERS: dict[str, str] = {
     "simulator": "mcunas.measure.simulator:SimulatorMeasurer",
+    "board": "mcunas.measure.board:BoardMeasurer",
+    "rack": "mcunas.measure.rack:RackMeasurer",
 }
 
 

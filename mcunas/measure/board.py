@@ -1,0 +1,259 @@
+"""Measure a model on a real board: generate, build, upload (PlatformIO), then read serial.
+
+Registered as ``"board"`` in :data:`mcunas.measure.base.MEASURERS`.
+
+Example::
+
+    measurer = BoardMeasurer(load_board("esp32s3"), port="auto")
+    m = measurer.measure(Path("model.tflite").read_bytes())
+    m.source  # "board:/dev/ttyACM0"
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mcunas.boards import BoardProfile
+from mcunas.errors import CandidateError, FatalError, MeasurementError
+from mcunas.measure.base import Measurement, OpTiming
+from mcunas.measure.ports import Lister, detect_port
+from mcunas.measure.protocol import Ready, Result, model_crc32
+from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
+
+__all__ = [
+    "DEFAULT_TIMEOUT_S",
+    "BoardMeasurer",
+    "BuildFailed",
+    "ModelMismatch",
+    "ModelTooLarge",
+    "UploadFailed",
+    "WrongFirmware",
+    "probe_board",
+]
+
+# The read stage as a whole (boot to `ready`, then warm-up + N invokes to `result`).
+DEFAULT_TIMEOUT_S = 60.0
+
+ProjectFactory = Callable[..., Any]
+
+
+class ModelTooLarge(CandidateError):
+    """The model alone exceeds the flash the board leaves to it."""
+
+
+class BuildFailed(CandidateError):
+    """Generating or building the firmware for this model failed."""
+
+
+class UploadFailed(LinkError):
+    """Uploading the firmware to the board failed."""
+
+
+class ModelMismatch(LinkError):
+    """The board ran another model than the one asked for (CRC-32 differs)."""
+
+
+class WrongFirmware(LinkError):
+    """The port's firmware was built for another board profile."""
+
+
+def _pio_project(board: BoardProfile, work_dir: Path, pio: str = "pio") -> Any:
+    from mcunas.measure.pio import PioProject  # helper E's module, imported when flashing
+
+    return PioProject(board, work_dir, pio=pio)
+
+
+def _default_work_dir(board: BoardProfile, port: str) -> Path:
+    home = Path(os.environ.get("MCUNAS_HOME") or Path.home() / ".mcunas")
+    return home / "build" / f"{board.name}-{re.sub(r'[^A-Za-z0-9]+', '_', port).strip('_')}"
+
+
+def probe_board(
+    port: str, baud: int = 115200, timeout_s: float = READY_TIMEOUT_S, trace: str | None = None
+) -> Ready:
+    """Open ``port`` and return its ``ready`` event; :class:`LinkError` if it does not answer."""
+    with SerialLink(port, baud, trace_path=trace) as link:
+        return link.wait_ready(timeout_s)
+
+
+class BoardMeasurer:
+    """Flash and measure models on one board over serial.
+
+    Args:
+        board: BoardProfile of the board.
+        port: str, the serial port, or ``"auto"`` (match the profile's USB ids).
+        flash: bool, build and upload each model (default True); False only reads
+            from a board that already runs it.
+        timeout_s: float, deadline of the read stage (default 60 s).
+        project_factory: ``(board, work_dir, pio=...) -> project`` with ``generate``,
+            ``build`` and ``upload`` (default: ``mcunas.measure.pio.PioProject``).
+        work_dir: Path | None, build folder (default ``$MCUNAS_HOME/build/<board>-<port>``).
+        pio: str, the PlatformIO executable.
+        trace: str | None, log raw serial bytes with timings to this file.
+        lister: callable listing serial ports (for ``port="auto"``; tests inject one).
+    """
+
+    name = "board"
+
+    def __init__(
+        self,
+        board: BoardProfile,
+        port: str = "auto",
+        flash: bool = True,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        project_factory: ProjectFactory | None = None,
+        *,
+        work_dir: str | Path | None = None,
+        pio: str = "pio",
+        trace: str | None = None,
+        lister: Lister | None = None,
+    ) -> None:
+        self.board = board
+        self.flash = flash
+        self.timeout_s = float(timeout_s)
+        self.trace = trace
+        self._requested_port = port
+        self._port: str | None = None if port in ("auto", "", None) else port
+        self._factory = project_factory or _pio_project
+        self._work_dir = Path(work_dir) if work_dir else None
+        self._pio = pio
+        self._lister = lister
+
+    @property
+    def port(self) -> str:
+        """The serial port, detected from the profile's USB ids on first use if ``auto``."""
+        if self._port is None:
+            self._port = detect_port(self.board, lister=self._lister)
+        return self._port
+
+    def test_connection(self) -> None:
+        """Check the port opens (and, without flashing, that the firmware answers).
+
+        Raises:
+            FatalError: the port is missing or busy, or the firmware does not answer.
+        """
+        try:
+            with SerialLink(self.port, self.board.baud, trace_path=self.trace) as link:
+                if not self.flash:
+                    self._check_ready(link.wait_ready(min(READY_TIMEOUT_S, self.timeout_s)))
+        except LinkError as exc:
+            raise FatalError(str(exc)) from exc
+
+    def measure(self, model_bytes: bytes) -> Measurement:
+        """Flash (unless ``flash=False``) and measure one model.
+
+        Raises:
+            CandidateError: the model cannot run here (too large, build failed,
+                the firmware's ``error`` event).
+            LinkError: the board failed (port busy or gone, silence, crash, wrong CRC).
+            FatalError: the setup is broken (no port found, PlatformIO missing).
+        """
+        port = self.port
+        stages: dict[str, float] = {}
+        build = self._flash(model_bytes, port, stages) if self.flash else None
+        start = time.monotonic()
+        with SerialLink(port, self.board.baud, trace_path=self.trace) as link:
+            ready = link.wait_ready(min(READY_TIMEOUT_S, self.timeout_s))
+            self._check_ready(ready)
+            remaining = self.timeout_s - (time.monotonic() - start)
+            result = link.run(max(remaining, 0.1))
+        stages["read_s"] = round(time.monotonic() - start, 3)
+        expected = model_crc32(model_bytes)
+        if result.model_crc32 != expected:
+            action = "the upload did not take" if self.flash else "flash it (drop --no-flash)"
+            raise ModelMismatch(
+                f"board on {port} ran model {result.model_crc32}, not this model ({expected}): "
+                f"{action}"
+            )
+        return self._measurement(model_bytes, port, ready, result, build, stages)
+
+    # -- stages --------------------------------------------------------------------
+    def _flash(self, model_bytes: bytes, port: str, stages: dict[str, float]) -> Any:
+        budget = self.board.model_flash_budget_bytes
+        if len(model_bytes) > budget:
+            raise ModelTooLarge(
+                f"model is {len(model_bytes)} bytes but {self.board.name} leaves {budget} bytes "
+                "of flash to the model: choose a smaller model"
+            )
+        work_dir = self._work_dir or _default_work_dir(self.board, port)
+        project = self._factory(self.board, work_dir, pio=self._pio)
+        t = time.monotonic()
+        try:
+            project.generate(model_bytes)
+            stages["generate_s"] = round(time.monotonic() - t, 3)
+            build = project.build()
+            stages["build_s"] = round(time.monotonic() - t - stages["generate_s"], 3)
+        except (FatalError, CandidateError):
+            raise
+        except MeasurementError as exc:
+            raise BuildFailed(f"build failed: {exc}") from exc
+        t = time.monotonic()
+        try:
+            project.upload(port)
+        except (FatalError, CandidateError):
+            raise
+        except MeasurementError as exc:
+            raise UploadFailed(f"upload to {port} failed: {exc}") from exc
+        stages["upload_s"] = round(time.monotonic() - t, 3)
+        return build
+
+    def _check_ready(self, ready: Ready) -> None:
+        if ready.board != self.board.name:
+            raise WrongFirmware(
+                f"the firmware on {self.port} was built for '{ready.board}', not "
+                f"'{self.board.name}': check --board and --port, or flash it"
+            )
+
+    def _measurement(
+        self,
+        model_bytes: bytes,
+        port: str,
+        ready: Ready,
+        result: Result,
+        build: Any,
+        stages: dict[str, float],
+    ) -> Measurement:
+        if build is not None:
+            static_ram, ram_from = int(build.static_ram_bytes), "elf"
+            flash, flash_from = int(build.flash_bytes), "elf"
+        else:
+            static_ram, ram_from = result.static_ram_bytes, "firmware"
+            if static_ram is None:
+                static_ram, ram_from = self.board.firmware_ram_bytes, "profile estimate"
+            flash, flash_from = result.flash_bytes, "firmware"
+            if flash is None:
+                flash = self.board.firmware_flash_bytes + len(model_bytes)
+                flash_from = "profile estimate (no ELF with --no-flash)"
+        details = {
+            "board": self.board.name,
+            "port": port,
+            "fw": ready.fw,
+            "flashed": build is not None,
+            "runs": result.runs,
+            "latency_min_ms": result.latency_min_us / 1000.0,
+            "stack_bytes": result.stack_bytes,
+            "static_ram_bytes": static_ram,
+            "static_ram_source": ram_from,
+            "flash_source": flash_from,
+            "elf_path": str(getattr(build, "elf_path", "") or "") or None,
+            "stage_s": stages,
+            "ready": ready.raw,
+            "result": result.raw,
+        }
+        return Measurement(
+            source=f"board:{port}",
+            estimated=False,
+            latency_ms=result.latency_median_us / 1000.0,
+            latency_max_ms=result.latency_max_us / 1000.0,
+            arena_bytes=result.arena_bytes,
+            peak_sram_bytes=result.arena_bytes + static_ram + result.stack_bytes,
+            flash_bytes=flash,
+            model_crc32=result.model_crc32,
+            ops=tuple(OpTiming(i, o.op, o.us / 1000.0) for i, o in enumerate(result.ops)),
+            details=details,
+        )

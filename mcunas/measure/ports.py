@@ -1,0 +1,81 @@
+"""Find a board's serial port by the USB VID:PID list of its profile (``hwids``).
+
+Example::
+
+    port = detect_port(load_board("esp32s3"))   # "/dev/ttyACM0"
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from mcunas.boards import BoardProfile
+from mcunas.errors import FatalError
+
+__all__ = ["NoPortFound", "describe_port", "detect_port", "matching_ports", "port_hwid"]
+
+Lister = Callable[[], Iterable[Any]]
+
+
+class NoPortFound(FatalError):
+    """Auto-detection found no port, or several, for the board."""
+
+
+def _comports() -> list[Any]:
+    from serial.tools import list_ports
+
+    return list(list_ports.comports())
+
+
+def port_hwid(port: Any) -> str | None:
+    """``"VID:PID"`` (upper-case hex) of a ``ListPortInfo``, None for non-USB ports."""
+    if getattr(port, "vid", None) is None or getattr(port, "pid", None) is None:
+        return None
+    return f"{port.vid:04X}:{port.pid:04X}"
+
+
+def describe_port(port: Any) -> str:
+    """One short description: ``/dev/ttyACM0 (303A:1001 USB JTAG/serial debug unit)``."""
+    hwid = port_hwid(port) or "no USB id"
+    text = getattr(port, "description", "") or ""
+    text = "" if text in ("n/a", port.device) else f" {text}"
+    return f"{port.device} ({hwid}{text})"
+
+
+def matching_ports(board: BoardProfile, ports: Iterable[Any]) -> list[Any]:
+    """The ports whose USB VID:PID is in the board profile's ``hwids``."""
+    wanted = {h.upper() for h in board.hwids}
+    return [p for p in ports if port_hwid(p) in wanted]
+
+
+def detect_port(board: BoardProfile, *, lister: Lister | None = None) -> str:
+    """The one port that matches the board's USB ids.
+
+    Args:
+        board: BoardProfile whose ``hwids`` are matched.
+        lister: callable returning ``ListPortInfo``-like objects (default:
+            ``serial.tools.list_ports.comports``).
+
+    Raises:
+        NoPortFound: zero or several ports match; the message lists what was found.
+    """
+    ports = list((lister or _comports)())
+    found = matching_ports(board, ports)
+    seen = ", ".join(describe_port(p) for p in ports) or "no serial ports at all"
+    if not board.hwids:
+        raise NoPortFound(
+            f"board profile '{board.name}' lists no USB ids (hwids) to detect its port; "
+            f"pass --port (found: {seen})"
+        )
+    if len(found) == 1:
+        return str(found[0].device)
+    if not found:
+        raise NoPortFound(
+            f"no serial port matches {board.name}'s USB ids ({', '.join(board.hwids)}); "
+            f"found: {seen}. Plug the board in (data cable) or pass --port"
+        )
+    raise NoPortFound(
+        f"several ports match {board.name}: {', '.join(describe_port(p) for p in found)}; "
+        "pass --port to choose one"
+    )

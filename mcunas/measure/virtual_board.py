@@ -1,0 +1,445 @@
+"""A virtual board on a pseudo-terminal that speaks ``MCUNAS/1``, for tests and demos.
+
+The board answers ``hello`` with ``ready`` and ``run`` with a ``result`` whose
+figures come from a *figures provider* (by default the simulator's estimate
+for the model and board), after sleeping the time the real runs would take
+divided by ``time_scale``. Fault modes imitate what real boards do wrong:
+
+- ``silence``: never prints anything;
+- ``garbage``: boot noise and random bytes around every protocol line (still works);
+- ``reset``: the first result is cut mid-line by a reset (boot banner, ``ready``);
+- ``crc``: the result carries the CRC of another model;
+- ``error``: an ``error`` event (``arena_too_small``) instead of a result;
+- ``disconnect``: the port disappears in the middle of a run;
+- ``crash``: a Guru Meditation panic during the run.
+
+Demo::
+
+    python -m mcunas.measure.virtual_board --board esp32s3 --model m.tflite [--fault reset]
+    # prints the pty path; then: mcunas bench m.tflite --board esp32s3 --port PATH --no-flash
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import os
+import pty
+import random
+import select
+import signal
+import threading
+import time
+import tty
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcunas.boards import BoardProfile
+from mcunas.errors import MeasurementError
+from mcunas.measure.protocol import encode_line, model_crc32
+
+__all__ = [
+    "FAULTS",
+    "Figures",
+    "FiguresProvider",
+    "VirtualBoard",
+    "VirtualProject",
+    "board_at",
+    "fixed_figures",
+    "simulator_figures",
+]
+
+FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
+FIRMWARE_VERSION = "0.1.0-virtual"
+WARMUP_RUNS = 2
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the virtual firmware reports for one model (estimates, not measurements)."""
+
+    latency_ms: float
+    arena_bytes: int
+    stack_bytes: int
+    static_ram_bytes: int
+    flash_bytes: int
+    ops: tuple[tuple[str, float], ...] = ()  # (op name, ms)
+    error: tuple[str, str] | None = None  # (code, message) when the model cannot run
+
+
+FiguresProvider = Callable[[bytes, BoardProfile], Figures]
+
+
+def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
+    """Figures from the simulator (``mcunas.profile.profile_model``) for a model and board.
+
+    The stack high-water mark is not simulated: a third of the firmware's stack
+    stands in for it.
+    """
+    from mcunas.profile import profile_model
+
+    prof = profile_model(model_bytes, board)
+    error = None
+    if not prof.fits:
+        over = prof.memory.arena_bytes > board.model_sram_budget_bytes
+        error = ("arena_too_small" if over else "model_not_runnable", "; ".join(prof.reasons))
+    return Figures(
+        latency_ms=float(prof.latency.ms),
+        arena_bytes=int(prof.memory.arena_bytes),
+        stack_bytes=board.firmware_stack_bytes // 3,
+        static_ram_bytes=board.firmware_ram_bytes,
+        flash_bytes=int(prof.memory.flash_bytes),
+        ops=tuple((o.op, float(o.ms)) for o in prof.latency.ops),
+        error=error,
+    )
+
+
+_REGISTRY: dict[str, VirtualBoard] = {}
+_REGISTRY_LOCK = threading.Lock()
+
+
+def board_at(port: str) -> VirtualBoard | None:
+    """The running virtual board whose pty is ``port``, if any (for virtual uploads)."""
+    with _REGISTRY_LOCK:
+        return _REGISTRY.get(port)
+
+
+class VirtualBoard:
+    """A board on a pty master, served by a thread; the host opens :attr:`port`.
+
+    Args:
+        board: BoardProfile it pretends to be.
+        model_bytes: bytes | None, the model it was "flashed" with; None: no firmware (silent).
+        figures: FiguresProvider, default :func:`simulator_figures`.
+        fault: str | None, one of :data:`FAULTS`.
+        runs: int, timed invokes per ``run`` (default 20).
+        time_scale: float, divide the simulated run time by this (default 1: real time).
+    """
+
+    def __init__(
+        self,
+        board: BoardProfile,
+        model_bytes: bytes | None = None,
+        *,
+        figures: FiguresProvider = simulator_figures,
+        fault: str | None = None,
+        runs: int = 20,
+        time_scale: float = 1.0,
+    ) -> None:
+        if fault is not None and fault not in FAULTS:
+            raise ValueError(f"unknown fault {fault!r}; one of {', '.join(FAULTS)}")
+        self.board = board
+        self.fault = fault
+        self.runs = runs
+        self.time_scale = time_scale
+        self._provider = figures
+        self._model: bytes | None = None
+        self._figures: Figures | None = None
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._master = self._slave = -1
+        self.port = ""
+        self.runs_served = 0
+        self._resets_done = 0
+        self._rng = random.Random(0)
+        if model_bytes is not None:
+            self._load(model_bytes)
+
+    # -- life cycle ------------------------------------------------------------
+    def start(self) -> str:
+        """Open the pty, boot, serve in a thread; return the port path."""
+        self._master, self._slave = pty.openpty()
+        tty.setraw(self._slave)
+        fl = fcntl.fcntl(self._master, fcntl.F_GETFL)
+        fcntl.fcntl(self._master, fcntl.F_SETFL, fl | os.O_NONBLOCK)
+        self.port = os.ttyname(self._slave)
+        with _REGISTRY_LOCK:
+            _REGISTRY[self.port] = self
+        self._boot()
+        self._thread = threading.Thread(target=self._serve, name=f"vboard-{self.port}", daemon=True)
+        self._thread.start()
+        return self.port
+
+    def stop(self) -> None:
+        """Stop serving and close the pty (the port path disappears)."""
+        self._stop.set()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(timeout=2)
+        self._close_fds()
+
+    def __enter__(self) -> VirtualBoard:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def flash(self, model_bytes: bytes) -> None:
+        """Load a new model, as an upload does, and reboot."""
+        with self._lock:
+            self._load(model_bytes)
+            self._boot()
+
+    # -- firmware behaviour ----------------------------------------------------
+    def _load(self, model_bytes: bytes) -> None:
+        self._model = model_bytes
+        self._figures = self._provider(model_bytes, self.board)
+
+    def _boot(self) -> None:
+        if self._model is None or self.fault == "silence":
+            return
+        self._write(self._boot_banner())
+        if self.fault == "garbage":
+            self._write(self._garbage())
+        self._write(self._ready_line())
+
+    def _serve(self) -> None:
+        pending = b""
+        while not self._stop.is_set():
+            try:
+                ready, _, _ = select.select([self._master], [], [], 0.05)
+                data = os.read(self._master, 1024) if ready else b""
+            except (OSError, ValueError):
+                return  # pty closed (disconnect fault or stop)
+            pending += data
+            while b"\n" in pending:
+                line, _, pending = pending.partition(b"\n")
+                self._command(line.decode("utf-8", "replace").strip())
+
+    def _command(self, command: str) -> None:
+        if self._model is None or self.fault == "silence":
+            return
+        if command == "hello":
+            with self._lock:
+                self._write(self._ready_line())
+        elif command == "run":
+            self._run()
+        elif command:
+            self._write(f"I mcunas: unknown command '{command}'\r\n")
+
+    def _run(self) -> None:
+        figures = self._figures
+        assert figures is not None
+        if figures.error is None:
+            runs_s = (WARMUP_RUNS + self.runs) * figures.latency_ms / 1000.0 / self.time_scale
+            if self._stop.wait(runs_s):
+                return
+        with self._lock:
+            self.runs_served += 1
+            self._run_output(figures)
+
+    def _run_output(self, figures: Figures) -> None:
+        fault = self.fault
+        if fault == "error" or figures.error is not None:
+            code, message = figures.error or ("arena_too_small", "AllocateTensors failed")
+            self._write(encode_line({"event": "error", "code": code, "message": message}))
+            return
+        line = self._result_line(figures)
+        if fault == "reset" and self._resets_done == 0:
+            self._resets_done += 1
+            self._write(line[: len(line) // 2])
+            self._boot_after_reset()
+        elif fault == "disconnect":
+            self._write(line[: len(line) // 3])
+            self._close_fds()
+            self._stop.set()
+        elif fault == "crash":
+            self._write(
+                "Guru Meditation Error: Core  1 panic'ed (LoadProhibited). "
+                "Exception was unhandled.\r\nBacktrace: 0x42003a1c:0x3fc9a0e0\r\n"
+            )
+            self._boot_after_reset()
+        else:
+            if fault == "garbage":
+                self._write(self._garbage())
+            self._write(line)
+
+    def _boot_after_reset(self) -> None:
+        self._write(self._boot_banner())
+        self._write(self._ready_line())
+
+    # -- lines -------------------------------------------------------------------
+    def _ready_line(self) -> str:
+        return encode_line(
+            {
+                "event": "ready",
+                "board": self.board.name,
+                "fw": FIRMWARE_VERSION,
+                "clock_hz": self.board.clock_hz,
+                "virtual": True,
+            }
+        )
+
+    def _result_line(self, f: Figures) -> str:
+        assert self._model is not None
+        crc = model_crc32(self._model + b"other" if self.fault == "crc" else self._model)
+        median = round(f.latency_ms * 1000)
+        return encode_line(
+            {
+                "event": "result",
+                "model_crc32": crc,
+                "runs": self.runs,
+                "latency_us": {
+                    "min": round(median * 0.995),
+                    "median": median,
+                    "max": round(median * (1.01 + 0.02 * self._rng.random())),
+                },
+                "arena_bytes": f.arena_bytes,
+                "stack_bytes": f.stack_bytes,
+                "static_ram_bytes": f.static_ram_bytes,
+                "flash_bytes": f.flash_bytes,
+                "ops": [{"op": op, "us": round(ms * 1000, 1)} for op, ms in f.ops],
+                "virtual": True,
+            }
+        )
+
+    def _boot_banner(self) -> str:
+        if self.board.family in ("xtensa", "riscv32"):
+            return (
+                f"ESP-ROM:{self.board.name}-20210327\r\nBuild:Mar 27 2021\r\n"
+                "rst:0xc (RTC_SW_CPU_RST),boot:0x8 (SPI_FAST_FLASH_BOOT)\r\n"
+                "I (312) cpu_start: Starting scheduler on PRO CPU.\r\n"
+                f"I (330) mcunas: measurement firmware {FIRMWARE_VERSION}\r\n"
+            )
+        return f"\r\nmcunas measurement firmware {FIRMWARE_VERSION} ({self.board.mcu})\r\n"
+
+    def _garbage(self) -> bytes:
+        noise = bytes(self._rng.randrange(256) for _ in range(96)).replace(b"\n", b"")
+        return noise + b'\r\nE (1021) wifi: noise\r\nMCUNAS/1 {"event":"res\r\n\xff\xfe\x00\r\n'
+
+    def _write(self, data: str | bytes) -> None:
+        raw = data.encode() if isinstance(data, str) else data
+        while raw and not self._stop.is_set() and self._master >= 0:
+            try:
+                raw = raw[os.write(self._master, raw) :]
+            except BlockingIOError:
+                time.sleep(0.005)  # the host is not reading: wait for room
+            except OSError:
+                return
+
+    def _close_fds(self) -> None:
+        with _REGISTRY_LOCK:
+            if _REGISTRY.get(self.port) is self:
+                del _REGISTRY[self.port]
+        for name in ("_master", "_slave"):
+            fd = getattr(self, name)
+            if fd >= 0:
+                setattr(self, name, -1)
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+
+
+def fixed_figures(latency_ms: float, arena_bytes: int) -> FiguresProvider:
+    """A provider that reports the same latency and arena for any model (no simulator)."""
+
+    def provider(model_bytes: bytes, board: BoardProfile) -> Figures:
+        return Figures(
+            latency_ms=latency_ms,
+            arena_bytes=arena_bytes,
+            stack_bytes=board.firmware_stack_bytes // 3,
+            static_ram_bytes=board.firmware_ram_bytes,
+            flash_bytes=board.firmware_flash_bytes + len(model_bytes),
+            ops=(("CONV_2D", latency_ms * 0.8), ("FULLY_CONNECTED", latency_ms * 0.2)),
+        )
+
+    return provider
+
+
+@dataclass(frozen=True)
+class VirtualBuild:
+    """What a virtual build reports (the shape of ``pio.BuildInfo``; there is no ELF)."""
+
+    elf_path: Path | None
+    static_ram_bytes: int
+    flash_bytes: int
+
+
+class VirtualProject:
+    """Stands in for ``PioProject``: "uploading" loads the model into the virtual board.
+
+    Args:
+        board: BoardProfile.
+        work_dir: Path where ``generate`` writes the model.
+        pio: str, ignored (same signature as ``PioProject``).
+        upload_s: float, time an upload takes (default 0).
+    """
+
+    def __init__(
+        self, board: BoardProfile, work_dir: Path, pio: str = "pio", *, upload_s: float = 0.0
+    ) -> None:
+        self.board = board
+        self.work_dir = Path(work_dir)
+        self.upload_s = upload_s
+        self._model: bytes | None = None
+
+    def generate(self, model_bytes: bytes) -> Path:
+        """Write the model where the firmware sources would go."""
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        path = self.work_dir / "model.tflite"
+        path.write_bytes(model_bytes)
+        self._model = model_bytes
+        return path
+
+    def build(self) -> VirtualBuild:
+        """Report the firmware baseline plus the model as the "built" image."""
+        if self._model is None:
+            raise MeasurementError("virtual build: generate() was not called")
+        return VirtualBuild(
+            elf_path=None,
+            static_ram_bytes=self.board.firmware_ram_bytes,
+            flash_bytes=self.board.firmware_flash_bytes + len(self._model),
+        )
+
+    def upload(self, port: str) -> None:
+        """Flash the virtual board listening on ``port``."""
+        target = board_at(port)
+        if target is None or self._model is None:
+            raise MeasurementError(f"upload failed: no virtual board on {port}; check --port")
+        time.sleep(self.upload_s)
+        target.flash(self._model)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve a virtual board until interrupted; print its port path first."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--board", required=True, help="board profile name or .toml path")
+    parser.add_argument("--model", required=True, help=".tflite the board pretends to run")
+    parser.add_argument("--fault", choices=FAULTS, default=None)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--time-scale", type=float, default=1.0, help="speed-up of run time")
+    parser.add_argument("--latency-ms", type=float, help="fixed latency instead of the simulator")
+    parser.add_argument("--arena-bytes", type=int, default=50_000, help="with --latency-ms")
+    args = parser.parse_args(argv)
+    from mcunas.boards import load_board
+
+    board = load_board(args.board)
+    figures = (
+        fixed_figures(args.latency_ms, args.arena_bytes)
+        if args.latency_ms is not None
+        else simulator_figures
+    )
+    vb = VirtualBoard(
+        board,
+        Path(args.model).read_bytes(),
+        figures=figures,
+        fault=args.fault,
+        runs=args.runs,
+        time_scale=args.time_scale,
+    )
+    done = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: done.set())
+    with vb:
+        print(vb.port, flush=True)
+        try:
+            done.wait()
+        except KeyboardInterrupt:
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
