@@ -4,6 +4,7 @@ import time
 
 import pytest
 import serial
+from vboard_helpers import virtual_board
 
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import (
@@ -16,7 +17,6 @@ from mcunas.measure.serial_link import (
     PortVanished,
     SerialLink,
 )
-from vboard_helpers import virtual_board
 
 
 def test_hello_ready_run_result():

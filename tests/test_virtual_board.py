@@ -107,9 +107,7 @@ def test_stage_failures_are_wrapped(tmp_path, stage, error, raised):
         return FailingProject(board, work_dir, stage=stage, error=error)
 
     with virtual_board() as vb, pytest.raises(raised, match="failed"):
-        BoardMeasurer(ESP, port=vb.port, project_factory=factory, work_dir=tmp_path).measure(
-            MODEL
-        )
+        BoardMeasurer(ESP, port=vb.port, project_factory=factory, work_dir=tmp_path).measure(MODEL)
 
 
 def test_model_too_large_is_rejected_before_building(tmp_path):
@@ -147,8 +145,17 @@ def test_simulator_figures(calibration_dir):
 def test_module_prints_pty_path_for_demos(tmp_path):
     model = tmp_path / "m.tflite"
     model.write_bytes(MODEL)
-    cmd = [sys.executable, "-m", "mcunas.measure.virtual_board", "--board", "esp32s3",
-           "--model", str(model), "--latency-ms", "3"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "mcunas.measure.virtual_board",
+        "--board",
+        "esp32s3",
+        "--model",
+        str(model),
+        "--latency-ms",
+        "3",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
     try:
         port = proc.stdout.readline().strip()
