@@ -1,0 +1,157 @@
+"""Prior coefficients of the latency model: kernel code paths and core factors.
+
+A *code path* is one implementation of the int8 kernels: TFLite Micro's
+reference C kernels, ESP-NN's portable C, ESP-NN's ESP32-S3 SIMD assembly,
+CMSIS-NN's DSP-extension (Cortex-M4/M7/M33), Helium (M55/M85) or plain C
+(M0+) builds. Each path has per-variant cycles per unit of work on its
+*anchor core*; another core scales them by a core factor. A path's ``scale``
+(fitted to whole-model measurements, see :mod:`mcunas.predict.fit`) multiplies
+the lot. Where the figures come from is in each table's ``source``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = [
+    "CORE_FACTORS",
+    "DEFAULT_ERRORS",
+    "DEFAULT_SCALES",
+    "PRIOR_TABLES",
+    "PathTable",
+    "path_for",
+]
+
+
+@dataclass(frozen=True)
+class PathTable:
+    """Cycles of one kernel code path on its anchor core.
+
+    ``mac`` maps a variant to cycles per unit of work (see
+    :data:`mcunas.predict.features.VARIANTS`); ``requant`` is cycles per
+    requantized output element of MAC ops; ``op_overhead`` cycles per op
+    (interpreter dispatch, kernel prologue); ``invoke_overhead`` per invoke.
+    """
+
+    name: str
+    anchor_core: str
+    mac: dict[str, float]
+    requant: float
+    op_overhead: float
+    invoke_overhead: float
+    source: str
+    estimated: tuple[str, ...] = field(default=())
+    byte: float = 0.0  # cycles per byte moved (weights from flash, activations)
+
+
+# Scalar C kernels run at a speed set by the core's general integer
+# performance: factor = CoreMark/MHz of the anchor (Xtensa LX7) / the core's.
+# CoreMark/MHz: Arm's published figures for Cortex-M; Espressif's single-core
+# figures for ESP32 (2.06) and ESP32-S3 (2.56); ESP32-C3 approximate (2.55).
+_COREMARK_PER_MHZ = {
+    "cortex-m0plus": 2.46, "cortex-m4": 3.42, "cortex-m4f": 3.42, "cortex-m7": 5.01,
+    "cortex-m33": 4.02, "cortex-m55": 4.2, "cortex-m85": 6.28,
+    "xtensa-lx6": 2.06, "xtensa-lx7": 2.56, "riscv32": 2.55,
+}  # fmt: skip
+_SCALAR = {core: round(2.56 / cm, 3) for core, cm in _COREMARK_PER_MHZ.items()}
+
+CORE_FACTORS: dict[str, dict[str, float]] = {
+    "tflm-ref": _SCALAR,
+    "esp-nn-ansi": _SCALAR,
+    "cmsis-nn-c": _SCALAR,
+    "esp-nn-s3": {"xtensa-lx7": 1.0},
+    # DSP extension: the M7's dual-issue pipeline runs CMSIS-NN's SMLAD loops
+    # about 1.5x faster per MHz than an M4; the M33's DSP unit is M4-like.
+    "cmsis-nn-dsp": {"cortex-m4": 1.0, "cortex-m4f": 1.0, "cortex-m7": 0.65, "cortex-m33": 1.0},
+    "cmsis-nn-mve": {"cortex-m55": 1.0, "cortex-m85": 0.75},
+}
+
+# Variants the ESP-NN microbenchmarks do not cover, as a multiple of a
+# measured variant of the same path (estimates; refit with `mcunas calibrate`).
+MICROBENCH_DERIVED: dict[str, dict[str, tuple[str, float]]] = {
+    "esp-nn-ansi": {
+        "conv_kxk": ("conv_1x1", 1.15), "dw_3x3_s2": ("dw_3x3_s1", 1.0),
+        "dw_kxk": ("dw_3x3_s1", 1.0), "bmm": ("fc", 1.0), "mean": ("pool_avg", 1.0),
+    },
+    "esp-nn-s3": {
+        "conv_kxk": ("conv_1x1", 2.0), "dw_3x3_s2": ("dw_3x3_s1", 1.1),
+        "dw_kxk": ("dw_mult", 1.0), "bmm": ("fc", 1.0), "mean": ("pool_avg", 1.0),
+    },
+}  # fmt: skip
+# Non-MAC variants no microbenchmark covers, cycles per unit, any path.
+GENERIC_UNIT_CYCLES = {
+    "transpose": 6.0, "copy": 1.0, "quantize": 20.0, "float": 40.0, "other": 40.0, "free": 0.0,
+}  # fmt: skip
+
+_CMSIS_DSP = {
+    "conv_1x1": 0.75, "conv_kxk": 1.0, "conv_shallow": 2.5, "dw_3x3_s1": 1.6,
+    "dw_3x3_s2": 1.6, "dw_kxk": 2.0, "dw_mult": 3.5, "fc": 0.9, "bmm": 1.1,
+    "softmax": 25.0, "add": 9.0, "mul": 7.0, "activation": 0.5, "mean": 3.0,
+    "transpose": 5.0, "pool_max": 1.0, "pool_avg": 1.5, "copy": 0.5, "quantize": 15.0,
+    "float": 25.0, "other": 30.0, "free": 0.0,
+}  # fmt: skip
+
+PRIOR_TABLES: dict[str, PathTable] = {
+    "cmsis-nn-dsp": PathTable(
+        name="cmsis-nn-dsp",
+        anchor_core="cortex-m4f",
+        mac=_CMSIS_DSP,
+        requant=14.0,
+        op_overhead=400.0,
+        invoke_overhead=3000.0,
+        source=(
+            "prior from CMSIS-NN's inner loops on a Cortex-M4 (SMLAD: 2 MACs/cycle, "
+            "halved by loads and SXTB16 widening; ~14 cycles per requantized output); "
+            "scale fitted to MLPerf Tiny v0.5 NUCLEO-L4R5ZI rows (TFLM v2.3.1, 2020)"
+        ),
+        estimated=tuple(_CMSIS_DSP),
+    ),
+    "cmsis-nn-mve": PathTable(
+        name="cmsis-nn-mve",
+        anchor_core="cortex-m55",
+        mac={k: (v / 3.0 if k in _CMSIS_DSP and v < 4 else v / 2.0) for k, v in _CMSIS_DSP.items()},
+        requant=6.0,
+        op_overhead=400.0,
+        invoke_overhead=3000.0,
+        source="prior: the Cortex-M4 CMSIS-NN table with Helium's 4x wider int8 MAC, unmeasured",
+        estimated=tuple(_CMSIS_DSP),
+    ),
+}
+
+# Fitted path scales (measured / model) from mcunas/calibration/measurements.csv,
+# written by `python scripts/bench_predictor.py --emit-defaults`; the test suite
+# refits and checks these stay in step with the data and the tables above.
+DEFAULT_SCALES: dict[str, float] = {
+    "cmsis-nn-dsp": 5.6626,  # TFLM v2.3.1 (2020) on an L4R5: conservative for newer TFLM
+    "esp-nn-ansi": 0.6904,  # ESP32 runs ESP-NN's unrolled C (esp_nn_*_opt.c), faster than ansi
+    "esp-nn-s3": 1.1642,
+    "tflm-ref": 6.2083,  # TFLM's reference kernels vs ESP-NN's portable C
+}
+# Leave-one-out absolute % error of each path on the same rows (the worst row).
+DEFAULT_ERRORS: dict[str, float] = {
+    "cmsis-nn-dsp": 36.0,
+    "esp-nn-ansi": 44.8,
+    "esp-nn-s3": 14.1,
+    "tflm-ref": 42.9,
+}
+
+
+def path_for(core: str, kernels: str) -> str:
+    """The kernel code path a core runs with a kernel library.
+
+    ESP-NN has SIMD kernels only for the ESP32-S3 (Xtensa LX7); on the ESP32
+    and ESP32-C3 it runs its generic C (``esp-nn-ansi``: relative costs of the
+    portable C microbenchmarks, scale fitted to the ESP32 row). CMSIS-NN has no Xtensa/RISC-V code:
+    there TFLite Micro's reference kernels run.
+    """
+    if kernels == "esp-nn":
+        if core == "xtensa-lx7":
+            return "esp-nn-s3"
+        return "esp-nn-ansi" if core.startswith(("xtensa", "riscv")) else "tflm-ref"
+    if kernels == "cmsis-nn":
+        if core == "cortex-m0plus":
+            return "cmsis-nn-c"
+        if core in ("cortex-m55", "cortex-m85"):
+            return "cmsis-nn-mve"
+        return "cmsis-nn-dsp" if core.startswith("cortex-m") else "tflm-ref"
+    return "tflm-ref"

@@ -1,0 +1,190 @@
+"""Fitting the latency model to whole-model measurements, and its honest error.
+
+With few whole-model rows (8 in ``mcunas/calibration/measurements.csv``) the
+model keeps one free parameter per kernel code path: a ``scale`` on cycles
+whose relative per-variant costs come from kernel microbenchmarks and priors.
+The scale is the geometric mean of measured / modelled cycles over the rows
+of that path (least squares in log space). Leave-one-out refits without
+each row and predicts it; a path left with no rows falls back to scale 1
+(the microbenchmarks or priors taken as they are) -- a genuine out-of-sample
+test of the kernel tables.
+
+Example::
+
+    rows = load_calibration()
+    for r in leave_one_out(rows): print(r.row.id, r.error_pct)
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from mcunas.errors import UserError
+from mcunas.predict.coefficients import path_for
+
+__all__ = [
+    "CALIBRATION_CSV",
+    "CalibrationRow",
+    "LooResult",
+    "fit_scales",
+    "leave_one_out",
+    "load_calibration",
+    "predict_row_ms",
+    "summarize",
+]
+
+CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "calibration"
+CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
+_REQUIRED = ("id", "model_file", "core", "clock_mhz", "kernels", "latency_ms")
+
+
+@dataclass(frozen=True)
+class CalibrationRow:
+    """One whole-model measurement: a model on a core, clock and kernel library."""
+
+    id: str
+    model: Path
+    board: str
+    core: str
+    clock_hz: int
+    kernels: str
+    latency_ms: float
+    runtime: str = ""
+    source: str = ""
+
+    @property
+    def path(self) -> str:
+        """The kernel code path this row measured."""
+        return path_for(self.core, self.kernels)
+
+    @property
+    def family(self) -> str:
+        """Board family label for reports: core and kernel library."""
+        return f"{self.core}/{self.kernels}"
+
+
+def load_calibration(
+    path: Path = CALIBRATION_CSV, models_dir: Path | None = None
+) -> list[CalibrationRow]:
+    """Read a measurements CSV (the form of ``mcunas/calibration/measurements.csv``).
+
+    Raises:
+        UserError: missing file or columns, unreadable numbers, missing model file.
+    """
+    models_dir = models_dir or path.parent / "models"
+    try:
+        with open(path, newline="", encoding="utf-8") as fh:
+            rows = list(csv.DictReader(fh))
+    except OSError as exc:
+        raise UserError(f"Cannot read measurements file {path}: {exc}") from exc
+    missing = [k for k in _REQUIRED if rows and k not in rows[0]]
+    if not rows or missing:
+        raise UserError(f"{path}: need columns {', '.join(_REQUIRED)} (missing: {missing})")
+    out = []
+    for n, raw in enumerate(rows, start=2):
+        model = Path(raw["model_file"])
+        model = model if model.is_absolute() else models_dir / model
+        if not model.is_file():
+            raise UserError(f"{path}:{n}: model file not found: {model}")
+        try:
+            out.append(
+                CalibrationRow(
+                    id=raw["id"],
+                    model=model,
+                    board=raw.get("board", ""),
+                    core=raw["core"],
+                    clock_hz=int(float(raw["clock_mhz"]) * 1_000_000),
+                    kernels=raw["kernels"],
+                    latency_ms=float(raw["latency_ms"]),
+                    runtime=raw.get("runtime", ""),
+                    source=raw.get("source", ""),
+                )  # fmt: skip
+            )
+        except ValueError as exc:
+            raise UserError(f"{path}:{n}: bad number ({exc})") from exc
+    return out
+
+
+@lru_cache(maxsize=64)
+def _graph(model: Path):  # noqa: ANN202 - Graph, imported lazily
+    from mcunas.graph import read_graph
+
+    return read_graph(model)
+
+
+def row_cycles(row: CalibrationRow) -> dict[str, float]:
+    """Unscaled modelled cycles of a row, per code path."""
+    from mcunas.predict.latency import base_cycles
+
+    return base_cycles(_graph(row.model), row.core, row.kernels)
+
+
+def predict_row_ms(row: CalibrationRow, scales: dict[str, float]) -> float:
+    """Modelled latency of a row with the given path scales (1 where absent)."""
+    cycles = sum(scales.get(p, 1.0) * c for p, c in row_cycles(row).items())
+    return cycles / row.clock_hz * 1000.0
+
+
+def fit_scales(
+    rows: Iterable[CalibrationRow], fixed: dict[str, float] | None = None
+) -> dict[str, float]:
+    """One scale per code path: geometric mean of measured / modelled.
+
+    Work on other paths inside a row (ops the library does not accelerate)
+    is charged at the ``fixed`` scales (1 where absent) and taken off first.
+    """
+    fixed = dict(fixed or {})
+    logs: dict[str, list[float]] = {}
+    for row in rows:
+        shares = row_cycles(row)
+        measured = row.latency_ms / 1000.0 * row.clock_hz
+        other = sum(fixed.get(p, 1.0) * c for p, c in shares.items() if p != row.path)
+        own = shares.get(row.path, 0.0)
+        if own > 0 and measured > other:
+            logs.setdefault(row.path, []).append(math.log((measured - other) / own))
+    return {**fixed, **{p: math.exp(statistics.fmean(v)) for p, v in logs.items()}}
+
+
+@dataclass(frozen=True)
+class LooResult:
+    """A row predicted by a model fitted without it."""
+
+    row: CalibrationRow
+    predicted_ms: float
+    scale: float
+    from_rows: int
+
+    @property
+    def error_pct(self) -> float:
+        """Signed error, % of the measured latency."""
+        return (self.predicted_ms / self.row.latency_ms - 1.0) * 100.0
+
+
+def leave_one_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
+    """Predict each row from a fit on all the others."""
+    results = []
+    for i, row in enumerate(rows):
+        rest = [r for j, r in enumerate(rows) if j != i]
+        scales = fit_scales(rest)
+        same = sum(r.path == row.path for r in rest)
+        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), same))
+    return results
+
+
+def summarize(results: Sequence[LooResult]) -> dict[str, float]:
+    """Median absolute % error and shares within 10% and 25%."""
+    errs = [abs(r.error_pct) for r in results]
+    if not errs:
+        return {"n": 0, "median_abs_pct": float("nan"), "within_10": 0.0, "within_25": 0.0}
+    return {
+        "n": len(errs),
+        "median_abs_pct": statistics.median(errs),
+        "within_10": sum(e <= 10 for e in errs) / len(errs),
+        "within_25": sum(e <= 25 for e in errs) / len(errs),
+    }

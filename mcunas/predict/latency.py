@@ -1,0 +1,221 @@
+"""The latency model: per-op cycles from kernel variant, work and the board.
+
+For each op, with ``p`` the kernel code path the board runs it on (its
+library's optimized kernel if :func:`mcunas.kernels.is_accelerated`, else
+TFLite Micro's reference kernel)::
+
+    cycles = scale[p] * core_factor[p, core] * (mac[p, variant] * units
+             + requant[p] * outputs + byte[p] * bytes_moved + op_overhead[p])
+    ms = (sum of cycles + invoke_overhead) / clock_hz * 1000
+
+The tables come from :mod:`mcunas.predict.coefficients` (priors) and
+:mod:`mcunas.predict.microbench` (ESP-NN kernel cycles); ``scale`` is fitted
+to whole-model measurements (:mod:`mcunas.predict.fit`). A board profile's
+``[latency.<kernels>]`` table overrides ``scale``, ``error_pct``,
+``requant``, ``op_overhead``, ``invoke_overhead``, ``byte`` and, in a
+``mac`` sub-table, any variant's cycles.
+
+Example::
+
+    est = predict_latency(read_graph("kws.tflite"), load_board("esp32s3"))
+    est.ms, est.error_pct, est.mac_utilisation
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, replace
+from functools import lru_cache
+from typing import Any
+
+from mcunas.errors import BoardProfileError
+from mcunas.kernels import is_accelerated
+from mcunas.predict.coefficients import (
+    CORE_FACTORS,
+    DEFAULT_ERRORS,
+    DEFAULT_SCALES,
+    PRIOR_TABLES,
+    PathTable,
+    path_for,
+)
+from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
+from mcunas.predict.microbench import microbench_tables
+
+__all__ = [
+    "MODEL_VERSION",
+    "LatencyEstimate",
+    "OpEstimate",
+    "path_tables",
+    "predict_latency",
+]
+
+MODEL_VERSION = "lat-1"
+NO_DATA_ERROR_PCT = 50.0  # stated error of a code path no measurement has checked
+_OVERRIDE_KEYS = ("requant", "op_overhead", "invoke_overhead", "byte")
+
+
+@dataclass(frozen=True)
+class OpEstimate:
+    """Estimated time of one op."""
+
+    index: int
+    op: str
+    variant: str
+    macs: int
+    ms: float
+    accelerated: bool
+
+
+@dataclass(frozen=True)
+class LatencyEstimate:
+    """A whole-model latency estimate with its expected error and lower bound."""
+
+    ms: float
+    error_pct: float
+    lower_bound_ms: float
+    mac_utilisation: float
+    ops: tuple[OpEstimate, ...]
+    version: str
+    coefficients_source: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for JSON output."""
+        data = asdict(self)
+        data["ops"] = [asdict(o) for o in self.ops]
+        return data
+
+
+@lru_cache(maxsize=1)
+def path_tables() -> dict[str, PathTable]:
+    """Every code path's table: microbenchmark-derived ones and priors."""
+    return {**microbench_tables(), **PRIOR_TABLES}
+
+
+def _core_factor(path: str, core: str) -> float:
+    factors = CORE_FACTORS[path]
+    if core in factors:
+        return factors[core]
+    return CORE_FACTORS["tflm-ref"].get(core, 1.0)
+
+
+@dataclass(frozen=True)
+class _Resolved:
+    table: PathTable
+    factor: float
+    scale: float
+    error_pct: float
+    source: str
+
+
+def _board_entry(board: Any, kernels: str) -> dict[str, Any]:
+    entry = (board.latency or {}).get(kernels, {})
+    if not isinstance(entry, dict):
+        raise BoardProfileError(f"{board.path or board.name}: [latency.{kernels}] must be a table")
+    return entry
+
+
+def resolve(board: Any, kernels: str) -> _Resolved:
+    """Coefficients a board uses for one kernel library (board table over defaults)."""
+    path = path_for(board.core, kernels)
+    table = path_tables()[path]
+    entry = _board_entry(board, kernels)
+    where = board.path or board.name
+    try:
+        scale = float(entry.get("scale", DEFAULT_SCALES.get(path, 1.0)))
+        error = float(entry.get("error_pct", DEFAULT_ERRORS.get(path, NO_DATA_ERROR_PCT)))
+        changes = {k: float(entry[k]) for k in _OVERRIDE_KEYS if k in entry}
+        if "mac" in entry:
+            changes["mac"] = {**table.mac, **{k: float(v) for k, v in entry["mac"].items()}}
+    except (TypeError, ValueError, AttributeError) as exc:
+        raise BoardProfileError(f"{where}: malformed [latency.{kernels}] ({exc})") from exc
+    if scale <= 0:
+        raise BoardProfileError(f"{where}: [latency.{kernels}] scale must be positive")
+    if changes:
+        table = replace(table, **changes)
+    if entry:
+        source = str(entry.get("source") or (board.latency or {}).get("source") or where)
+    elif path in DEFAULT_SCALES:
+        source = f"{path} defaults fitted to mcunas/calibration/measurements.csv"
+    else:
+        source = f"{path} priors ({table.source}); no measurement checks them"
+    return _Resolved(table, _core_factor(path, board.core), scale, error, source)
+
+
+def op_cycles(feat: OpFeatures, table: PathTable) -> float:
+    """Cycles of one op on a path's anchor core, before core factor and scale."""
+    mac = table.mac.get(feat.variant, table.mac.get("other", 40.0))
+    return (
+        mac * feat.units
+        + table.requant * feat.outputs
+        + table.byte * feat.bytes_moved
+        + table.op_overhead
+    )
+
+
+def base_cycles(graph: Any, core: str, kernels: str) -> dict[str, float]:
+    """Unscaled cycles per code path (core factor applied) of one graph.
+
+    The fit multiplies each path's share by that path's scale.
+    """
+    tables = path_tables()
+    main = path_for(core, kernels)
+    shares: dict[str, float] = {main: tables[main].invoke_overhead * _core_factor(main, core)}
+    for op, feat in zip(graph.ops, op_features(graph), strict=True):
+        path = main if is_accelerated(op, kernels) else "tflm-ref"
+        cycles = op_cycles(feat, tables[path]) * _core_factor(path, core)
+        shares[path] = shares.get(path, 0.0) + cycles
+    return shares
+
+
+def _version(board: Any) -> str:
+    blob = json.dumps(
+        [sorted((k, asdict(t)) for k, t in path_tables().items()), DEFAULT_SCALES, CORE_FACTORS],
+        sort_keys=True,
+        default=str,
+    )
+    version = f"{MODEL_VERSION}+{hashlib.sha1(blob.encode()).hexdigest()[:8]}"
+    if board.latency:
+        board_blob = json.dumps(board.latency, sort_keys=True, default=str).encode()
+        version += f".{hashlib.sha1(board_blob).hexdigest()[:6]}"
+    return version
+
+
+def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
+    """Estimate one invoke of ``graph`` on ``board`` (its kernel library and clock).
+
+    Args:
+        graph: a :class:`mcunas.graph.Graph`.
+        board: a :class:`mcunas.boards.BoardProfile` (use ``with_kernels`` to try
+            another kernel library).
+
+    Returns:
+        A :class:`LatencyEstimate`; ``error_pct`` is the measured (leave-one-out)
+        error of the model for this board and library, or 50% where none exists.
+
+    Raises:
+        BoardProfileError: the profile's ``[latency]`` table is malformed.
+    """
+    main = resolve(board, board.kernels)
+    ref = resolve(board, "reference") if board.kernels != "reference" else main
+    per_ms = 1000.0 / board.clock_hz
+    ops, total, mac_count = [], main.table.invoke_overhead * main.factor * main.scale, 0
+    for op, feat in zip(graph.ops, op_features(graph), strict=True):
+        fast = board.kernels != "reference" and is_accelerated(op, board.kernels)
+        coef = main if fast else ref
+        cycles = op_cycles(feat, coef.table) * coef.factor * coef.scale
+        total += cycles
+        mac_count += feat.macs if feat.variant in MAC_VARIANTS else 0
+        ops.append(OpEstimate(op.index, op.name, feat.variant, feat.macs, cycles * per_ms, fast))
+    ms = total * per_ms
+    peak = board.peak_macs_per_cycle or 1.0
+    lower = mac_count / peak * per_ms
+    return LatencyEstimate(
+        ms=ms,
+        error_pct=main.error_pct,
+        lower_bound_ms=lower,
+        mac_utilisation=lower / ms if ms > 0 else 0.0,
+        ops=tuple(ops),
+        version=_version(board),
+        coefficients_source=main.source,
+    )

@@ -1,0 +1,85 @@
+"""Leave-one-out error of the latency model on mcunas/calibration/measurements.csv.
+
+scripts/bench predictor                   # LOO table, per family, worst cases
+scripts/bench predictor --csv FILE.csv    # another measurements file (same columns)
+scripts/bench predictor --emit-defaults   # also print DEFAULT_SCALES / DEFAULT_ERRORS
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from mcunas.predict.fit import (  # noqa: E402
+    CALIBRATION_CSV,
+    fit_scales,
+    leave_one_out,
+    load_calibration,
+    summarize,
+)
+
+
+def _line(name: str, stats: dict[str, float]) -> str:
+    return (
+        f"  {name:<28} n={stats['n']:<2} median |err| {stats['median_abs_pct']:5.1f}%   "
+        f"within 10%: {stats['within_10']:4.0%}   within 25%: {stats['within_25']:4.0%}"
+    )
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--csv", type=Path, default=CALIBRATION_CSV)
+    parser.add_argument("--emit-defaults", action="store_true")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    rows = load_calibration(args.csv)
+    results = leave_one_out(rows)
+    print(f"Leave-one-out latency error on {args.csv} ({len(rows)} rows)\n")
+    print(f"  {'row':<22} {'path':<13} {'measured':>9} {'predicted':>10} {'error':>8}  fitted from")
+    for r in results:
+        src = f"{r.from_rows} other row(s)" if r.from_rows else "kernel tables alone"
+        print(
+            f"  {r.row.id:<22} {r.row.path:<13} {r.row.latency_ms:>7.1f}ms "
+            f"{r.predicted_ms:>8.1f}ms {r.error_pct:>+7.1f}%  {src}"
+        )
+    print("\nPer board family (core / kernel library):")
+    by_family: dict[str, list] = defaultdict(list)
+    by_core: dict[str, list] = defaultdict(list)
+    for r in results:
+        by_family[r.row.family].append(r)
+        by_core[r.row.core.split("-")[0]].append(r)
+    for name, group in sorted(by_family.items()):
+        print(_line(name, summarize(group)))
+    print("Per core family:")
+    for name, group in sorted(by_core.items()):
+        print(_line(name, summarize(group)))
+    print("All rows:")
+    print(_line("all", summarize(results)))
+    worst = sorted(results, key=lambda r: -abs(r.error_pct))[:3]
+    print("Worst cases: " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in worst))
+    if args.emit_defaults:
+        scales = fit_scales(rows)
+        errors: dict[str, list[float]] = defaultdict(list)
+        for r in results:
+            errors[r.row.path].append(abs(r.error_pct))
+        print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
+        print("DEFAULT_ERRORS = " + repr({p: round(max(e), 1) for p, e in sorted(errors.items())}))
+        by_board: dict[tuple[str, str], list] = defaultdict(list)
+        for r in results:
+            by_board[(r.row.board, r.row.kernels)].append(r)
+        for (board, kernels), group in sorted(by_board.items()):
+            own = fit_scales([g.row for g in group], fixed=scales)
+            med = statistics.median(abs(g.error_pct) for g in group)
+            print(f"{board} [{kernels}] scale={own[group[0].row.path]:.4f} loo_median={med:.1f}%")
+    print(f"\n({time.perf_counter() - start:.2f} s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,138 @@
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from mcunas.boards import load_board
+from mcunas.errors import BoardProfileError, UserError
+from mcunas.graph import read_graph
+from mcunas.predict.coefficients import DEFAULT_ERRORS, DEFAULT_SCALES, path_for
+from mcunas.predict.features import op_features
+from mcunas.predict.fit import (
+    fit_scales,
+    leave_one_out,
+    load_calibration,
+    summarize,
+)
+from mcunas.predict.latency import op_cycles, predict_latency
+from mcunas.predict.microbench import load_microbench, microbench_tables
+
+MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
+
+
+@pytest.fixture(scope="module")
+def graphs():
+    return {p.stem: read_graph(p) for p in MODELS.glob("*.tflite")}
+
+
+def test_variants_of_calibration_models(graphs):
+    kws = [f.variant for f in op_features(graphs["kws_ref_model"])]
+    assert kws[:3] == ["conv_shallow", "dw_3x3_s1", "conv_1x1"]
+    assert kws[-4:] == ["pool_avg", "free", "fc", "softmax"]
+    person = [f.variant for f in op_features(graphs["person_detect_int8"])]
+    assert person[0] == "dw_mult"  # 1 input channel, depth multiplier 8
+    assert "dw_3x3_s2" in person
+    resnet = [f.variant for f in op_features(graphs["pretrainedResnet_quant"])]
+    assert resnet.count("add") == 3 and "conv_kxk" in resnet
+
+
+def test_microbench_tables_reproduce_the_1x1_convolutions():
+    table = microbench_tables()["esp-nn-s3"]
+    for call in (c for c in load_microbench() if c.variant == "conv_1x1"):
+        modelled = table.mac["conv_1x1"] * call.units + table.requant * call.outputs
+        assert modelled == pytest.approx(call.cycles["esp-nn-s3"], rel=0.01)
+    ansi = microbench_tables()["esp-nn-ansi"]
+    assert ansi.mac["conv_1x1"] > 10 * table.mac["conv_1x1"]  # SIMD vs portable C
+
+
+def test_default_scales_match_a_refit_of_the_calibration_rows():
+    scales = fit_scales(load_calibration())
+    assert set(scales) == set(DEFAULT_SCALES)
+    for path, value in DEFAULT_SCALES.items():
+        assert scales[path] == pytest.approx(value, rel=1e-3), path
+    assert set(DEFAULT_ERRORS) == set(DEFAULT_SCALES)
+
+
+def test_leave_one_out_is_out_of_sample():
+    rows = load_calibration()
+    results = leave_one_out(rows)
+    assert len(results) == len(rows) == 8
+    # rows whose path has no other row are predicted by the kernel tables alone
+    alone = {r.row.id for r in results if r.from_rows == 0}
+    assert alone == {"esp32s3-person-espnn", "esp32-person-espnn"}
+    cortex = summarize([r for r in results if r.row.core.startswith("cortex")])
+    assert cortex["median_abs_pct"] < 25
+    stats = summarize(results)
+    assert 0 < stats["median_abs_pct"] < 40
+    assert max(abs(r.error_pct) for r in results) == pytest.approx(
+        max(DEFAULT_ERRORS.values()), abs=0.1
+    )
+
+
+def test_builtin_board_fits_its_own_row_and_reports_loo_error(graphs):
+    board = load_board("esp32s3")
+    est = predict_latency(graphs["person_detect_int8"], board)
+    assert est.ms == pytest.approx(54.0, rel=0.01)
+    assert est.error_pct == pytest.approx(14.1)
+    assert 0 < est.lower_bound_ms < est.ms
+    assert est.mac_utilisation == pytest.approx(est.lower_bound_ms / est.ms)
+    assert est.version.startswith("lat-1+")
+    assert all(o.accelerated for o in est.ops if o.op != "RESHAPE")
+    assert sum(o.ms for o in est.ops) < est.ms  # plus the invoke overhead
+    ref = predict_latency(graphs["person_detect_int8"], board.with_kernels("reference"))
+    assert ref.ms == pytest.approx(2300.0, rel=0.01)
+    assert not any(o.accelerated for o in ref.ops)
+
+
+def test_clock_scales_latency(graphs):
+    board = load_board("nucleo_f746zg")
+    fast = dataclasses.replace(board, clock_hz=board.clock_hz * 2)
+    slow_ms = predict_latency(graphs["kws_ref_model"], board).ms
+    assert predict_latency(graphs["kws_ref_model"], fast).ms == pytest.approx(slow_ms / 2)
+
+
+def test_minimal_user_profile_uses_family_defaults(tmp_path, graphs):
+    path = tmp_path / "myboard.toml"
+    path.write_text(
+        'name = "myboard"\ncore = "cortex-m7"\nclock_hz = 200_000_000\n'
+        'sram_bytes = 524288\nflash_bytes = 2097152\nkernels = "cmsis-nn"\n'
+    )
+    est = predict_latency(graphs["vww_96_int8"], load_board(str(path)))
+    assert est.error_pct == DEFAULT_ERRORS["cmsis-nn-dsp"]
+    assert "defaults" in est.coefficients_source
+    m4 = predict_latency(graphs["vww_96_int8"], load_board("nucleo_l4r5zi"))
+    assert est.ms < m4.ms  # faster core, higher clock
+    assert path_for("cortex-m55", "cmsis-nn") == "cmsis-nn-mve"
+
+
+@pytest.mark.parametrize("table", ["scale = -1.0", 'scale = "fast"', "mac = 3"])
+def test_malformed_latency_table_is_a_profile_error(tmp_path, graphs, table):
+    path = tmp_path / "bad.toml"
+    path.write_text(
+        'name = "bad"\ncore = "cortex-m4f"\nclock_hz = 80_000_000\nsram_bytes = 131072\n'
+        f'flash_bytes = 524288\nkernels = "cmsis-nn"\n\n[latency.cmsis-nn]\n{table}\n'
+    )
+    with pytest.raises(BoardProfileError):
+        predict_latency(graphs["kws_ref_model"], load_board(str(path)))
+
+
+def test_board_mac_override_changes_that_variant_only(tmp_path, graphs):
+    base = 'name = "b"\ncore = "cortex-m4f"\nclock_hz = 80_000_000\nsram_bytes = 131072\n'
+    base += 'flash_bytes = 524288\nkernels = "cmsis-nn"\n'
+    path = tmp_path / "b.toml"
+    path.write_text(base + "\n[latency.cmsis-nn]\nscale = 1.0\nmac = { fc = 100.0 }\n")
+    est = predict_latency(graphs["kws_ref_model"], load_board(str(path)))
+    feats = {f.index: f for f in op_features(graphs["kws_ref_model"])}
+    fc = next(o for o in est.ops if o.variant == "fc")
+    table = dataclasses.replace(microbench_tables()["esp-nn-s3"], mac={"fc": 100.0}, requant=14.0,
+                                op_overhead=400.0, byte=0.0)  # fmt: skip
+    assert fc.ms == pytest.approx(op_cycles(feats[fc.index], table) / 80_000)
+
+
+def test_bad_measurements_file(tmp_path):
+    bad = tmp_path / "m.csv"
+    bad.write_text("id,latency_ms\nx,3\n")
+    with pytest.raises(UserError):
+        load_calibration(bad)
