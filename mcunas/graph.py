@@ -21,7 +21,7 @@ from typing import Any
 
 from mcunas.errors import ModelError
 
-__all__ = ["Graph", "Op", "Tensor", "read_graph"]
+__all__ = ["Graph", "Op", "Tensor", "load_model_bytes", "read_graph"]
 
 TFLITE_IDENTIFIER = b"TFL3"  # flatbuffer file identifier at bytes 4..8 of every .tflite
 
@@ -142,7 +142,8 @@ class Graph:
         return sum(op.weight_bytes for op in self.ops)
 
 
-def _load_bytes(source: bytes | str | os.PathLike) -> bytes:
+def load_model_bytes(source: bytes | str | os.PathLike) -> bytes:
+    """The bytes of a model given as bytes or a path; ModelError if unreadable."""
     if isinstance(source, (bytes, bytearray, memoryview)):
         return bytes(source)
     path = Path(source)
@@ -168,7 +169,7 @@ def read_graph(source: bytes | str | os.PathLike) -> Graph:
     Raises:
         ModelError: the file is missing, unreadable, or not a TFLite flatbuffer.
     """
-    data = _load_bytes(source)
+    data = load_model_bytes(source)
     where = f"{source}" if not isinstance(source, (bytes, bytearray, memoryview)) else "model"
     if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
         raise ModelError(f"{where} is not a .tflite model (no TFL3 flatbuffer identifier)")

@@ -1,0 +1,174 @@
+"""Profile one INT8 ``.tflite`` on one board: ops, audit, memory, latency, fit.
+
+Everything here is a simulator estimate: the graph and the arena come from the
+real model and the real TFLite Micro planner, latency from the fitted latency
+model (:mod:`mcunas.predict.latency`), device-specific corrections from the
+board profile.
+
+Example::
+
+    from mcunas.boards import load_board
+    from mcunas.profile import profile_model
+    p = profile_model("model.tflite", load_board("nucleo_f746zg"))
+    p.fits, p.reasons, p.latency.ms, p.memory.arena_bytes
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcunas.audit import AuditReport, audit_graph, is_float_model
+from mcunas.errors import ModelError
+from mcunas.graph import Graph, load_model_bytes, read_graph
+from mcunas.predict.memory import MemoryEstimate, estimate_memory
+
+__all__ = ["ModelProfile", "profile_model"]
+
+
+@dataclass(frozen=True)
+class ModelProfile:
+    """The simulator's view of one model on one board."""
+
+    board: Any
+    graph: Graph
+    audit: AuditReport
+    memory: MemoryEstimate
+    latency: Any  # mcunas.predict.latency.LatencyEstimate
+    fits: bool
+    reasons: tuple[str, ...]
+    source: str
+
+    @property
+    def runnable(self) -> bool:
+        """True if TFLM can run every op and allocate the model."""
+        return self.audit.runnable and self.memory.runtime_error is None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict: totals, per-op rows, audit, memory methods."""
+        lat = self.latency
+        accelerated = {o.index: o.accelerated for o in lat.ops}
+        est_ms = {o.index: o.ms for o in lat.ops}
+        return {
+            "source": self.source,
+            "estimated": True,
+            "board": self.board.name,
+            "kernels": self.audit.kernels,
+            "latency_ms": lat.ms,
+            "latency_error_pct": lat.error_pct,
+            "latency_lower_bound_ms": lat.lower_bound_ms,
+            "mac_utilisation": lat.mac_utilisation,
+            "arena_bytes": self.memory.arena_bytes,
+            "peak_sram_bytes": self.memory.peak_sram_bytes,
+            "flash_bytes": self.memory.flash_bytes,
+            "model_bytes": self.memory.model_bytes,
+            "total_macs": self.graph.total_macs,
+            "fits": self.fits,
+            "runnable": self.runnable,
+            "reasons": list(self.reasons),
+            "limits": _limits(self.board),
+            "audit": self.audit.to_dict(),
+            "memory": self.memory.to_dict(),
+            "latency_coefficients": lat.coefficients_source,
+            "ops": [
+                {
+                    "index": op.index,
+                    "op": op.name,
+                    "output_shape": list(op.output_shape),
+                    "dtype": op.dtype,
+                    "macs": op.macs,
+                    "est_ms": est_ms.get(op.index),
+                    "accelerated": accelerated.get(op.index, False),
+                }
+                for op in self.graph.ops
+            ],
+        }
+
+
+def _limits(board: Any) -> dict[str, int]:
+    return {
+        "usable_sram_bytes": board.usable_sram_bytes,
+        "model_sram_budget_bytes": board.model_sram_budget_bytes,
+        "usable_flash_bytes": board.usable_flash_bytes,
+    }
+
+
+def _predict_latency(graph: Graph, board: Any) -> Any:
+    # Helper B's latency model; imported here so a missing module fails loudly
+    # at the first profile, not at import time of the CLI.
+    from mcunas.predict.latency import predict_latency
+
+    return predict_latency(graph, board)
+
+
+def _fit_reasons(memory: MemoryEstimate, board: Any) -> list[str]:
+    reasons = []
+    kib = 1024
+    if memory.peak_sram_bytes > board.usable_sram_bytes:
+        reasons.append(
+            f"peak SRAM {memory.peak_sram_bytes / kib:.1f} KiB > usable SRAM "
+            f"{board.usable_sram_bytes / kib:.1f} KiB"
+        )
+    if memory.arena_bytes > board.model_sram_budget_bytes:
+        reasons.append(
+            f"arena {memory.arena_bytes / kib:.1f} KiB > model SRAM budget "
+            f"{board.model_sram_budget_bytes / kib:.1f} KiB"
+        )
+    if memory.flash_bytes > board.usable_flash_bytes:
+        reasons.append(
+            f"flash {memory.flash_bytes / kib:.1f} KiB > usable flash "
+            f"{board.usable_flash_bytes / kib:.1f} KiB"
+        )
+    return reasons
+
+
+def profile_model(
+    model: bytes | str | os.PathLike, board: Any, kernels: str | None = None
+) -> ModelProfile:
+    """Profile a model on a board: graph, op audit, memory, latency and fit.
+
+    Args:
+        model: ``.tflite`` bytes or path.
+        board: a ``BoardProfile``.
+        kernels: kernel library override ("reference", "cmsis-nn", "esp-nn").
+
+    Returns:
+        A :class:`ModelProfile`. A model that does not fit or has ops TFLM
+        cannot run is not an error: ``fits`` is False and ``reasons`` say why.
+
+    Raises:
+        ModelError: the file is missing or not a ``.tflite``, or the model is a
+            float model (mcunas profiles full-integer INT8 models).
+    """
+    if kernels is not None and kernels != board.kernels:
+        board = board.with_kernels(kernels)
+    data = load_model_bytes(model) if isinstance(model, (str, Path, os.PathLike)) else bytes(model)
+    graph = read_graph(data)
+    where = str(model) if not isinstance(model, (bytes, bytearray, memoryview)) else "model"
+    if is_float_model(graph):
+        raise ModelError(
+            f"{where} is a float model: mcunas needs a full-integer INT8 quantized .tflite "
+            "(convert with TFLITE_BUILTINS_INT8 and a representative dataset)"
+        )
+    audit = audit_graph(graph, board)
+    memory = estimate_memory(data, graph, board)
+    latency = _predict_latency(graph, board)
+    reasons: list[str] = []
+    if not audit.runnable:
+        reasons.append(f"TFLite Micro has no kernel for: {', '.join(audit.unsupported)}")
+    elif memory.runtime_error is not None:
+        reasons.append(f"TFLite Micro cannot allocate the model: {memory.runtime_error}")
+    reasons += _fit_reasons(memory, board)
+    return ModelProfile(
+        board=board,
+        graph=graph,
+        audit=audit,
+        memory=memory,
+        latency=latency,
+        fits=not reasons,
+        reasons=tuple(reasons),
+        source=f"simulator:{latency.version}",
+    )
+
