@@ -1,0 +1,328 @@
+"""Datasets for the search: a built-in default, ``.npz`` files, folders of images or WAV files.
+
+``load_dataset(spec)`` returns a :class:`Dataset` with float32 inputs shaped
+``(N, H, W, C)``, integer labels ``0..K-1`` and a seeded, stratified
+train/validation split. What each source gives:
+
+- ``None`` or ``"digits"``: scikit-learn's 8x8 handwritten digits (1797 images,
+  10 classes, no download), scaled to [0, 1], shape (8, 8, 1).
+- ``PATH.npz`` with ``x_train``, ``y_train`` and optionally ``x_val``, ``y_val``:
+  ``x`` of shape (N, H, W), (N, H, W, C) or (N, F) (made (N, F, 1, 1)). uint8
+  inputs are scaled by 1/255; other numeric inputs are used as they are. Without
+  ``x_val`` the validation split is drawn from the training data.
+- A folder of class subfolders of images (PNG, JPEG, BMP): the class names are
+  the subfolder names in sorted order. Images are read with Pillow, kept
+  grayscale (1 channel) if every image is grayscale, otherwise converted to
+  RGB (3 channels), resized (bilinear) to the most common image size, shrunk
+  to fit within 96x96 keeping the aspect ratio, and scaled to [0, 1].
+- A folder of class subfolders of WAV files (PCM 8/16/32-bit, any channel count,
+  mixed to mono, one sample rate for all files): each clip is zero-padded or
+  cut to the longest clip's length and turned into a log-mel spectrogram by
+  :func:`mcunas.audio.log_mel`, the same features the deployed model expects,
+  shape (frames, mel bands, 1).
+
+Every problem with the data raises :class:`~mcunas.errors.DatasetError` with
+one line that names the file or the array at fault.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mcunas.audio import log_mel, wav_features
+from mcunas.errors import DatasetError
+
+IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
+AUDIO_SUFFIXES = (".wav",)
+MAX_IMAGE_SIDE = 96  # larger images are shrunk to fit MCU-sized models
+_GRAY_MODES = {"1", "L", "LA", "I", "I;16", "F"}
+
+__all__ = ["Dataset", "load_dataset", "log_mel", "stratified_split"]
+
+
+@dataclass(frozen=True)
+class Dataset:
+    """A classification dataset split into training and validation parts.
+
+    Attributes:
+        name: Where the data came from ("digits" or the path given).
+        x_train: float32 inputs, shape (N, *input_shape).
+        y_train: int32 labels in 0..num_classes-1.
+        x_val: float32 validation inputs.
+        y_val: int32 validation labels.
+        num_classes: Number of classes K.
+        input_shape: Shape of one input, (H, W, C).
+        class_names: Name of each class, index = label.
+        preprocessing: What was done to the raw data (the deployed model's input contract).
+    """
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    x_val: np.ndarray
+    y_val: np.ndarray
+    num_classes: int
+    input_shape: tuple[int, ...]
+    class_names: tuple[str, ...]
+    preprocessing: str
+
+    def representative(self, n: int = 200, seed: int = 0) -> np.ndarray:
+        """A seeded random sample of training inputs for INT8 calibration.
+
+        Args:
+            n: int, number of samples (default 200; fewer if the set is smaller).
+            seed: int, random seed (default 0).
+
+        Returns:
+            float32 array of shape (min(n, N), *input_shape).
+        """
+        rng = np.random.default_rng(seed)
+        count = min(n, len(self.x_train))
+        return self.x_train[np.sort(rng.choice(len(self.x_train), count, replace=False))]
+
+
+def load_dataset(
+    spec: str | Path | None = None, *, seed: int = 0, val_fraction: float = 0.2
+) -> Dataset:
+    """Load a dataset and split it reproducibly.
+
+    Args:
+        spec: str | Path | None, ``None``/``"digits"`` for the built-in digits, a ``.npz``
+            file, or a folder of class subfolders of images or WAV files (default None).
+        seed: int, seed of the stratified train/validation split (default 0).
+        val_fraction: float, share of each class held out for validation when the
+            source has no validation part (default 0.2).
+
+    Returns:
+        The loaded :class:`Dataset`.
+
+    Raises:
+        DatasetError: The data is missing, unreadable, empty or mislabelled.
+    """
+    if not 0.0 < val_fraction < 1.0:
+        raise DatasetError(f"val_fraction must be between 0 and 1, got {val_fraction}")
+    if spec is None or str(spec) == "digits":
+        return _digits(seed, val_fraction)
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise DatasetError(f"Dataset not found: {path}")
+    if path.is_file():
+        if path.suffix.lower() != ".npz":
+            raise DatasetError(
+                f"Unknown dataset format: {path} (give a .npz file, a folder of class "
+                "subfolders of images or WAV files, or 'digits')"
+            )
+        return _npz(path, seed, val_fraction)
+    return _folder(path, seed, val_fraction)
+
+
+def stratified_split(
+    y: np.ndarray, val_fraction: float, seed: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Seeded stratified split of sample indices.
+
+    Each class with n >= 2 samples gives ``max(1, round_half_up(n * val_fraction))`` samples
+    (but never all of them) to validation; a class with one sample stays in training.
+
+    Args:
+        y: np.ndarray, integer labels.
+        val_fraction: float, share of each class for validation.
+        seed: int, random seed.
+
+    Returns:
+        (train_indices, val_indices), each sorted.
+    """
+    rng = np.random.default_rng(seed)
+    train, val = [], []
+    for label in np.unique(y):
+        idx = rng.permutation(np.flatnonzero(y == label))
+        n_val = 0 if len(idx) < 2 else min(len(idx) - 1, max(1, int(len(idx) * val_fraction + 0.5)))
+        val.append(idx[:n_val])
+        train.append(idx[n_val:])
+    return np.sort(np.concatenate(train)), np.sort(np.concatenate(val))
+
+
+def _digits(seed: int, val_fraction: float) -> Dataset:
+    from sklearn.datasets import load_digits
+
+    bunch = load_digits()
+    x = (bunch.images.astype(np.float32) / 16.0)[..., None]
+    y = bunch.target.astype(np.int32)
+    names = tuple(str(n) for n in bunch.target_names)
+    return _finish("digits", x, y, None, None, names, seed, val_fraction,
+                   "scikit-learn digits: 8x8 grayscale, pixel/16 -> [0, 1]")
+
+
+def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except Exception as exc:  # any reader failure is a bad file
+        raise DatasetError(f"Cannot read {path}: {exc}") from None
+    for key in ("x_train", "y_train"):
+        if key not in arrays:
+            raise DatasetError(f"{path.name} has no '{key}' array (found: {sorted(arrays)})")
+    if ("x_val" in arrays) != ("y_val" in arrays):
+        raise DatasetError(f"{path.name} must have both x_val and y_val, or neither")
+    scaled = arrays["x_train"].dtype == np.uint8
+    x_train = _npz_inputs(arrays["x_train"], "x_train")
+    x_val = _npz_inputs(arrays["x_val"], "x_val") if "x_val" in arrays else None
+    if x_val is not None and x_val.shape[1:] != x_train.shape[1:]:
+        raise DatasetError(
+            f"x_val samples have shape {x_val.shape[1:]}, x_train samples {x_train.shape[1:]}"
+        )
+    y_val = arrays.get("y_val")
+    num = len(np.unique(_labels(arrays["y_train"], "y_train")))
+    names = tuple(str(i) for i in range(num))
+    note = "npz: uint8 inputs / 255" if scaled else "npz: inputs used as given (float32)"
+    return _finish(str(path), x_train, arrays["y_train"], x_val, y_val, names, seed,
+                   val_fraction, note)
+
+
+def _npz_inputs(x: np.ndarray, key: str) -> np.ndarray:
+    if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
+        raise DatasetError(f"{key} must be numeric, got dtype {x.dtype}")
+    scale = 1.0 / 255.0 if x.dtype == np.uint8 else 1.0
+    x = x.astype(np.float32) * np.float32(scale)
+    if x.ndim == 2:
+        return x[:, :, None, None]
+    if x.ndim == 3:
+        return x[..., None]
+    if x.ndim == 4:
+        return x
+    raise DatasetError(f"{key} must have shape (N, H, W), (N, H, W, C) or (N, F); got {x.shape}")
+
+
+def _labels(y: np.ndarray, key: str) -> np.ndarray:
+    y = np.asarray(y)
+    if y.ndim == 2 and y.shape[1] == 1:
+        y = y[:, 0]
+    if y.ndim != 1:
+        raise DatasetError(f"{key} must be a 1-D array of class indices, got shape {y.shape}")
+    if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
+        y = y.astype(np.int64)
+    if not np.issubdtype(y.dtype, np.integer):
+        raise DatasetError(f"{key} labels must be integers 0..K-1, got dtype {y.dtype}")
+    if len(y) and y.min() < 0:
+        raise DatasetError(f"{key} labels must be integers 0..K-1, found {int(y.min())}")
+    return y.astype(np.int32)
+
+
+def _finish(
+    name: str,
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_val: np.ndarray | None,
+    y_val: np.ndarray | None,
+    class_names: tuple[str, ...],
+    seed: int,
+    val_fraction: float,
+    preprocessing: str,
+) -> Dataset:
+    """Validate labels and shapes, split if needed, and build the Dataset."""
+    y_train = _labels(y_train, "y_train")
+    if len(x_train) != len(y_train):
+        raise DatasetError(f"x_train has {len(x_train)} samples but y_train has {len(y_train)}")
+    if len(x_train) == 0:
+        raise DatasetError(f"{name}: no training samples")
+    present = np.unique(y_train)
+    num_classes = int(present.max()) + 1
+    if num_classes < 2 or len(present) < 2:
+        raise DatasetError(f"{name}: need at least 2 classes, found {len(present)}")
+    if len(present) != num_classes:
+        missing = sorted(set(range(num_classes)) - set(present.tolist()))
+        raise DatasetError(
+            f"y_train labels must be integers 0..{num_classes - 1} with every class present; "
+            f"missing {missing[:5]}"
+        )
+    if x_val is None:
+        train_idx, val_idx = stratified_split(y_train, val_fraction, seed)
+        x_train, y_train, x_val, y_val = (
+            x_train[train_idx], y_train[train_idx], x_train[val_idx], y_train[val_idx])
+    else:
+        y_val = _labels(y_val, "y_val")
+        if len(x_val) != len(y_val):
+            raise DatasetError(f"x_val has {len(x_val)} samples but y_val has {len(y_val)}")
+        if len(y_val) and y_val.max() >= num_classes:
+            raise DatasetError(
+                f"y_val has label {int(y_val.max())} but y_train has classes 0..{num_classes - 1}"
+            )
+    if len(x_val) == 0:
+        raise DatasetError(f"{name}: too few samples for a validation split")
+    if len(class_names) != num_classes:
+        class_names = tuple(str(i) for i in range(num_classes))
+    return Dataset(
+        name=name,
+        x_train=np.ascontiguousarray(x_train, dtype=np.float32),
+        y_train=y_train,
+        x_val=np.ascontiguousarray(x_val, dtype=np.float32),
+        y_val=y_val.astype(np.int32),
+        num_classes=num_classes,
+        input_shape=tuple(int(d) for d in x_train.shape[1:]),
+        class_names=class_names,
+        preprocessing=preprocessing,
+    )
+
+
+def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
+    classes = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    if not classes:
+        raise DatasetError(f"{path} has no class subfolders (expected {path}/<class>/<files>)")
+    files: list[tuple[Path, int]] = []
+    for label, folder in enumerate(classes):
+        found = sorted(
+            f for f in folder.iterdir()
+            if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES + AUDIO_SUFFIXES
+        )
+        if not found:
+            raise DatasetError(f"Class folder {folder} has no image or WAV files")
+        files.extend((f, label) for f in found)
+    kinds = {f.suffix.lower() in AUDIO_SUFFIXES for f, _ in files}
+    if len(kinds) > 1:
+        raise DatasetError(f"{path} mixes WAV files and images; use one kind per dataset")
+    if len(classes) < 2:
+        raise DatasetError(f"{path}: need at least 2 classes, found 1 ({classes[0].name})")
+    y = np.array([label for _, label in files], dtype=np.int32)
+    names = tuple(c.name for c in classes)
+    paths = [f for f, _ in files]
+    if kinds == {True}:
+        x, note = wav_features(paths)
+    else:
+        x, note = _read_images(paths)
+    return _finish(str(path), x, y, None, None, names, seed, val_fraction, note)
+
+
+def _read_images(paths: list[Path]) -> tuple[np.ndarray, str]:
+    from PIL import Image
+
+    sizes: list[tuple[int, int]] = []
+    gray = True
+    for p in paths:
+        try:
+            with Image.open(p) as im:
+                sizes.append(im.size)
+                gray = gray and im.mode in _GRAY_MODES
+        except Exception as exc:  # Pillow raises many types
+            raise DatasetError(f"Cannot read image {p}: {exc}") from None
+    width, height = Counter(sizes).most_common(1)[0][0]
+    shrink = min(1.0, MAX_IMAGE_SIDE / max(width, height))
+    size = (max(1, round(width * shrink)), max(1, round(height * shrink)))
+    mode = "L" if gray else "RGB"
+    out = np.empty((len(paths), size[1], size[0], 1 if gray else 3), dtype=np.float32)
+    for i, p in enumerate(paths):
+        try:
+            with Image.open(p) as im:
+                img = im.convert(mode)
+                if img.size != size:
+                    img = img.resize(size, Image.Resampling.BILINEAR)
+                arr = np.asarray(img, dtype=np.float32) / 255.0
+        except Exception as exc:  # truncated files fail here
+            raise DatasetError(f"Cannot read image {p}: {exc}") from None
+        out[i] = arr.reshape(out.shape[1:])
+    note = (f"images: {'grayscale' if gray else 'RGB'}, resized (bilinear) to "
+            f"{size[0]}x{size[1]}, pixel/255 -> [0, 1]")
+    return out, note

@@ -1,0 +1,170 @@
+"""Datasets: built-in digits, .npz, image and WAV folders, and every bad-input message."""
+
+from __future__ import annotations
+
+import wave
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mcunas.data import load_dataset, log_mel, stratified_split
+from mcunas.errors import DatasetError
+
+
+def _png(path: Path, size: tuple[int, int], mode: str = "L", value: int = 0) -> None:
+    from PIL import Image
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    color = value if mode == "L" else (value, 255 - value, 7)
+    Image.new(mode, size, color).save(path)
+
+
+def _wav(path: Path, samples: np.ndarray, rate: int = 8000, channels: int = 1) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pcm = (np.clip(samples, -1, 1) * 32767).astype("<i2")
+    if channels == 2:
+        pcm = np.repeat(pcm, 2)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(channels)
+        w.setsampwidth(2)
+        w.setframerate(rate)
+        w.writeframes(pcm.tobytes())
+
+
+def test_digits_default_split_is_stratified_and_reproducible() -> None:
+    a = load_dataset(seed=3)
+    b = load_dataset("digits", seed=3)
+    c = load_dataset(seed=4)
+    assert a.input_shape == (8, 8, 1) and a.num_classes == 10
+    assert a.x_train.dtype == np.float32 and 0.0 <= a.x_train.min() and a.x_train.max() <= 1.0
+    assert len(a.x_train) + len(a.x_val) == 1797
+    np.testing.assert_array_equal(a.y_val, b.y_val)
+    np.testing.assert_array_equal(a.x_train, b.x_train)
+    assert not np.array_equal(a.x_val, c.x_val)
+    counts = np.bincount(a.y_val, minlength=10)
+    assert counts.min() >= 34 and counts.max() <= 38  # ~20% of each ~180-sample class
+    assert a.representative(50).shape == (50, 8, 8, 1)
+
+
+def test_stratified_split_keeps_singletons_in_training() -> None:
+    y = np.array([0, 0, 0, 0, 0, 1, 1, 2])
+    train, val = stratified_split(y, 0.4, seed=0)
+    assert sorted(np.concatenate([train, val]).tolist()) == list(range(8))
+    assert sorted(y[val].tolist()) == [0, 0, 1]
+
+
+def test_npz_with_and_without_validation(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.integers(0, 256, size=(40, 6, 5), dtype=np.uint8)
+    y = np.arange(40) % 4
+    np.savez(tmp_path / "a.npz", x_train=x, y_train=y)
+    ds = load_dataset(tmp_path / "a.npz", val_fraction=0.25)
+    assert ds.input_shape == (6, 5, 1) and ds.num_classes == 4
+    assert len(ds.x_val) == 12 and ds.x_train.max() <= 1.0
+    np.savez(tmp_path / "b.npz", x_train=x.astype(np.float32), y_train=y.astype(np.float64),
+             x_val=x[:8].astype(np.float32), y_val=y[:8])
+    ds = load_dataset(str(tmp_path / "b.npz"))
+    assert len(ds.x_val) == 8 and len(ds.x_train) == 40 and ds.x_train.max() > 1.0
+    np.savez(tmp_path / "c.npz", x_train=rng.normal(size=(10, 12)), y_train=np.arange(10) % 2)
+    assert load_dataset(tmp_path / "c.npz").input_shape == (12, 1, 1)
+
+
+@pytest.mark.parametrize(
+    ("arrays", "message"),
+    [
+        ({"x_train": np.zeros((5, 4, 4)), "y_train": np.zeros(4, int)}, "x_train has 5 samples"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array([0.5, 1, 0, 1])}, "integers"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array([-1, 1, 0, 1])}, "integers 0..K-1"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array([0, 2, 0, 2])}, "missing [1]"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.zeros(4, int)}, "at least 2 classes"),
+        ({"x_train": np.zeros((4, 4, 4))}, "no 'y_train'"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array(list("abab"))}, "integers"),
+        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array([0, 1, 0, 1]),
+          "x_val": np.zeros((2, 4, 4)), "y_val": np.array([0, 5])}, "y_val has label 5"),
+    ],
+)
+def test_npz_errors(tmp_path: Path, arrays: dict, message: str) -> None:
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(DatasetError) as info:
+        load_dataset(tmp_path / "bad.npz")
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_path_errors(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="not found"):
+        load_dataset(tmp_path / "nope")
+    (tmp_path / "data.csv").write_text("1,2\n")
+    with pytest.raises(DatasetError, match="Unknown dataset format"):
+        load_dataset(tmp_path / "data.csv")
+    (tmp_path / "broken.npz").write_bytes(b"not a zip")
+    with pytest.raises(DatasetError, match="Cannot read .*broken.npz"):
+        load_dataset(tmp_path / "broken.npz")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(DatasetError, match="no class subfolders"):
+        load_dataset(tmp_path / "empty")
+    (tmp_path / "empty" / "cat").mkdir()
+    with pytest.raises(DatasetError, match="cat has no image or WAV files"):
+        load_dataset(tmp_path / "empty")
+    with pytest.raises(DatasetError, match="val_fraction"):
+        load_dataset(val_fraction=1.5)
+
+
+def test_image_folder_grayscale_and_rgb(tmp_path: Path) -> None:
+    for i in range(3):
+        _png(tmp_path / "g" / "a" / f"{i}.png", (10, 12), value=0)
+        _png(tmp_path / "g" / "b" / f"{i}.png", (10, 12), value=255)
+    _png(tmp_path / "g" / "b" / "odd.png", (20, 20), value=255)  # resized to the common size
+    ds = load_dataset(tmp_path / "g", val_fraction=0.34)
+    assert ds.input_shape == (12, 10, 1) and ds.class_names == ("a", "b")
+    assert len(ds.x_train) + len(ds.x_val) == 7
+    x = np.concatenate([ds.x_train, ds.x_val])
+    y = np.concatenate([ds.y_train, ds.y_val])
+    assert np.all(x[y == 0] == 0.0) and np.allclose(x[y == 1], 1.0)
+    _png(tmp_path / "c" / "a" / "0.png", (200, 100), mode="RGB", value=10)
+    _png(tmp_path / "c" / "a" / "1.bmp", (200, 100), mode="RGB", value=10)
+    _png(tmp_path / "c" / "b" / "0.png", (200, 100), value=3)
+    _png(tmp_path / "c" / "b" / "1.png", (200, 100), value=3)
+    assert load_dataset(tmp_path / "c").input_shape == (48, 96, 3)  # shrunk into 96x96
+
+
+def test_unreadable_image_is_named(tmp_path: Path) -> None:
+    _png(tmp_path / "a" / "0.png", (8, 8))
+    _png(tmp_path / "b" / "0.png", (8, 8))
+    (tmp_path / "b" / "1.png").write_bytes(b"\x89PNG garbage")
+    with pytest.raises(DatasetError, match=r"Cannot read image .*1\.png"):
+        load_dataset(tmp_path)
+
+
+def test_log_mel_shape_and_tone() -> None:
+    rate = 16000
+    t = np.arange(rate) / rate
+    feats = log_mel(0.5 * np.sin(2 * np.pi * 1000 * t), rate)
+    assert feats.shape == (49, 40) and feats.dtype == np.float32
+    band = int(np.argmax(feats.mean(axis=0)))
+    silent = log_mel(np.zeros(rate), rate)
+    assert np.allclose(silent, np.log(1e-6))
+    assert 10 <= band <= 22  # 1 kHz sits in the lower-middle mel bands up to 8 kHz
+
+
+def test_wav_folder(tmp_path: Path) -> None:
+    rate = 8000
+    t = np.arange(rate // 2) / rate
+    for i in range(3):
+        _wav(tmp_path / "low" / f"{i}.wav", 0.4 * np.sin(2 * np.pi * 300 * t))
+        _wav(tmp_path / "high" / f"{i}.wav", 0.4 * np.sin(2 * np.pi * 3000 * t[: rate // 3]),
+             channels=2)
+    ds = load_dataset(tmp_path, val_fraction=0.34)
+    frames = 1 + (rate // 2 - 240) // 160
+    assert ds.input_shape == (frames, 40, 1)
+    assert ds.class_names == ("high", "low") and "log-mel" in ds.preprocessing
+    x = np.concatenate([ds.x_train, ds.x_val])[..., 0]
+    y = np.concatenate([ds.y_train, ds.y_val])
+    assert x[y == 0][:, :5].mean(axis=(0, 1)).argmax() > x[y == 1][:, :5].mean(axis=(0, 1)).argmax()
+    _wav(tmp_path / "low" / "fast.wav", np.zeros(100), rate=16000)
+    with pytest.raises(DatasetError, match="fast.wav has sample rate 16000"):
+        load_dataset(tmp_path)
+    (tmp_path / "low" / "fast.wav").write_bytes(b"RIFF\x00\x00")
+    with pytest.raises(DatasetError, match="Cannot read WAV file .*fast.wav"):
+        load_dataset(tmp_path)
