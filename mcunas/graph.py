@@ -157,11 +157,12 @@ def load_model_bytes(source: bytes | str | os.PathLike) -> bytes:
         raise ModelError(f"Cannot read model file {path}: {exc.strerror}") from exc
 
 
-def read_graph(source: bytes | str | os.PathLike) -> Graph:
+def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Graph:
     """Read a ``.tflite`` model (bytes or a path) into a :class:`Graph`.
 
     Args:
         source: bytes of the model, or the path of a ``.tflite`` file.
+        name: what to call the model in error messages (default: its path, or "model").
 
     Returns:
         The main subgraph's ops in execution order, with MACs and bytes.
@@ -170,7 +171,7 @@ def read_graph(source: bytes | str | os.PathLike) -> Graph:
         ModelError: the file is missing, unreadable, or not a TFLite flatbuffer.
     """
     data = load_model_bytes(source)
-    where = f"{source}" if not isinstance(source, (bytes, bytearray, memoryview)) else "model"
+    where = name or (str(source) if isinstance(source, (str, os.PathLike)) else "model")
     if len(data) < 8 or data[4:8] != TFLITE_IDENTIFIER:
         raise ModelError(f"{where} is not a .tflite model (no TFL3 flatbuffer identifier)")
     from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb

@@ -145,8 +145,8 @@ def profile_model(
     if kernels is not None and kernels != board.kernels:
         board = board.with_kernels(kernels)
     data = load_model_bytes(model) if isinstance(model, (str, Path, os.PathLike)) else bytes(model)
-    graph = read_graph(data)
-    where = str(model) if not isinstance(model, (bytes, bytearray, memoryview)) else "model"
+    where = str(model) if isinstance(model, (str, os.PathLike)) else "model"
+    graph = read_graph(data, name=where)
     if is_float_model(graph):
         raise ModelError(
             f"{where} is a float model: mcunas needs a full-integer INT8 quantized .tflite "

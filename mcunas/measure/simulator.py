@@ -1,0 +1,89 @@
+"""The ``simulator`` measurer: estimates from the graph, the real planner and the latency model.
+
+Example::
+
+    from mcunas.measure.base import get_measurer
+    m = get_measurer("simulator")(load_board("esp32s3")).measure(model_bytes)
+    m.latency_ms, m.latency_error_pct, m.estimated  # estimated is always True
+"""
+
+from __future__ import annotations
+
+import zlib
+from typing import Any
+
+from mcunas.errors import CandidateError, FatalError, ModelError
+from mcunas.measure.base import Measurement, OpTiming
+
+__all__ = ["SimulatorMeasurer"]
+
+
+class SimulatorMeasurer:
+    """Measure models without a board: every figure is a labelled estimate.
+
+    Args:
+        board: the ``BoardProfile`` to simulate.
+        kernels: kernel library override ("reference", "cmsis-nn", "esp-nn").
+    """
+
+    name = "simulator"
+
+    def __init__(self, board: Any, kernels: str | None = None, **_options: Any) -> None:
+        self.board = board.with_kernels(kernels) if kernels else board
+
+    def test_connection(self) -> None:
+        """Check that the TFLM runtime and the latency model import.
+
+        Raises:
+            FatalError: the ``tflite-micro`` package or the latency model is missing.
+        """
+        try:
+            from tflite_micro.python.tflite_micro import runtime  # noqa: F401
+
+            import mcunas.predict.latency  # noqa: F401
+        except ImportError as exc:
+            raise FatalError(f"simulator unavailable: {exc}. Reinstall mcunas.") from exc
+
+    def measure(self, model_bytes: bytes) -> Measurement:
+        """Estimate latency, arena, peak SRAM and flash of one INT8 model.
+
+        A model that does not fit the board is still measured: ``details``
+        then holds ``fits=False`` and the ``reasons``.
+
+        Raises:
+            CandidateError: the model cannot run (an op without TFLM kernel, a
+                float model, a model the runtime cannot allocate).
+        """
+        from mcunas.profile import profile_model
+
+        try:
+            prof = profile_model(bytes(model_bytes), self.board)
+        except ModelError as exc:
+            raise CandidateError(str(exc)) from exc
+        if not prof.runnable:
+            raise CandidateError("; ".join(prof.reasons) or "TFLite Micro cannot run the model")
+        lat = prof.latency
+        return Measurement(
+            source=prof.source,
+            estimated=True,
+            latency_ms=float(lat.ms),
+            arena_bytes=prof.memory.arena_bytes,
+            peak_sram_bytes=prof.memory.peak_sram_bytes,
+            flash_bytes=prof.memory.flash_bytes,
+            latency_max_ms=float(lat.ms) * (1 + lat.error_pct / 100.0),
+            latency_error_pct=float(lat.error_pct),
+            model_crc32=f"{zlib.crc32(bytes(model_bytes)) & 0xFFFFFFFF:08x}",
+            ops=tuple(OpTiming(o.index, o.op, float(o.ms)) for o in lat.ops),
+            details={
+                "board": self.board.name,
+                "kernels": self.board.kernels,
+                "fits": prof.fits,
+                "reasons": list(prof.reasons),
+                "latency_lower_bound_ms": lat.lower_bound_ms,
+                "mac_utilisation": lat.mac_utilisation,
+                "total_macs": prof.graph.total_macs,
+                "audit": prof.audit.to_dict(),
+                "memory_methods": dict(prof.memory.methods),
+                "latency_coefficients": lat.coefficients_source,
+            },
+        )
