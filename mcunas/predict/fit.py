@@ -188,3 +188,137 @@ def summarize(results: Sequence[LooResult]) -> dict[str, float]:
         "within_10": sum(e <= 10 for e in errs) / len(errs),
         "within_25": sum(e <= 25 for e in errs) / len(errs),
     }
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, float]]:  # noqa: ANN001
+    """Per-variant cycles per unit from per-op measurements on one board.
+
+    For each measured op, the cycles left after its requantization, byte and
+    dispatch terms (from the board's current table) divided by its units give
+    one estimate of its variant's cost; the median is kept. Returns the costs
+    and, per variant, the median absolute % error of the refitted model on
+    those ops (its uncertainty).
+    """
+    from mcunas.predict.features import op_features
+    from mcunas.predict.latency import op_cycles, resolve
+
+    coef = resolve(board, board.kernels)
+    per_variant: dict[str, list[tuple[float, object]]] = {}
+    for rec in records:
+        feats = {f.index: f for f in op_features(graph_of(rec.model_hash))}
+        feat = feats.get(rec.op_index)
+        if feat is None or feat.units <= 0:
+            continue
+        cycles = rec.latency_ms * rec.clock_hz / 1000.0 / (coef.factor * coef.scale)
+        rest = op_cycles(feat, coef.table) - coef.table.mac.get(feat.variant, 0.0) * feat.units
+        per_variant.setdefault(feat.variant, []).append(
+            (max(cycles - rest, 0.0) / feat.units, (feat, cycles))
+        )
+    costs = {v: statistics.median(c for c, _ in xs) for v, xs in per_variant.items()}
+    errors = {}
+    for variant, xs in per_variant.items():
+        table = coef.table.__class__(**{**coef.table.__dict__, "mac": {**coef.table.mac, **costs}})
+        errs = [abs(op_cycles(f, table) / cyc - 1) * 100 for _, (f, cyc) in xs if cyc > 0]
+        errors[variant] = round(statistics.median(errs), 1) if errs else 100.0
+    return costs, errors
+
+
+def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa: ANN001
+    """Leave-one-out on one board: each row predicted with a scale from the others.
+
+    ``board`` carries the tables in use (its ``[latency]`` overrides); a row
+    with no sibling of the same kernel library gets its code path's scale
+    fitted on the calibration rows other than itself (never its own figure).
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+
+    unit: dict[str, float] = {}
+    for row in rows:
+        lib = {**(board.latency or {}).get(row.kernels, {}), "scale": 1.0}
+        b = replace(board, kernels=row.kernels, clock_hz=row.clock_hz,
+                    latency={**(board.latency or {}), row.kernels: lib})  # fmt: skip
+        unit[row.id] = predict_latency(_graph(row.model), b).ms
+    results = []
+    for row in rows:
+        others = [
+            r.latency_ms / unit[r.id] for r in rows if r.id != row.id and r.kernels == row.kernels
+        ]
+        scale = _geomean(others) if others else _scale_without(row)
+        results.append(LooResult(row, scale * unit[row.id], scale, len(others)))
+    return results
+
+
+def _scale_without(row: CalibrationRow) -> float:
+    """The path's scale fitted on the calibration rows other than ``row`` (1 if none)."""
+    rest = [r for r in load_calibration() if r.id != row.id]
+    return fit_scales(rest).get(row.path, 1.0)
+
+
+def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
+    """A new ``[latency]`` table for ``board`` from its measurements.
+
+    Per kernel library: per-variant costs from per-op records (if any), then
+    the scale from whole-model rows (the sum constraint), and the stated
+    error from a leave-one-out over those rows.
+    """
+    from dataclasses import replace
+
+    table: dict = {"source": f"mcunas predictor fit: {len(rows)} model and "
+                   f"{len(op_records)} op measurements"}  # fmt: skip
+    for kernels in sorted({r.kernels for r in rows} | {r.kernels for r in op_records}):
+        entry = dict((board.latency or {}).get(kernels, {}))
+        ops = [r for r in op_records if r.kernels == kernels]
+        if ops:
+            costs, op_err = fit_op_costs(board.with_kernels(kernels), ops, graph_of)
+            entry["mac"] = {**entry.get("mac", {}), **{k: round(v, 4) for k, v in costs.items()}}
+            entry["op_error_pct"] = op_err
+        mine = [r for r in rows if r.kernels == kernels]
+        trial = replace(board, latency={**(board.latency or {}), kernels: entry})
+        if mine:
+            loo = board_loo(trial, mine)
+            unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]
+            entry["scale"] = round(_geomean(unit), 4)
+            entry["error_pct"] = round(statistics.median(abs(r.error_pct) for r in loo), 1)
+            entry["rows"] = [r.id for r in mine]
+        table[kernels] = entry
+    return table
+
+
+def _toml_value(value) -> str:  # noqa: ANN001
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f'"{k}" = {_toml_value(v)}' for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
+    """Write the profile with a new ``[latency]`` table into the user boards folder."""
+    from mcunas.boards import user_boards_dir
+
+    text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
+    kept, skipping = [], False
+    for line in text.splitlines():
+        header = line.strip().startswith("[")
+        if header:
+            skipping = line.strip().startswith("[latency")
+        if not skipping:
+            kept.append(line)
+    lines = [*kept, "", "[latency]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in latency.items() if not isinstance(v, dict)]
+    for lib, entry in latency.items():
+        if isinstance(entry, dict):
+            lines += ["", f"[latency.{lib}]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
+    out = user_boards_dir() / f"{board.name}.toml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return out

@@ -1,0 +1,115 @@
+"""``mcunas predictor``: import measurements, refit boards, report the error."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from mcunas.errors import UserError
+
+
+def _store(path: str | None):  # noqa: ANN202
+    from mcunas.predict.records import RecordStore
+
+    return RecordStore(Path(path) if path else None)
+
+
+_STORE = click.option(
+    "--store", default=None, help="Measurements database (default: $MCUNAS_HOME/predictor.sqlite)."
+)
+
+
+@click.group()
+def cli() -> None:
+    """Fit, import and report the latency predictor."""
+
+
+@cli.command("import")
+@click.argument("csv_path", type=click.Path(dir_okay=False))
+@_STORE
+def import_cmd(csv_path: str, store: str | None) -> None:
+    """Import published whole-model figures (columns of calibration/measurements.csv)."""
+    db = _store(store)
+    count = db.import_csv(Path(csv_path))
+    click.echo(f"Imported {count} measurement(s) into {db.path}")
+
+
+@cli.command("fit")
+@click.option(
+    "--board", "board_name", default=None, help="Refit one board (default: all in the store)."
+)
+@_STORE
+def fit_cmd(board_name: str | None, store: str | None) -> None:
+    """Refit boards from the store; write them into the user boards folder."""
+    from mcunas.boards import load_board
+    from mcunas.predict.fit import _graph, refit_board, write_user_board
+
+    db = _store(store)
+    names = [board_name] if board_name else db.boards()
+    if not names:
+        raise UserError(f"No measurements in {db.path}: run `mcunas predictor import CSV` first.")
+    for name in names:
+        board = load_board(name)
+        rows, ops = db.model_rows(name), db.op_records(name)
+        if not rows and not ops:
+            raise UserError(f"No measurements for board '{name}' in {db.path}")
+        table = refit_board(board, rows, ops, lambda key: _graph(db.model_path(key)))
+        out = write_user_board(board, table)
+        libs = ", ".join(
+            f"{k}: scale {v.get('scale', '-')}, error {v.get('error_pct', '-')}%"
+            for k, v in table.items() if isinstance(v, dict)
+        )  # fmt: skip
+        click.echo(f"{name}: {libs} -> {out}")
+
+
+@cli.command("report")
+@click.option("--board", "board_name", required=True, help="Board profile name or path.")
+@click.option(
+    "--plot", type=click.Path(dir_okay=False), default=None, help="Predicted-vs-measured PNG."
+)
+@_STORE
+def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
+    """Leave-one-out error on every measurement of a board (store + calibration data)."""
+    from mcunas.boards import load_board
+    from mcunas.predict.fit import board_loo, load_calibration, summarize
+    from mcunas.predict.records import board_for_row
+
+    board = load_board(board_name)
+    rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
+    rows.update({r.id: r for r in _store(store).model_rows(board.name)})
+    if not rows:
+        raise UserError(f"No whole-model measurements for board '{board.name}'.")
+    results = board_loo(board, list(rows.values()))
+    stats = summarize(results)
+    click.echo(f"{board.name}: leave-one-out on {stats['n']} measurement(s)")
+    for r in sorted(results, key=lambda r: -abs(r.error_pct)):
+        click.echo(f"  {r.row.id:<28} {r.row.kernels:<9} measured {r.row.latency_ms:9.2f} ms  "
+                   f"predicted {r.predicted_ms:9.2f} ms  {r.error_pct:+6.1f}%")  # fmt: skip
+    click.echo(f"median |error| {stats['median_abs_pct']:.1f}%, within 10%: "
+               f"{stats['within_10']:.0%}, within 25%: {stats['within_25']:.0%}")  # fmt: skip
+    if plot:
+        _plot(results, Path(plot), board.name)
+        click.echo(f"plot: {plot}")
+
+
+def _plot(results, path: Path, title: str) -> None:  # noqa: ANN001
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 5))
+    measured = [r.row.latency_ms for r in results]
+    predicted = [r.predicted_ms for r in results]
+    ax.loglog(measured, predicted, "o")
+    lo, hi = min(measured + predicted) * 0.8, max(measured + predicted) * 1.25
+    ax.plot([lo, hi], [lo, hi], "k-", lw=0.8, label="exact")
+    ax.fill_between(
+        [lo, hi], [lo * 0.75, hi * 0.75], [lo * 1.25, hi * 1.25], alpha=0.15, label="±25%"
+    )
+    ax.set(xlabel="measured ms", ylabel="predicted ms (leave-one-out)", title=title)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

@@ -1,0 +1,178 @@
+"""A SQLite store of latency measurements: whole-model and per-op.
+
+Each measurement is keyed by the model's hash (the model bytes are kept, so a
+refit never depends on files that moved), the board profile name, its
+kernel library and clock, and says where it came from (``board:/dev/ttyUSB0``,
+``published:<citation>``, ``virtual:...``).
+
+Example::
+
+    store = RecordStore()                       # $MCUNAS_HOME/predictor.sqlite
+    store.import_csv(Path("measurements.csv"))  # published whole-model figures
+    rows = store.model_rows(board="esp32s3")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from mcunas.errors import UserError
+from mcunas.predict.fit import CalibrationRow, load_calibration
+
+__all__ = ["OpRecord", "RecordStore", "default_store_path", "model_hash"]
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS models (hash TEXT PRIMARY KEY, name TEXT, bytes BLOB NOT NULL);
+CREATE TABLE IF NOT EXISTS measurements (
+    id INTEGER PRIMARY KEY, model_hash TEXT NOT NULL REFERENCES models(hash),
+    board TEXT NOT NULL, core TEXT NOT NULL, kernels TEXT NOT NULL, clock_hz INTEGER NOT NULL,
+    source TEXT NOT NULL, op_index INTEGER, op_name TEXT, latency_ms REAL NOT NULL,
+    label TEXT, UNIQUE (model_hash, board, kernels, clock_hz, source, op_index, label)
+);
+"""
+
+
+def default_store_path() -> Path:
+    """``$MCUNAS_HOME/predictor.sqlite`` (``~/.mcunas`` without MCUNAS_HOME)."""
+    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
+    return Path(home) / "predictor.sqlite"
+
+
+def model_hash(model_bytes: bytes) -> str:
+    """Content hash that keys a model in the store."""
+    return hashlib.sha256(model_bytes).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class OpRecord:
+    """One measured op of one model on one board."""
+
+    model_hash: str
+    board: str
+    kernels: str
+    clock_hz: int
+    op_index: int
+    op_name: str
+    latency_ms: float
+    source: str
+
+
+class RecordStore:
+    """The measurements database (stdlib sqlite3)."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = Path(path) if path else default_store_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path)
+        self._db.executescript(_SCHEMA)
+        self._models_dir = self.path.parent / "predictor-models"
+
+    def close(self) -> None:
+        """Close the database."""
+        self._db.close()
+
+    def add_model(self, model_bytes: bytes, name: str = "") -> str:
+        """Store a model's bytes; return its hash."""
+        key = model_hash(model_bytes)
+        with self._db:
+            self._db.execute(
+                "INSERT OR IGNORE INTO models VALUES (?, ?, ?)", (key, name, model_bytes)
+            )
+        return key
+
+    def add_measurement(self, model_bytes: bytes, board: str, core: str, kernels: str,
+                        clock_hz: int, latency_ms: float, source: str, label: str = "",
+                        ops: Iterable[tuple[int, str, float]] = ()) -> str:  # fmt: skip
+        """Store a whole-model latency and, optionally, per-op times (index, op, ms)."""
+        if latency_ms <= 0:
+            raise UserError(f"latency must be positive, got {latency_ms} ms")
+        key = self.add_model(model_bytes, label)
+        rows = [(None, None, latency_ms)] + [(i, name, ms) for i, name, ms in ops]
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO measurements (model_hash, board, core, kernels, clock_hz,"
+                " source, op_index, op_name, latency_ms, label) VALUES (?,?,?,?,?,?,?,?,?,?)",
+                [
+                    (key, board, core, kernels, clock_hz, source, i, n, ms, label)
+                    for i, n, ms in rows
+                ],
+            )
+        return key
+
+    def import_csv(self, csv_path: Path) -> int:
+        """Import whole-model rows in the form of ``calibration/measurements.csv``."""
+        count = 0
+        for row in load_calibration(Path(csv_path)):
+            board = board_for_row(row)
+            source = f"published:{row.source}" if row.source else f"csv:{csv_path}"
+            self.add_measurement(
+                row.model.read_bytes(), board, row.core, row.kernels, row.clock_hz,
+                row.latency_ms, source, label=row.id,
+            )  # fmt: skip
+            count += 1
+        return count
+
+    def _model_file(self, key: str) -> Path:
+        path = self._models_dir / f"{key}.tflite"
+        if not path.is_file():
+            blob = self._db.execute("SELECT bytes FROM models WHERE hash=?", (key,)).fetchone()
+            self._models_dir.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(blob[0])
+        return path
+
+    def model_rows(self, board: str | None = None) -> list[CalibrationRow]:
+        """Whole-model measurements, as rows the fit and leave-one-out take."""
+        sql = ("SELECT model_hash, board, core, kernels, clock_hz, latency_ms, source, label, id "
+               "FROM measurements WHERE op_index IS NULL")  # fmt: skip
+        args: tuple = ()
+        if board:
+            sql, args = sql + " AND board=?", (board,)
+        out = []
+        for key, brd, core, kernels, clock, ms, source, label, rid in self._db.execute(sql, args):
+            out.append(
+                CalibrationRow(
+                    id=label or f"m{rid}",
+                    model=self._model_file(key),
+                    board=brd,
+                    core=core,
+                    clock_hz=clock,
+                    kernels=kernels,
+                    latency_ms=ms,
+                    source=source,
+                )  # fmt: skip
+            )
+        return out
+
+    def op_records(self, board: str | None = None) -> list[OpRecord]:
+        """Per-op measurements."""
+        sql = ("SELECT model_hash, board, kernels, clock_hz, op_index, op_name, latency_ms, source"
+               " FROM measurements WHERE op_index IS NOT NULL")  # fmt: skip
+        args: tuple = ()
+        if board:
+            sql, args = sql + " AND board=?", (board,)
+        return [OpRecord(*r) for r in self._db.execute(sql, args)]
+
+    def model_path(self, key: str) -> Path:
+        """A file holding the stored model's bytes."""
+        return self._model_file(key)
+
+    def boards(self) -> list[str]:
+        """Board names with at least one measurement."""
+        return [r[0] for r in self._db.execute("SELECT DISTINCT board FROM measurements")]
+
+
+def board_for_row(row: CalibrationRow) -> str:
+    """The board profile a published row belongs to: by name, else by core and clock."""
+    from mcunas.boards import list_boards
+
+    boards = list_boards()
+    for board in boards:
+        if row.board in (board.name, board.title):
+            return board.name
+    same = [b.name for b in boards if b.core == row.core and b.clock_hz == row.clock_hz]
+    return same[0] if len(same) == 1 else row.board or f"{row.core}@{row.clock_hz // 1_000_000}MHz"

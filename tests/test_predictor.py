@@ -1,0 +1,85 @@
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcunas.boards import load_board
+from mcunas.commands.predictor import cli
+from mcunas.errors import UserError
+from mcunas.graph import read_graph
+from mcunas.predict.features import op_features
+from mcunas.predict.fit import fit_op_costs
+from mcunas.predict.latency import predict_latency
+from mcunas.predict.records import RecordStore
+
+CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
+
+
+def test_import_fit_report_round_trip(isolated_home, tmp_path):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["import", str(CAL / "measurements.csv")])
+    assert result.exit_code == 0, result.output
+    assert "Imported 8" in result.output
+    result = runner.invoke(cli, ["fit", "--board", "esp32s3"])
+    assert result.exit_code == 0, result.output
+    written = isolated_home / "boards" / "esp32s3.toml"
+    data = tomllib.loads(written.read_text())
+    assert data["name"] == "esp32s3" and data["kernels"] == "esp-nn"
+    assert data["latency"]["esp-nn"]["error_pct"] == pytest.approx(14.1)
+    board = load_board("esp32s3")  # the user folder wins over the built-in profile
+    assert board.path == str(written)
+    plot = tmp_path / "p.png"
+    result = runner.invoke(cli, ["report", "--board", "nucleo_l4r5zi", "--plot", str(plot)])
+    assert result.exit_code == 0, result.output
+    assert "median |error| 13.2%" in result.output
+    assert plot.stat().st_size > 1000
+
+
+def test_per_op_fit_recovers_variant_costs(tmp_path):
+    board = load_board("nucleo_f746zg")
+    model = (CAL / "models" / "kws_ref_model.tflite").read_bytes()
+    graph = read_graph(model)
+    # a board whose 1x1 convolutions cost 3x the current table: per-op truth
+    truth = dataclasses.replace(
+        board, latency={"cmsis-nn": {"scale": 1.0, "mac": {"conv_1x1": 2.25}}}
+    )
+    est = predict_latency(graph, truth)
+    store = RecordStore(tmp_path / "db.sqlite")
+    key = store.add_measurement(
+        model,
+        board.name,
+        board.core,
+        "cmsis-nn",
+        board.clock_hz,
+        est.ms,
+        "virtual:test",
+        ops=[(o.index, o.op, o.ms) for o in est.ops],
+    )
+    records = store.op_records(board.name)
+    assert len(records) == len(graph.ops)
+    start = dataclasses.replace(board, latency={"cmsis-nn": {"scale": 1.0}})
+    costs, errors = fit_op_costs(start, records, lambda k: read_graph(store.model_path(k)))
+    assert costs["conv_1x1"] == pytest.approx(2.25, rel=1e-6)
+    assert errors["conv_1x1"] == pytest.approx(0.0, abs=0.1)
+    assert key in {r.model_hash for r in records}
+    assert {f.variant for f in op_features(graph)} - {"free"} <= set(costs)
+
+
+def test_store_rejects_bad_input(tmp_path):
+    store = RecordStore(tmp_path / "db.sqlite")
+    with pytest.raises(UserError):
+        store.add_measurement(b"x", "b", "cortex-m4", "cmsis-nn", 1, -1.0, "test")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("nothing\n")
+    with pytest.raises(UserError):
+        store.import_csv(bad)
+
+
+def test_fit_with_empty_store_is_one_clear_error():
+    result = CliRunner().invoke(cli, ["fit"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, UserError)
