@@ -1,0 +1,107 @@
+"""``mcunas bench``: build, flash and measure one model on a real board."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcunas.boards import load_board
+from mcunas.errors import ModelError
+from mcunas.measure.base import Measurement
+from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+
+# The firmware project builder; None means mcunas.measure.pio.PioProject. Tests swap in a double.
+PROJECT_FACTORY: Any = None
+
+
+def read_model(path: str) -> bytes:
+    """The bytes of a ``.tflite`` file; ModelError if missing or not a TFLite flatbuffer."""
+    p = Path(path)
+    if not p.is_file():
+        raise ModelError(f"model file not found: {path}")
+    data = p.read_bytes()
+    if len(data) < 8 or data[4:8] != b"TFL3":
+        raise ModelError(f"{path} is not a .tflite model (no TFL3 flatbuffer identifier)")
+    return data
+
+
+def _report(m: Measurement) -> list[str]:
+    d = m.details
+    lines = [
+        f"{d['board']} on {d['port']} (firmware {d['fw']}, "
+        f"{'flashed' if d['flashed'] else 'not flashed'}): {m.source}",
+        f"  latency      {m.latency_ms:.3f} ms median, {m.latency_max_ms:.3f} ms max, "
+        f"{d['latency_min_ms']:.3f} ms min ({d['runs']} runs)",
+        f"  arena        {m.arena_bytes} B",
+        f"  peak SRAM    {m.peak_sram_bytes} B = arena + static RAM {d['static_ram_bytes']} B "
+        f"[{d['static_ram_source']}] + stack {d['stack_bytes']} B",
+        f"  flash        {m.flash_bytes} B [{d['flash_source']}]",
+        f"  model CRC-32 {m.model_crc32} (checked)",
+    ]
+    if m.ops:
+        slowest = sorted(m.ops, key=lambda o: -o.ms)[:8]
+        lines.append(
+            "  slowest ops  " + ", ".join(f"#{o.index} {o.op} {o.ms:.3f} ms" for o in slowest)
+        )
+    stages = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in d["stage_s"].items())
+    lines.append(f"  stages       {stages}")
+    return lines
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  mcunas bench model.tflite --board esp32s3
+  mcunas bench model.tflite --board nucleo_f746zg --port /dev/ttyACM0 --json
+  mcunas bench model.tflite --board esp32s3 --no-flash --trace serial.log
+Exit code 2 with one line on any failure (no board, busy port, timeout, wrong model)."""
+)
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--board", "board_name", required=True, help="Board profile name or .toml path.")
+@click.option("--port", default="auto", show_default=True, help="Serial port, or auto (USB ids).")
+@click.option("--no-flash", is_flag=True, help="Only read from a board already running MODEL.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=float,
+    default=DEFAULT_TIMEOUT_S,
+    show_default=True,
+    help="Seconds to wait for the board's ready and result lines.",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the measurement as JSON.")
+@click.option("--trace", type=click.Path(dir_okay=False), help="Log raw serial bytes to this file.")
+@click.option(
+    "--pio", default="pio", envvar="MCUNAS_PIO", show_default=True, help="PlatformIO executable."
+)
+def cli(
+    model: str,
+    board_name: str,
+    port: str,
+    no_flash: bool,
+    timeout_s: float,
+    as_json: bool,
+    trace: str | None,
+    pio: str,
+) -> None:
+    """Build, flash and measure MODEL.tflite on a board over serial."""
+    if timeout_s <= 0:
+        raise click.BadParameter("must be positive", param_hint="--timeout")
+    board = load_board(board_name)
+    model_bytes = read_model(model)
+    measurer = BoardMeasurer(
+        board,
+        port=port,
+        flash=not no_flash,
+        timeout_s=timeout_s,
+        project_factory=PROJECT_FACTORY,
+        pio=pio,
+        trace=trace,
+    )
+    m = measurer.measure(model_bytes)
+    if as_json:
+        click.echo(json.dumps(m.to_dict(), indent=2))
+    else:
+        click.echo("\n".join(_report(m)))

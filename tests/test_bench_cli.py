@@ -1,0 +1,224 @@
+import json
+import subprocess
+import sys
+
+import pytest
+import serial
+from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
+
+from mcunas.boards import load_board
+from mcunas.cli import main
+from mcunas.commands import bench
+from mcunas.errors import MeasurementError
+from mcunas.measure.protocol import model_crc32
+from mcunas.measure.virtual_board import VirtualProject
+
+
+@pytest.fixture
+def model_file(tmp_path):
+    path = tmp_path / "m.tflite"
+    path.write_bytes(MODEL)
+    return path
+
+
+def run(argv, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    out, err = capsys.readouterr()
+    return exc.value.code, out, err
+
+
+def fails_with(argv, capsys, text):
+    code, out, err = run(argv, capsys)
+    assert code == 2, out + err
+    assert err.strip().count("\n") == 0 and text in err, err
+    return err
+
+
+def test_bench_no_flash_human(model_file, capsys):
+    with virtual_board() as vb:
+        code, out, err = run(
+            ["bench", str(model_file), "--board", "esp32s3", "--port", vb.port, "--no-flash"],
+            capsys,
+        )
+    assert code == 0, err
+    assert "latency      2.000 ms median" in out and "model CRC-32" in out
+    assert "slowest ops  #0 CONV_2D 1.600 ms" in out
+
+
+def test_bench_json_keys(model_file, capsys):
+    with virtual_board() as vb:
+        code, out, _ = run(
+            [
+                "bench",
+                str(model_file),
+                "--board",
+                "esp32s3",
+                "--port",
+                vb.port,
+                "--no-flash",
+                "--json",
+            ],
+            capsys,
+        )
+    data = json.loads(out)
+    for key in (
+        "latency_ms",
+        "latency_max_ms",
+        "arena_bytes",
+        "peak_sram_bytes",
+        "flash_bytes",
+        "source",
+        "ops",
+    ):
+        assert key in data
+    assert data["source"] == f"board:{vb.port}" and data["estimated"] is False
+    assert data["latency_ms"] == 2.0 and data["ops"][0]["op"] == "CONV_2D"
+
+
+def test_bench_flash_path_with_pio_double(model_file, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(bench, "PROJECT_FACTORY", VirtualProject)
+    with virtual_board(model=OTHER_MODEL) as vb:
+        code, out, err = run(
+            [
+                "bench",
+                str(model_file),
+                "--board",
+                "esp32s3",
+                "--port",
+                vb.port,
+                "--json",
+                "--trace",
+                str(tmp_path / "t.log"),
+            ],
+            capsys,
+        )
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["details"]["static_ram_source"] == "elf" and data["details"]["flashed"]
+    assert "TX    b'run\\n'" in (tmp_path / "t.log").read_text()
+
+
+@pytest.mark.parametrize(
+    ("fault", "text"),
+    [
+        ("silence", "never printed 'ready' within 0.5 s"),
+        ("crc", "not this model"),
+        ("disconnect", "vanished"),
+        ("error", "arena_too_small"),
+        ("crash", "Guru Meditation"),
+    ],
+)
+def test_bench_faults_one_line_exit_2(model_file, capsys, fault, text):
+    with virtual_board(fault) as vb:
+        fails_with(
+            [
+                "bench",
+                str(model_file),
+                "--board",
+                "esp32s3",
+                "--port",
+                vb.port,
+                "--no-flash",
+                "--timeout",
+                "0.5",
+            ],
+            capsys,
+            text,
+        )
+
+
+def test_bench_port_problems(model_file, capsys, monkeypatch):
+    base = ["bench", str(model_file), "--board", "esp32s3", "--no-flash"]
+    fails_with([*base, "--port", "/dev/no-such-tty"], capsys, "no board on /dev/no-such-tty")
+    with virtual_board() as vb:
+        holder = serial.Serial(vb.port, exclusive=True)
+        try:
+            fails_with([*base, "--port", vb.port], capsys, "is busy")
+        finally:
+            holder.close()
+    monkeypatch.setattr("mcunas.measure.ports._comports", lambda: [])
+    fails_with(base, capsys, "no serial port matches esp32s3's USB ids (303A:1001")
+
+
+def test_bench_build_and_upload_failures(model_file, capsys, monkeypatch):
+    class Broken(VirtualProject):
+        stage = "build"
+
+        def build(self):
+            if self.stage == "build":
+                raise MeasurementError("pio run -e esp32s3 failed (exit 1); see the output above")
+            return super().build()
+
+        def upload(self, port):
+            raise MeasurementError("pio upload failed; hold BOOT and retry")
+
+    monkeypatch.setattr(bench, "PROJECT_FACTORY", Broken)
+    with virtual_board() as vb:
+        argv = ["bench", str(model_file), "--board", "esp32s3", "--port", vb.port]
+        fails_with(argv, capsys, "build failed: pio run -e esp32s3 failed")
+        Broken.stage = "upload"
+        fails_with(argv, capsys, f"upload to {vb.port} failed: pio upload failed")
+
+
+def test_bench_bad_model_files(tmp_path, capsys):
+    fails_with(
+        ["bench", str(tmp_path / "nope.tflite"), "--board", "esp32s3"],
+        capsys,
+        "model file not found",
+    )
+    junk = tmp_path / "junk.tflite"
+    junk.write_bytes(b"not a model at all")
+    fails_with(["bench", str(junk), "--board", "esp32s3"], capsys, "not a .tflite model")
+    big = tmp_path / "big.tflite"
+    big.write_bytes(MODEL[:8] + bytes(4 * 1024 * 1024))
+    fails_with(
+        ["bench", str(big), "--board", "esp32s3", "--port", "/dev/null"],
+        capsys,
+        f"leaves {load_board('esp32s3').model_flash_budget_bytes} bytes of flash",
+    )
+
+
+def test_rack_list(tmp_path, capsys):
+    with virtual_board() as good, virtual_board("silence") as mute:
+        rack = tmp_path / "rack.toml"
+        rack.write_text(
+            f'[[board]]\nprofile = "esp32s3"\nport = "{good.port}"\nname = "left"\n'
+            f'[[board]]\nprofile = "esp32s3"\nport = "{mute.port}"\n'
+        )
+        code, out, _ = run(["rack", "list", "--rack", str(rack), "--timeout", "0.4"], capsys)
+        assert code == 0
+        assert "ready (firmware 0.1.0-virtual)" in out and "no answer" in out
+        assert "1 of 2 board(s) answer" in out
+        code, out, _ = run(
+            ["rack", "list", "--rack", str(rack), "--timeout", "0.4", "--json"], capsys
+        )
+        rows = json.loads(out)
+        assert [r["answers"] for r in rows] == [True, False] and rows[0]["name"] == "left"
+    fails_with(
+        ["rack", "list", "--rack", str(tmp_path / "none.toml")], capsys, "rack file not found"
+    )
+
+
+def test_bench_as_subprocess(model_file):
+    with virtual_board() as vb:
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "mcunas",
+                "bench",
+                str(model_file),
+                "--board",
+                "esp32s3",
+                "--port",
+                vb.port,
+                "--no-flash",
+                "--json",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["model_crc32"] == model_crc32(MODEL)
