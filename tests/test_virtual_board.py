@@ -60,6 +60,18 @@ def test_every_fault_mode_gives_a_clear_error(fault, error, text):
         reader(vb.port, timeout_s=0.5).measure(MODEL)
 
 
+def test_crc_in_ready_line_fails_before_running():
+    with virtual_board() as vb:
+        vb._ready_line = lambda: (
+            '{"event":"ready","board":"esp32s3","fw":"x","model_crc32":"00000000"}'.join(
+                ["MCUNAS/1 ", "\n"]
+            )
+        )
+        with pytest.raises(ModelMismatch, match="runs model 00000000"):
+            reader(vb.port).measure(MODEL)
+        assert vb.runs_served == 0
+
+
 def test_wrong_board_profile_on_the_port():
     with virtual_board(board="esp32") as vb, pytest.raises(WrongFirmware, match="'esp32'"):
         reader(vb.port).measure(MODEL)

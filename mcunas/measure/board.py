@@ -157,20 +157,24 @@ class BoardMeasurer:
         stages: dict[str, float] = {}
         build = self._flash(model_bytes, port, stages) if self.flash else None
         start = time.monotonic()
+        expected = model_crc32(model_bytes)
         with SerialLink(port, self.board.baud, trace_path=self.trace) as link:
             ready = link.wait_ready(min(READY_TIMEOUT_S, self.timeout_s))
             self._check_ready(ready)
+            # The firmware names its model in `ready` too: fail before running the wrong one.
+            self._check_crc(port, str(ready.raw.get("model_crc32", expected)), expected)
             remaining = self.timeout_s - (time.monotonic() - start)
             result = link.run(max(remaining, 0.1))
         stages["read_s"] = round(time.monotonic() - start, 3)
-        expected = model_crc32(model_bytes)
-        if result.model_crc32 != expected:
+        self._check_crc(port, result.model_crc32, expected)
+        return self._measurement(model_bytes, port, ready, result, build, stages)
+
+    def _check_crc(self, port: str, got: str, expected: str) -> None:
+        if got != expected:
             action = "the upload did not take" if self.flash else "flash it (drop --no-flash)"
             raise ModelMismatch(
-                f"board on {port} ran model {result.model_crc32}, not this model ({expected}): "
-                f"{action}"
+                f"board on {port} runs model {got}, not this model ({expected}): {action}"
             )
-        return self._measurement(model_bytes, port, ready, result, build, stages)
 
     # -- stages --------------------------------------------------------------------
     def _flash(self, model_bytes: bytes, port: str, stages: dict[str, float]) -> Any:

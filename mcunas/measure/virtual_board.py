@@ -268,13 +268,14 @@ class VirtualBoard:
                 "board": self.board.name,
                 "fw": FIRMWARE_VERSION,
                 "clock_hz": self.board.clock_hz,
+                "model_crc32": self._crc(),
                 "virtual": True,
             }
         )
 
     def _result_line(self, f: Figures) -> str:
         assert self._model is not None
-        crc = model_crc32(self._model + b"other" if self.fault == "crc" else self._model)
+        crc = self._crc()
         median = round(f.latency_ms * 1000)
         return encode_line(
             {
@@ -294,6 +295,10 @@ class VirtualBoard:
                 "virtual": True,
             }
         )
+
+    def _crc(self) -> str:
+        assert self._model is not None
+        return model_crc32(self._model + b"other" if self.fault == "crc" else self._model)
 
     def _boot_banner(self) -> str:
         if self.board.family in ("xtensa", "riscv32"):
