@@ -93,7 +93,7 @@ def test_cmsis_nn_adds_scratch_and_kernels_change_flash() -> None:
 
 
 def test_unrunnable_model_gets_a_static_estimate() -> None:
-    from tests.test_audit import gelu_model
+    from test_audit import gelu_model
 
     data = gelu_model()
     mem = estimate_memory(data, read_graph(data), load_board("esp32s3"))

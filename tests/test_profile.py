@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from test_audit import gelu_model
 
 from mcunas.boards import load_board
 from mcunas.cli import cli, main
@@ -17,7 +18,6 @@ from mcunas.errors import CandidateError, ModelError
 from mcunas.measure.base import get_measurer
 from mcunas.profile import profile_model
 from mcunas.tflm import build_model
-from tests.test_audit import gelu_model
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / "mcunas" / "calibration" / "models"
