@@ -1,0 +1,42 @@
+// Build-time settings: the generated generated/mcunas_config.h (written by
+// mcunas/measure/pio.py from the board profile) plus defaults and checks.
+#ifndef MCUNAS_CONFIG_H_
+#define MCUNAS_CONFIG_H_
+
+#include "generated/mcunas_config.h"
+
+#define MCUNAS_FW_VERSION "0.1.0"
+
+#ifndef MCUNAS_BOARD_NAME
+#error "generated/mcunas_config.h must define MCUNAS_BOARD_NAME"
+#endif
+#ifndef MCUNAS_ARENA_BYTES
+#error "generated/mcunas_config.h must define MCUNAS_ARENA_BYTES"
+#endif
+#ifndef MCUNAS_CLOCK_HZ
+#define MCUNAS_CLOCK_HZ 0
+#endif
+#ifndef MCUNAS_BAUD
+#define MCUNAS_BAUD 115200
+#endif
+#ifndef MCUNAS_RUNS
+#define MCUNAS_RUNS 20
+#endif
+#ifndef MCUNAS_WARMUP_RUNS
+#define MCUNAS_WARMUP_RUNS 3
+#endif
+#ifndef MCUNAS_PROFILE_RUNS
+#define MCUNAS_PROFILE_RUNS 3
+#endif
+#ifndef MCUNAS_STACK_BYTES
+#define MCUNAS_STACK_BYTES 16384
+#endif
+#ifndef MCUNAS_MAX_OPS
+#define MCUNAS_MAX_OPS 256
+#endif
+
+#define MCUNAS_MAX_RUNS 200
+static_assert(MCUNAS_RUNS >= 1 && MCUNAS_RUNS <= MCUNAS_MAX_RUNS, "MCUNAS_RUNS out of range");
+static_assert(MCUNAS_ARENA_BYTES >= 1024, "MCUNAS_ARENA_BYTES too small");
+
+#endif  // MCUNAS_CONFIG_H_

@@ -1,0 +1,343 @@
+"""Build and flash the measurement firmware with PlatformIO, as explicit stages.
+
+``generate`` copies the firmware template (``platformio.ini`` + ``firmware/``)
+into a work folder and writes the model sources and ``mcunas_config.h``;
+``build`` runs ``pio run`` and reads static RAM and flash from the ELF;
+``upload`` flashes the board. Every failure is a clear error saying what to
+do next: :class:`FatalError` for a broken setup (no PlatformIO, platforms not
+installable), :class:`CandidateError` when the model itself is the cause (does
+not fit, op missing from the runtime), :class:`MeasurementError` otherwise,
+with the log tail and the log file's path.
+
+Example::
+
+    project = PioProject(load_board("nucleo_f746zg"), Path("/tmp/fw"))
+    project.generate(model_bytes)
+    info = project.build()
+    project.upload("/dev/ttyACM0")
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import zlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mcunas.boards import BoardProfile
+from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
+from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
+
+__all__ = [
+    "BUILD_TIMEOUT_S",
+    "UPLOAD_TIMEOUT_S",
+    "BuildInfo",
+    "PioProject",
+    "firmware_template_dir",
+]
+
+# A first ESP-IDF build installs the toolchain and compiles the IDF: 10-20 min.
+BUILD_TIMEOUT_S = 1800
+# Flashing a 2 MB image over a UART bootloader at 115200 baud takes ~3 min.
+UPLOAD_TIMEOUT_S = 300
+# Lines of PlatformIO output quoted in an error (the full log is on disk).
+LOG_TAIL_LINES = 25
+# Measurement defaults written into mcunas_config.h.
+DEFAULT_RUNS = 20
+DEFAULT_WARMUP_RUNS = 3
+DEFAULT_PROFILE_RUNS = 3
+# Names the generated model sources must define (mcunas.convert.write_model_sources).
+_REQUIRED_SYMBOLS = {
+    "model_data.h": ("MCUNAS_MODEL_CRC32_U32", "g_model_data"),
+    "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
+}
+_TEMPLATE_IGNORE = shutil.ignore_patterns("generated", ".pio", "sdkconfig.*", "__pycache__")
+
+# Build output that means the model is the cause: a failed trial, not a broken setup.
+_CANDIDATE_PATTERNS = (
+    (re.compile(r"region [`']?([\w.]+)'? overflowed by (\d+) bytes"), "does not fit"),
+    (re.compile(r"will not fit in region [`']?([\w.]+)"), "does not fit"),
+    (re.compile(r"program size \(\d+ bytes\) is greater than maximum allowed"), "too large"),
+    (re.compile(r"is too large for (?:the )?(?:app )?partition|app partition is too small"),
+     "too large"),
+    (re.compile(r"has no member named '(Add\w+)'"), "op missing from this TFLite Micro"),
+)
+# Build output that means PlatformIO cannot fetch what it needs: stop the search.
+_FATAL_PATTERN = re.compile(
+    r"HTTPClientError|InternetIsOffline|Could not resolve host|UnknownPlatform|"
+    r"Unknown board ID|UnknownPackageError|PackageException|Could not install"
+)
+# Upload output -> what to check (first match wins: specific causes first).
+_UPLOAD_HINTS = (
+    (re.compile(r"Permission denied|Access is denied"),
+     "no permission on the port: add yourself to the dialout/uucp group or install "
+     "PlatformIO's udev rules, then log in again"),
+    (re.compile(r"port is busy|Resource busy|Device or resource busy"),
+     "the port is in use: close serial monitors (and `mcunas rack`) using it"),
+    (re.compile(r"could not open port|No such file or directory: '/dev/|FileNotFoundError"),
+     "the port does not exist: check the cable and `pio device list`"),
+    (re.compile(r"Failed to connect to ESP|Wrong boot mode|No serial data received"),
+     "the ESP32 is not in download mode: hold BOOT, press and release RESET, release BOOT, "
+     "then retry"),
+    (re.compile(r"No ST-?LINK|ST-LINK.*not found|open failed|Error: init mode failed"),
+     "no ST-LINK found: use the Nucleo's ST-LINK USB port and check its driver/firmware"),
+    (re.compile(r"no accessible RP-series devices|BOOTSEL|picotool"),
+     "the RP2040 is not in BOOTSEL mode: hold BOOTSEL while plugging it in, then retry"),
+    (re.compile(r"No device found on|bossac|double-?tap", re.IGNORECASE),
+     "the Nano 33 BLE bootloader did not answer: double-tap its reset button, then retry"),
+)
+
+
+@dataclass(frozen=True)
+class BuildInfo:
+    """What a successful build produced: the ELF and its memory figures (bytes)."""
+
+    elf_path: Path
+    static_ram_bytes: int
+    flash_bytes: int
+    sections: dict[str, int] = field(default_factory=dict)
+    log_path: Path | None = None
+
+
+def firmware_template_dir() -> Path:
+    """The folder of ``platformio.ini`` and ``firmware/``; ``MCUNAS_FIRMWARE_DIR`` overrides."""
+    env = os.environ.get("MCUNAS_FIRMWARE_DIR")
+    return Path(env) if env else Path(__file__).resolve().parents[2]
+
+
+class PioProject:
+    """One board's firmware project in ``work_dir``, driven through the ``pio`` CLI.
+
+    Args:
+        board: BoardProfile, whose ``pio_env`` names the platformio.ini environment.
+        work_dir: Path, the project folder (created; one per concurrent build).
+        pio: str, the PlatformIO executable, default ``"pio"``.
+        runs: int, timed invokes per measurement, default 20.
+        warmup_runs: int, untimed invokes first, default 3.
+        profile_runs: int, invokes with the per-op profiler, default 3.
+        template_dir: Path | None, where platformio.ini and firmware/ are.
+    """
+
+    def __init__(
+        self,
+        board: BoardProfile,
+        work_dir: Path,
+        pio: str = "pio",
+        *,
+        runs: int = DEFAULT_RUNS,
+        warmup_runs: int = DEFAULT_WARMUP_RUNS,
+        profile_runs: int = DEFAULT_PROFILE_RUNS,
+        template_dir: Path | None = None,
+    ) -> None:
+        if not board.pio_env:
+            raise BoardProfileError(
+                f"Board profile '{board.name}' has no [platformio] env: add one naming an "
+                "environment of platformio.ini, or measure with --measure simulator."
+            )
+        self.board = board
+        self.work_dir = Path(work_dir)
+        self.pio = pio
+        self.runs, self.warmup_runs, self.profile_runs = runs, warmup_runs, profile_runs
+        self.template_dir = Path(template_dir) if template_dir else firmware_template_dir()
+        self.model_crc32 = ""
+
+    @property
+    def env(self) -> str:
+        """The PlatformIO environment name."""
+        return self.board.pio_env
+
+    @property
+    def generated_dir(self) -> Path:
+        """Where the model sources and mcunas_config.h go."""
+        return self.work_dir / "firmware" / "src" / "generated"
+
+    @property
+    def elf_path(self) -> Path:
+        """The ELF that ``pio run`` links."""
+        return self.work_dir / ".pio" / "build" / self.env / "firmware.elf"
+
+    # -- stage 1: generate -------------------------------------------------
+    def generate(self, model_bytes: bytes, op_names: list[str] | None = None) -> Path:
+        """Write the project for this model into ``work_dir`` and return it.
+
+        Raises:
+            CandidateError: the model alone is larger than the board's flash budget,
+                or uses an op TFLite Micro cannot register.
+            FatalError: the firmware template is missing.
+            MeasurementError: the generated sources miss names the firmware uses.
+        """
+        budget = self.board.model_flash_budget_bytes
+        if budget > 0 and len(model_bytes) > budget:
+            raise CandidateError(
+                f"Model is {len(model_bytes)} bytes, over {self.board.name}'s flash budget "
+                f"for the model ({budget} bytes): not built."
+            )
+        self._copy_template()
+        from mcunas.convert import write_model_sources
+
+        if self.generated_dir.exists():
+            shutil.rmtree(self.generated_dir)
+        write_model_sources(model_bytes, self.generated_dir, op_names)
+        self._check_generated(model_bytes)
+        (self.generated_dir / "mcunas_config.h").write_text(self.config_header(), "utf-8")
+        self.model_crc32 = f"{zlib.crc32(model_bytes) & 0xFFFFFFFF:08x}"
+        return self.work_dir
+
+    def config_header(self) -> str:
+        """Text of ``mcunas_config.h`` for this board and measurement settings."""
+        b = self.board
+        values = {
+            "MCUNAS_BOARD_NAME": f'"{b.name}"',
+            "MCUNAS_CLOCK_HZ": f"{b.clock_hz}u",
+            "MCUNAS_BAUD": str(b.baud),
+            "MCUNAS_ARENA_BYTES": f"{max(b.model_sram_budget_bytes, 1024)}u",
+            "MCUNAS_STACK_BYTES": str(max(b.firmware_stack_bytes, 16384)),
+            "MCUNAS_RUNS": str(self.runs),
+            "MCUNAS_WARMUP_RUNS": str(self.warmup_runs),
+            "MCUNAS_PROFILE_RUNS": str(self.profile_runs),
+        }
+        lines = [
+            f"// Generated by mcunas for board {b.name} (env {self.env}). Do not edit.",
+            "// Arena = the profile's model SRAM budget; runs/warm-up from PioProject.",
+            "#ifndef MCUNAS_GENERATED_CONFIG_H_",
+            "#define MCUNAS_GENERATED_CONFIG_H_",
+            *(f"#define {k} {v}" for k, v in values.items()),
+            "#endif  // MCUNAS_GENERATED_CONFIG_H_",
+            "",
+        ]
+        return "\n".join(lines)
+
+    def _copy_template(self) -> None:
+        ini = self.template_dir / "platformio.ini"
+        firmware = self.template_dir / "firmware"
+        if not ini.is_file() or not (firmware / "src").is_dir():
+            raise FatalError(
+                f"Firmware template not found in {self.template_dir} (platformio.ini and "
+                "firmware/): run from a mcunas source checkout or set MCUNAS_FIRMWARE_DIR."
+            )
+        self.work_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ini, self.work_dir / "platformio.ini")
+        shutil.copytree(firmware, self.work_dir / "firmware", dirs_exist_ok=True,
+                        ignore=_TEMPLATE_IGNORE)
+        if self.board.pio_platform.startswith("espressif32"):
+            # ESP-IDF builds need the root CMakeLists.txt beside platformio.ini.
+            shutil.copy2(firmware / "esp-idf" / "CMakeLists.txt", self.work_dir / "CMakeLists.txt")
+
+    def _check_generated(self, model_bytes: bytes) -> None:
+        for name, symbols in _REQUIRED_SYMBOLS.items():
+            path = self.generated_dir / name
+            text = path.read_text("utf-8") if path.is_file() else ""
+            missing = [s for s in symbols if s not in text]
+            if missing:
+                raise MeasurementError(
+                    f"Generated {path} lacks {', '.join(missing)}: mcunas.convert and the "
+                    "firmware disagree; update both from the same mcunas version."
+                )
+        crc = re.search(r"MCUNAS_MODEL_CRC32_U32\s+0x([0-9a-fA-F]{8})",
+                        (self.generated_dir / "model_data.h").read_text("utf-8"))
+        expected = zlib.crc32(model_bytes) & 0xFFFFFFFF
+        if crc is None or int(crc.group(1), 16) != expected:
+            raise MeasurementError(
+                f"Generated model_data.h does not carry the model's CRC-32 {expected:08x}."
+            )
+
+    # -- stage 2: build ----------------------------------------------------
+    def build(self) -> BuildInfo:
+        """Run ``pio run -e ENV -d DIR`` and read the ELF's memory figures.
+
+        Raises:
+            FatalError: PlatformIO missing, or it cannot install the platform/libraries.
+            CandidateError: the model makes the firmware overflow RAM/flash, or uses an
+                op this board's TFLite Micro lacks.
+            MeasurementError: any other build failure or timeout (log tail + log path).
+        """
+        log_path = self.work_dir / "logs" / "build.log"
+        cmd = [self._pio(), "run", "-e", self.env, "-d", str(self.work_dir)]
+        rc, log = self._run(cmd, log_path, BUILD_TIMEOUT_S, "build")
+        if rc != 0:
+            raise self._build_error(log, log_path)
+        if not self.elf_path.is_file():
+            raise MeasurementError(
+                f"`pio run` succeeded but left no ELF at {self.elf_path}; see {log_path}."
+            )
+        sizes: ElfSizes = read_elf_sizes(self.elf_path, self.board.family)
+        return BuildInfo(self.elf_path, sizes.static_ram_bytes, sizes.flash_bytes,
+                         dict(sizes.sections), log_path)
+
+    def _build_error(self, log: str, log_path: Path) -> Exception:
+        tail = _tail(log)
+        if _FATAL_PATTERN.search(log):
+            return FatalError(
+                f"PlatformIO could not install the platform or libraries for env '{self.env}' "
+                f"(no internet?). Run `pio run -e {self.env} -d {self.work_dir}` once with "
+                f"internet access. Log: {log_path}\n{tail}"
+            )
+        for pattern, what in _CANDIDATE_PATTERNS:
+            match = pattern.search(log)
+            if match:
+                return CandidateError(
+                    f"Model {what} on {self.board.name}: {match.group(0)}. Log: {log_path}"
+                )
+        return MeasurementError(
+            f"Firmware build failed for env '{self.env}'. Re-run "
+            f"`pio run -e {self.env} -d {self.work_dir} -v` to see why. Log: {log_path}\n{tail}"
+        )
+
+    # -- stage 3: upload ---------------------------------------------------
+    def upload(self, port: str) -> None:
+        """Flash the built firmware: ``pio run -e ENV -d DIR -t upload --upload-port PORT``.
+
+        Raises:
+            FatalError: PlatformIO missing.
+            MeasurementError: the upload failed or timed out, with a hint on what to check.
+        """
+        log_path = self.work_dir / "logs" / "upload.log"
+        cmd = [self._pio(), "run", "-e", self.env, "-d", str(self.work_dir),
+               "-t", "upload", "--upload-port", port]
+        rc, log = self._run(cmd, log_path, UPLOAD_TIMEOUT_S, "upload")
+        if rc != 0:
+            hints = [hint for pattern, hint in _UPLOAD_HINTS if pattern.search(log)]
+            hint = hints[0] if hints else (
+                "check the port (`pio device list`), the USB cable (data, not charge-only) "
+                "and the board's driver"
+            )
+            raise MeasurementError(
+                f"Upload to {port} failed ({self.board.name}): {hint}. Log: {log_path}\n"
+                f"{_tail(log)}"
+            )
+
+    # -- helpers -------------------------------------------------------------
+    def _pio(self) -> str:
+        found = shutil.which(self.pio)
+        if found is None:
+            raise FatalError(
+                f"PlatformIO (`{self.pio}`) not found: install it with `pip install platformio` "
+                "or pass the path of its `pio` executable."
+            )
+        return found
+
+    def _run(self, cmd: list[str], log_path: Path, timeout_s: float, stage: str) -> tuple[int, str]:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        env = dict(os.environ, PLATFORMIO_DISABLE_PROGRESSBAR="true")
+        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+            log.write("$ " + " ".join(cmd) + "\n")
+            log.flush()
+            try:
+                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                      timeout=timeout_s, env=env, check=False)
+            except subprocess.TimeoutExpired:
+                text = log_path.read_text("utf-8", errors="replace")
+                raise MeasurementError(
+                    f"PlatformIO {stage} timed out after {timeout_s:.0f} s for env '{self.env}'. "
+                    f"Log: {log_path}\n{_tail(text)}"
+                ) from None
+            except OSError as exc:
+                raise FatalError(f"Cannot run PlatformIO ({cmd[0]}): {exc}") from exc
+        return proc.returncode, log_path.read_text("utf-8", errors="replace")
+
+
+def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
+    return "\n".join(text.rstrip().splitlines()[-lines:])
