@@ -52,7 +52,8 @@ __all__ = [
 
 FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
-WARMUP_RUNS = 2
+# Invokes besides the timed runs: 3 warm-up + 3 with the per-op profiler, as the firmware does.
+EXTRA_INVOKES = 6
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ class Figures:
 
 
 FiguresProvider = Callable[[bytes, BoardProfile], Figures]
+# Simulated figures per (model CRC, size, board, kernels): a re-flashed model is not re-simulated.
+_FIGURES_CACHE: dict[tuple[str, int, str, str], Figures] = {}
+_CACHE_LOCK = threading.Lock()
 
 
 def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
@@ -77,6 +81,10 @@ def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
     The stack high-water mark is not simulated: a third of the firmware's stack
     stands in for it.
     """
+    key = (model_crc32(model_bytes), len(model_bytes), board.name, board.kernels)
+    with _CACHE_LOCK:
+        if key in _FIGURES_CACHE:
+            return _FIGURES_CACHE[key]
     from mcunas.profile import profile_model
 
     prof = profile_model(model_bytes, board)
@@ -84,7 +92,7 @@ def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
     if not prof.fits:
         over = prof.memory.arena_bytes > board.model_sram_budget_bytes
         error = ("arena_too_small" if over else "model_not_runnable", "; ".join(prof.reasons))
-    return Figures(
+    figures = Figures(
         latency_ms=float(prof.latency.ms),
         arena_bytes=int(prof.memory.arena_bytes),
         stack_bytes=board.firmware_stack_bytes // 3,
@@ -93,6 +101,9 @@ def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
         ops=tuple((o.op, float(o.ms)) for o in prof.latency.ops),
         error=error,
     )
+    with _CACHE_LOCK:
+        _FIGURES_CACHE[key] = figures
+    return figures
 
 
 _REGISTRY: dict[str, VirtualBoard] = {}
@@ -223,7 +234,7 @@ class VirtualBoard:
         figures = self._figures
         assert figures is not None
         if figures.error is None:
-            runs_s = (WARMUP_RUNS + self.runs) * figures.latency_ms / 1000.0 / self.time_scale
+            runs_s = (EXTRA_INVOKES + self.runs) * figures.latency_ms / 1000.0 / self.time_scale
             if self._stop.wait(runs_s):
                 return
         with self._lock:
