@@ -34,7 +34,7 @@ def test_registered_as_board():
 def test_measures_through_noise_and_resets(fault):
     with virtual_board(fault) as vb:
         m = reader(vb.port).measure(MODEL)
-    assert m.source == f"board:{vb.port}" and not m.estimated
+    assert m.source == f"board:{vb.port}" and m.estimated and m.details["virtual"]
     assert m.latency_ms == 2.0 and m.latency_max_ms >= m.latency_ms
     assert m.model_crc32 == model_crc32(MODEL)
     d = m.details
@@ -176,3 +176,13 @@ def test_module_prints_pty_path_for_demos(tmp_path):
     finally:
         proc.terminate()
         proc.wait(5)
+
+
+def test_real_firmware_lines_are_not_estimates():
+    with virtual_board() as vb:
+        line = vb._ready_line()
+        vb._ready_line = lambda: line.replace(',"virtual":true', "")
+        vb._result_line_orig = vb._result_line
+        vb._result_line = lambda f: vb._result_line_orig(f).replace(',"virtual":true', "")
+        m = reader(vb.port).measure(MODEL)
+    assert not m.estimated and not m.details["virtual"]

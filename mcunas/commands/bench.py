@@ -32,7 +32,8 @@ def _report(m: Measurement) -> list[str]:
     d = m.details
     lines = [
         f"{d['board']} on {d['port']} (firmware {d['fw']}, "
-        f"{'flashed' if d['flashed'] else 'not flashed'}): {m.source}",
+        f"{'flashed' if d['flashed'] else 'not flashed'}): {m.source}"
+        + (" [virtual board: simulated estimates]" if d.get("virtual") else ""),
         f"  latency      {m.latency_ms:.3f} ms median, {m.latency_max_ms:.3f} ms max, "
         f"{d['latency_min_ms']:.3f} ms min ({d['runs']} runs)",
         f"  arena        {m.arena_bytes} B",

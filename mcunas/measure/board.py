@@ -233,8 +233,10 @@ class BoardMeasurer:
             if flash is None:
                 flash = self.board.firmware_flash_bytes + len(model_bytes)
                 flash_from = "profile estimate (no ELF with --no-flash)"
+        virtual = bool(ready.raw.get("virtual") or result.raw.get("virtual"))
         details = {
             "board": self.board.name,
+            "virtual": virtual,
             "port": port,
             "fw": ready.fw,
             "flashed": build is not None,
@@ -251,7 +253,7 @@ class BoardMeasurer:
         }
         return Measurement(
             source=f"board:{port}",
-            estimated=False,
+            estimated=virtual,  # a virtual board reports the simulator's figures
             latency_ms=result.latency_median_us / 1000.0,
             latency_max_ms=result.latency_max_us / 1000.0,
             arena_bytes=result.arena_bytes,
