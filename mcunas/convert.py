@@ -1,0 +1,274 @@
+"""From a trained Keras model to a deployable INT8 TFLite Micro model and its C sources.
+
+- :func:`to_inference_model`: the same network with a fixed batch size of 1 (a
+  free batch size converts to SHAPE/REDUCE_PROD ops TFLite Micro cannot run).
+- :func:`convert_int8`: full-integer post-training quantization, int8 input and
+  output, calibrated on representative inputs.
+- :func:`write_model_sources`: ``model_data.cc``/``model_data.h`` (the model as
+  an aligned C array with its length and CRC-32) and ``model_ops.h`` (registers
+  exactly the ops the model uses into a ``tflite::MicroMutableOpResolver``).
+
+TensorFlow is imported inside the functions, never at module import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import sys
+import tempfile
+import warnings
+import zlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mcunas.errors import CandidateError
+from mcunas.resolver_ops import RESOLVER_METHODS
+
+if TYPE_CHECKING:
+    import keras
+
+MAX_REPRESENTATIVE = 200  # calibration samples used by the converter
+ARRAY_NAME = "g_model_data"
+
+__all__ = ["convert_int8", "model_crc32", "to_inference_model", "write_model_sources"]
+
+
+def _tf() -> Any:
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+
+    return tf
+
+
+def to_inference_model(model: keras.Model) -> keras.Model:
+    """The same architecture with ``keras.Input(shape, batch_size=1)`` and the same weights.
+
+    Args:
+        model: keras.Model, a single-input functional model (e.g. from the search space).
+
+    Returns:
+        A new keras.Model with batch size 1 whose weights equal ``model``'s.
+
+    Raises:
+        CandidateError: The model cannot be rebuilt or its weights do not carry over.
+    """
+    import keras
+
+    if len(model.inputs) != 1:
+        raise CandidateError(f"Expected a single-input model, got {len(model.inputs)} inputs")
+    shape = tuple(model.inputs[0].shape[1:])
+    try:
+        clone = keras.models.clone_model(model, input_tensors=keras.Input(shape, batch_size=1))
+        clone.set_weights(model.get_weights())
+    except Exception as exc:  # keras raises many types when a layer cannot be rebuilt
+        raise CandidateError(
+            f"Cannot rebuild the model with batch size 1: {_first_line(exc)}") from None
+    for old, new in zip(model.weights, clone.weights, strict=True):
+        if old.shape != new.shape or not np.array_equal(np.asarray(old), np.asarray(new)):
+            raise CandidateError(f"Weight {old.path} did not carry over to the batch-1 model")
+    return clone
+
+
+def convert_int8(model: keras.Model, representative: np.ndarray) -> bytes:
+    """Full-integer INT8 conversion for TFLite Micro (int8 input and output).
+
+    A model with a free batch size is first rebuilt with :func:`to_inference_model`.
+
+    Args:
+        model: keras.Model to convert.
+        representative: np.ndarray, float inputs shaped like the model's input
+            (N, *input_shape); up to 200 are used to calibrate activation ranges.
+
+    Returns:
+        The .tflite flatbuffer bytes.
+
+    Raises:
+        CandidateError: The converter failed (one-line reason).
+    """
+    rep = np.asarray(representative, dtype=np.float32)
+    if rep.ndim != len(model.inputs[0].shape) or len(rep) == 0:
+        raise CandidateError(
+            f"Representative data of shape {rep.shape} does not fit the model input "
+            f"{tuple(model.inputs[0].shape)}"
+        )
+    if model.inputs[0].shape[0] != 1:
+        model = to_inference_model(model)
+    rep = rep[:MAX_REPRESENTATIVE]
+    tf = _tf()
+
+    def samples() -> Any:
+        for i in range(len(rep)):
+            yield [rep[i : i + 1]]
+
+    log: list[str] = []
+    try:
+        with _quiet(log):
+            converter = tf.lite.TFLiteConverter.from_keras_model(model)
+            converter.optimizations = [tf.lite.Optimize.DEFAULT]
+            converter.representative_dataset = samples
+            converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            converter.inference_input_type = tf.int8
+            converter.inference_output_type = tf.int8
+            return bytes(converter.convert())
+    except Exception as exc:  # the converter raises ConverterError, ValueError, ...
+        raise CandidateError(f"INT8 conversion failed: {_first_line(exc, log)}") from None
+
+
+@contextlib.contextmanager
+def _quiet(log: list[str]) -> Iterator[None]:
+    """Send the converter's chatter (Python and C++, stdout and stderr) to ``log``."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    saved = [os.dup(1), os.dup(2)]
+    with tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        os.dup2(sink.fileno(), 1)
+        os.dup2(sink.fileno(), 2)
+        text = io.StringIO()
+        try:
+            with contextlib.redirect_stdout(text), contextlib.redirect_stderr(text):
+                yield
+        finally:
+            log.extend(text.getvalue().splitlines())
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os.dup2(saved[0], 1)
+            os.dup2(saved[1], 2)
+            for fd in saved:
+                os.close(fd)
+            sink.seek(0)
+            log.extend(sink.read().decode("utf-8", "replace").splitlines())
+
+
+def _first_line(exc: BaseException, log: list[str] | None = None) -> str:
+    """The most useful single line of an exception (and the converter's log)."""
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()]
+    for ln in lines + (log or []):  # MLIR puts the reason after "<location>: error:"
+        if "error:" in ln:
+            return ln.split("error:", 1)[1].strip()[:300]
+    first = lines[0] if lines else type(exc).__name__
+    located = re.match(r"loc\(.*\)\s*:\s*(.+)$", first)  # "loc(callsite(...)): reason"
+    return (located.group(1) if located else first)[:300]
+
+
+def model_crc32(model_bytes: bytes) -> str:
+    """CRC-32 (zlib) of the model bytes as 8 lowercase hex digits (the firmware reports it)."""
+    return f"{zlib.crc32(model_bytes) & 0xFFFFFFFF:08x}"
+
+
+def resolver_methods(op_names: list[str]) -> list[str]:
+    """``MicroMutableOpResolver`` method for each op name, in order, without duplicates.
+
+    Args:
+        op_names: list[str], builtin op names such as "CONV_2D".
+
+    Returns:
+        Method names such as "AddConv2D".
+
+    Raises:
+        CandidateError: An op has no TFLite Micro resolver method (custom or unknown op).
+    """
+    methods: list[str] = []
+    for name in op_names:
+        if name not in RESOLVER_METHODS:
+            raise CandidateError(f"Op {name} has no TFLite Micro kernel to register")
+        if RESOLVER_METHODS[name] not in methods:
+            methods.append(RESOLVER_METHODS[name])
+    return methods
+
+
+def write_model_sources(
+    model_bytes: bytes, out_dir: Path, op_names: list[str] | None = None
+) -> list[Path]:
+    """Write model_data.cc, model_data.h and model_ops.h for a TFLite Micro firmware.
+
+    ``model_data.h`` declares ``extern const unsigned char g_model_data[]`` (16-byte
+    aligned) and ``g_model_data_len``, and defines ``MCUNAS_MODEL_CRC32`` (string of
+    8 hex digits), ``MCUNAS_MODEL_CRC32_U32`` and ``MCUNAS_MODEL_LEN``. ``model_ops.h``
+    defines ``MCUNAS_MODEL_OP_COUNT``, the ``McunasOpResolver`` type and
+    ``McunasRegisterOps(resolver)`` registering exactly the model's ops.
+
+    Args:
+        model_bytes: bytes, the .tflite model.
+        out_dir: Path, folder to write into (created if missing).
+        op_names: list[str] | None, the model's op names; read from the model when None.
+
+    Returns:
+        The three paths written.
+
+    Raises:
+        CandidateError: The model uses an op TFLite Micro cannot register.
+    """
+    if op_names is None:
+        from mcunas.graph import read_graph
+
+        op_names = read_graph(model_bytes).op_names()
+    methods = resolver_methods(list(op_names))
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    crc = model_crc32(model_bytes)
+    paths = [out_dir / "model_data.h", out_dir / "model_data.cc", out_dir / "model_ops.h"]
+    texts = [_data_header(len(model_bytes), crc), _data_source(model_bytes, crc),
+             _ops_header(methods, list(op_names), crc)]
+    for path, text in zip(paths, texts, strict=True):
+        path.write_text(text, encoding="utf-8")
+    return paths
+
+
+_BANNER = "// Generated by mcunas (model CRC-32 {crc}). Do not edit.\n"
+
+
+def _data_header(length: int, crc: str) -> str:
+    return (
+        _BANNER.format(crc=crc)
+        + "#ifndef MCUNAS_MODEL_DATA_H_\n#define MCUNAS_MODEL_DATA_H_\n\n"
+        "// CRC-32 (zlib) of the .tflite bytes, 8 lowercase hex digits.\n"
+        f'#define MCUNAS_MODEL_CRC32 "{crc}"\n'
+        f"#define MCUNAS_MODEL_CRC32_U32 0x{crc}u\n"
+        f"#define MCUNAS_MODEL_LEN {length}\n\n"
+        f"extern const unsigned char {ARRAY_NAME}[];\n"
+        f"extern const unsigned int {ARRAY_NAME}_len;\n\n"
+        "#endif  // MCUNAS_MODEL_DATA_H_\n"
+    )
+
+
+def _data_source(model_bytes: bytes, crc: str) -> str:
+    rows = [
+        "  " + ", ".join(f"0x{b:02x}" for b in model_bytes[i : i + 12]) + ","
+        for i in range(0, len(model_bytes), 12)
+    ]
+    return (
+        _BANNER.format(crc=crc)
+        + '#include "model_data.h"\n\n'
+        "// 16-byte alignment: TFLite Micro reads the flatbuffer in place.\n"
+        f"alignas(16) const unsigned char {ARRAY_NAME}[] = {{\n"
+        + "\n".join(rows)
+        + "\n};\n"
+        f"const unsigned int {ARRAY_NAME}_len = {len(model_bytes)};\n"
+    )
+
+
+def _ops_header(methods: list[str], op_names: list[str], crc: str) -> str:
+    calls = "".join(
+        f"  if (resolver.{m}() != kTfLiteOk) return kTfLiteError;\n" for m in methods
+    )
+    return (
+        _BANNER.format(crc=crc)
+        + "#ifndef MCUNAS_MODEL_OPS_H_\n#define MCUNAS_MODEL_OPS_H_\n\n"
+        '#include "tensorflow/lite/micro/micro_mutable_op_resolver.h"\n\n'
+        f"// Ops used by the model: {', '.join(op_names)}\n"
+        f"#define MCUNAS_MODEL_OP_COUNT {len(methods)}\n\n"
+        "using McunasOpResolver = tflite::MicroMutableOpResolver<MCUNAS_MODEL_OP_COUNT>;\n\n"
+        "// Registers exactly the model's ops; returns kTfLiteError if one fails.\n"
+        "template <unsigned int tOpCount>\n"
+        "inline TfLiteStatus McunasRegisterOps(\n"
+        "    tflite::MicroMutableOpResolver<tOpCount>& resolver) {\n"
+        + calls
+        + "  return kTfLiteOk;\n}\n\n#endif  // MCUNAS_MODEL_OPS_H_\n"
+    )
