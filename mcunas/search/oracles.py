@@ -33,9 +33,10 @@ import keras_tuner
 from keras_tuner.engine import hyperparameters as hp_module
 from keras_tuner.engine import trial as trial_module
 
+from mcunas.search.config import STRATEGIES
+
 __all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle"]
 
-STRATEGIES = ("random", "bayesian", "hyperband", "evolution")
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
 
@@ -168,7 +169,8 @@ def make_oracle(
     consecutive failures is lifted: the tuner applies its own guard.
     """
     objective = objective or keras_tuner.Objective("score", "max")
-    common = {"objective": objective, "seed": seed, "max_consecutive_failed_trials": 10**9}
+    # keras-tuner treats seed 0 as "pick a random seed": shift by one to stay reproducible.
+    common = {"objective": objective, "seed": seed + 1, "max_consecutive_failed_trials": 10**9}
     if strategy == "random":
         return keras_tuner.oracles.RandomSearchOracle(max_trials=max_trials, **common)
     if strategy == "bayesian":

@@ -35,6 +35,8 @@ STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
 # Seconds to wait on a locked database before giving up (another process).
 LOCK_TIMEOUT_S = 10.0
+# Permissions of result files (mkstemp would leave them owner-only).
+FILE_MODE = 0o644
 
 
 class TrialStatus(enum.StrEnum):
@@ -153,6 +155,7 @@ def write_file(path: Path, data: bytes | str) -> Path:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(raw)
+            os.chmod(tmp, FILE_MODE)
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):

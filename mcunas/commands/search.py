@@ -1,0 +1,132 @@
+"""``mcunas search``: find the most accurate INT8 model that fits a board."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import click
+
+from mcunas.search.config import (
+    DEFAULT_EPOCHS,
+    DEFAULT_MAX_TRIALS,
+    DEFAULT_STRATEGY,
+    MEASURES,
+    STRATEGIES,
+    SearchConfig,
+)
+
+EPILOG = """\b
+Examples:
+  mcunas search --board esp32s3
+  mcunas search --board esp32s3 --max-latency-ms 20 --max-sram-kb 128 --out runs/kws
+  mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
+  mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
+  mcunas search --out runs/kws --resume            # continue an interrupted search
+  mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
+\b
+Output folder: trials.sqlite (every trial), pareto.json, pareto.png, report.html,
+best/ (model.tflite, model_data.cc/.h, model_ops.h, best.json). Figures marked ~
+are simulator estimates."""
+
+# Options that --resume may change; every other one comes from the interrupted run.
+RESUME_MAY_CHANGE = {"max_trials", "time_budget_s", "port", "rack"}
+
+
+@click.command("search", epilog=EPILOG)
+@click.option("--board", "-b", help="Board profile name or path (see `mcunas boards`).")
+@click.option("--out", "-o", type=click.Path(file_okay=False),
+              help="Output folder [default: runs/<board>-<date>-<time>].")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
+              show_default=True, help="Search strategy (evolution = aging evolution).")
+@click.option("--max-trials", type=click.IntRange(min=1), default=DEFAULT_MAX_TRIALS,
+              show_default=True, help="Candidates to try at most.")
+@click.option("--epochs", type=click.IntRange(min=1), default=DEFAULT_EPOCHS, show_default=True,
+              help="Training epochs per candidate (early stopping on validation loss).")
+@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
+@click.option("--dataset", help="A .npz, a folder of class subfolders of images or WAV "
+              "files; default: built-in digits.")
+@click.option("--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid [all].")
+@click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
+@click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
+@click.option("--max-flash-kb", type=float, help="Flash budget (KB).")
+@click.option("--measure", type=click.Choice(MEASURES), default="simulator", show_default=True,
+              help="hybrid: simulate all, measure promising candidates on the board.")
+@click.option("--port", help="Serial port of the board (--measure board|hybrid) [auto].")
+@click.option("--rack", type=click.Path(dir_okay=False), help="rack.toml: measure on a rack.")
+@click.option("--time-budget", "time_budget_s", type=float,
+              help="Seconds; stop cleanly after the current trial and report.")
+@click.option("--resume", is_flag=True, help="Continue the search in --out.")
+@click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
+@click.pass_context
+def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
+    """Search for the most accurate INT8 model that fits a board and its budgets."""
+    config = _config(ctx, options)
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from mcunas.search.api import run_search
+
+    try:
+        result = run_search(config)
+    except KeyboardInterrupt:
+        click.secho(f"Interrupted. Finished trials are kept; continue with: "
+                    f"mcunas search --out {config.out} --resume", err=True, fg="yellow")
+        raise click.Abort() from None
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+    else:
+        _print_summary(result)
+    if result.best is None:
+        from mcunas.errors import UserError
+
+        raise UserError(result.message or "No feasible candidate.")
+
+
+def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
+    families = options.pop("families")
+    if families:
+        options["families"] = tuple(f.strip() for f in families.split(",") if f.strip())
+    if not options["resume"]:
+        if not options["board"]:
+            raise click.UsageError("Give --board (see `mcunas boards`), or --out DIR --resume.")
+        return SearchConfig(**options)
+    if not options["out"]:
+        raise click.UsageError("--resume needs --out: the folder of the search to continue.")
+    from mcunas.search.store import TrialStore
+
+    stored: dict[str, Any] = {}
+    if TrialStore.exists_in(Path(options["out"])):
+        store = TrialStore.open(Path(options["out"]))
+        stored = store.get_meta("config") or {}
+        store.close()
+    given = {k for k in options
+             if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
+    if not stored:
+        return SearchConfig(**options)
+    merged = {**stored, **{k: options[k] for k in given if k in options}}
+    merged["resume"], merged["out"] = True, options["out"]
+    if "families" in options:
+        merged["families"] = options["families"]
+    return SearchConfig.from_dict(merged)
+
+
+def _print_summary(result: Any) -> None:
+    from mcunas.search.report import pareto_table
+
+    counts = ", ".join(f"{v} {k}" for k, v in result.counts().items())
+    click.echo(f"\nSearch on {result.board.name}: {counts} in {result.wall_s:.0f} s"
+               + (f" ({result.stopped_reason})" if result.stopped_reason else ""))
+    click.echo("\nPareto front (INT8 accuracy vs latency vs peak SRAM):")
+    click.echo(pareto_table(result.front))
+    hv = result.hypervolume
+    click.echo(f"Hypervolume (normalised): {hv['normalized']:.4f}")
+    if result.best is not None:
+        b = result.best
+        mark = "~" if b.estimated else ""
+        click.echo(f"\nChosen: trial {b.trial_id} {b.description or b.family or ''}\n"
+                   f"  INT8 accuracy {100 * (b.int8_accuracy or 0):.1f}%, latency "
+                   f"{b.latency_ms:.2f} ms{mark}, peak SRAM {(b.peak_sram_bytes or 0) / 1024:.1f}"
+                   f" KB{mark}, flash {(b.flash_bytes or 0) / 1024:.1f} KB{mark}")
+        click.echo(f"  exported to {result.paths.get('best_dir')}")
+    click.echo(f"Report: {result.paths.get('report_html')}")

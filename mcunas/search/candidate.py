@@ -1,0 +1,149 @@
+"""The real stages of one trial: Keras build, TFLite cost check, training, INT8, measurement.
+
+TensorFlow and Keras are imported here, so this module is only imported once
+a search actually starts.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+import keras
+import numpy as np
+
+from mcunas.boards import BoardProfile
+from mcunas.convert import convert_int8, to_inference_model
+from mcunas.data import Dataset
+from mcunas.errors import CandidateError
+from mcunas.measure.base import Measurement
+from mcunas.search.budgets import CostFigures
+from mcunas.search.isolate import TflmWorker
+from mcunas.search.tuner import CheckResult, TrainResult
+
+__all__ = ["KerasRunner"]
+
+# Samples used to quantize the untrained model for the cost check: the graph
+# (ops, shapes, tensor sizes) does not depend on the calibration, so a few do.
+CHECK_SAMPLES = 8
+# Samples used to calibrate the trained model's activation ranges.
+CALIBRATION_SAMPLES = 200
+# Epochs without a better validation loss before training stops.
+EARLY_STOP_PATIENCE = 3
+
+
+def _quiet_tensorflow() -> None:
+    """Silence TensorFlow's Python warnings (retracing notes) during a search."""
+    import logging
+
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
+
+
+class KerasRunner:
+    """Runs a candidate of :class:`mcunas.space.McuSearchSpace` through every stage.
+
+    Args:
+        space: McuSearchSpace, builds compiled models from hyperparameters.
+        dataset: Dataset, training and validation data.
+        board: BoardProfile, the target.
+        worker: TflmWorker, runs profiling, INT8 accuracy and simulation out of process.
+        hardware: Measurer | None, a board or rack measurer (None: simulator only).
+        hybrid: bool, simulate every candidate and measure on ``hardware`` only those
+            whose simulated figures would join the Pareto front (``--measure hybrid``).
+        batch_size: int, training batch size (default 32).
+        seed: int, calibration sampling seed (default 0).
+    """
+
+    def __init__(
+        self,
+        space: Any,
+        dataset: Dataset,
+        board: BoardProfile,
+        worker: TflmWorker,
+        hardware: Any | None = None,
+        hybrid: bool = False,
+        batch_size: int = 32,
+        seed: int = 0,
+    ) -> None:
+        self.space, self.dataset, self.board = space, dataset, board
+        self.worker, self.hardware, self.hybrid = worker, hardware, hybrid
+        self.batch_size, self.seed = batch_size, seed
+        self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
+        self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
+        self._description: str | None = None
+        _quiet_tensorflow()
+
+    def build(self, hp: Any, seed: int) -> Any:
+        """Seed every generator, then build and compile the candidate."""
+        keras.utils.set_random_seed(seed)
+        keras.backend.clear_session()
+        self._description = self.space.describe(hp)
+        return self.space.build(hp)
+
+    def check(self, model: Any) -> CheckResult:
+        """Profile the untrained model's INT8 graph against the board (no training)."""
+        model_bytes = convert_int8(to_inference_model(model), self._check_samples)
+        prof = self.worker.profile(model_bytes)
+        reasons: tuple[str, ...] = ()
+        if not prof["fits"]:
+            reasons = tuple(prof["reasons"]) or (f"does not fit {self.board.name}",)
+        cost = CostFigures(
+            latency_ms=prof["latency_ms"], arena_bytes=prof["arena_bytes"],
+            peak_sram_bytes=prof["peak_sram_bytes"], flash_bytes=prof["flash_bytes"],
+            latency_error_pct=prof["error_pct"], macs=prof["macs"], source=prof["source"],
+            estimated=True, board_reasons=reasons,
+        )
+        return CheckResult(cost, int(model.count_params()), self._description)
+
+    def train(self, model: Any, epochs: int) -> TrainResult:
+        """Fit with early stopping on validation loss (best weights restored)."""
+        d = self.dataset
+        stop = keras.callbacks.EarlyStopping(
+            monitor="val_loss", patience=EARLY_STOP_PATIENCE, restore_best_weights=True
+        )
+        history = model.fit(
+            d.x_train, d.y_train, batch_size=self.batch_size, epochs=max(1, int(epochs)),
+            validation_data=(d.x_val, d.y_val), callbacks=[stop, keras.callbacks.TerminateOnNaN()],
+            verbose=0,
+        )
+        losses = history.history.get("loss", [])
+        if not losses or any(not math.isfinite(v) for v in losses):
+            raise CandidateError("training diverged (loss is NaN or infinite)")
+        probs = model.predict(d.x_val, batch_size=256, verbose=0)
+        accuracy = float(np.mean(np.argmax(probs, axis=-1) == d.y_val))
+        return TrainResult(float_accuracy=accuracy, epochs_run=len(losses))
+
+    def convert(self, model: Any) -> bytes:
+        """INT8 ``.tflite`` (batch size 1) calibrated on real training samples."""
+        return convert_int8(to_inference_model(model), self._calibration)
+
+    def evaluate(self, model_bytes: bytes) -> float:
+        """INT8 accuracy on the validation split with the TFLite Micro kernels."""
+        return self.worker.int8_accuracy(model_bytes, self.dataset.x_val, self.dataset.y_val)
+
+    def measure(self, model_bytes: bytes, promising: Callable[[CostFigures], bool]) -> CostFigures:
+        """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""
+        if self.hardware is not None and not self.hybrid:
+            return _figures(self.hardware.measure(model_bytes))
+        first = _figures(self.worker.simulate(model_bytes))
+        if self.hardware is None or not promising(first):
+            return first
+        board = _figures(self.hardware.measure(model_bytes))
+        error = None
+        if board.latency_ms > 0:
+            error = 100.0 * (first.latency_ms - board.latency_ms) / board.latency_ms
+        return CostFigures(
+            latency_ms=board.latency_ms, arena_bytes=board.arena_bytes,
+            peak_sram_bytes=board.peak_sram_bytes, flash_bytes=board.flash_bytes,
+            latency_error_pct=error, source=board.source, estimated=False,
+            sim_latency_ms=first.latency_ms,
+        )
+
+
+def _figures(m: Measurement) -> CostFigures:
+    return CostFigures(
+        latency_ms=float(m.latency_ms), arena_bytes=int(m.arena_bytes),
+        peak_sram_bytes=int(m.peak_sram_bytes), flash_bytes=int(m.flash_bytes),
+        latency_error_pct=m.latency_error_pct, source=m.source, estimated=bool(m.estimated),
+    )

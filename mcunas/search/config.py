@@ -1,0 +1,80 @@
+"""Search settings: :class:`SearchConfig` and the defaults behind ``mcunas search``."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+from mcunas.errors import UserError
+from mcunas.search.budgets import Budgets
+
+__all__ = ["DEFAULT_EPOCHS", "DEFAULT_MAX_TRIALS", "MEASURES", "STRATEGIES", "SearchConfig"]
+
+STRATEGIES = ("random", "bayesian", "hyperband", "evolution")
+# Defaults measured so that `mcunas search --board esp32s3` finishes in under
+# 10 minutes on 2 cores and reaches >= 95% INT8 accuracy on digits (see README).
+DEFAULT_MAX_TRIALS = 15
+DEFAULT_EPOCHS = 30
+DEFAULT_STRATEGY = "evolution"
+MEASURES = ("simulator", "board", "hybrid")
+# Settings that must match when resuming (the rest, e.g. --max-trials, may change).
+IDENTITY = ("board", "strategy", "seed", "dataset", "families", "epochs", "max_latency_ms",
+            "max_sram_kb", "max_flash_kb", "measure")
+
+
+@dataclass
+class SearchConfig:
+    """Everything a search needs; the CLI flags map one to one onto these fields."""
+
+    board: str
+    out: str | None = None
+    strategy: str = DEFAULT_STRATEGY
+    max_trials: int = DEFAULT_MAX_TRIALS
+    epochs: int = DEFAULT_EPOCHS
+    seed: int = 0
+    dataset: str | None = None
+    families: tuple[str, ...] | None = None
+    max_latency_ms: float | None = None
+    max_sram_kb: float | None = None
+    max_flash_kb: float | None = None
+    measure: str = "simulator"
+    port: str | None = None
+    rack: str | None = None
+    time_budget_s: float | None = None
+    resume: bool = False
+    batch_size: int = 32
+
+    @property
+    def budgets(self) -> Budgets:
+        """The user's budgets."""
+        return Budgets(self.max_latency_ms, self.max_sram_kb, self.max_flash_kb)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict (kept in the store for ``--resume``)."""
+        data = asdict(self)
+        data["families"] = list(self.families) if self.families else None
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
+        """Inverse of :meth:`to_dict` (unknown keys ignored)."""
+        names = {f.name for f in fields(cls)}
+        clean = {k: v for k, v in data.items() if k in names}
+        if clean.get("families"):
+            clean["families"] = tuple(clean["families"])
+        return cls(**clean)
+
+    def validate(self) -> None:
+        """Raise :class:`UserError` for values that cannot work."""
+        if self.strategy not in STRATEGIES:
+            raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
+        if self.measure not in MEASURES:
+            raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
+        if self.max_trials < 1 or self.epochs < 1:
+            raise UserError("--max-trials and --epochs must be at least 1.")
+        for name in ("max_latency_ms", "max_sram_kb", "max_flash_kb", "time_budget_s"):
+            value = getattr(self, name)
+            if value is not None and value <= 0:
+                raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")
+
+

@@ -1,0 +1,62 @@
+"""Export the chosen model for deployment: ``best/`` inside the search's folder."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+from mcunas.errors import ModelError
+from mcunas.search.store import TrialRecord, disk_full_as_fatal, write_file
+
+__all__ = ["choose_best", "export_best"]
+
+
+def choose_best(records: list[TrialRecord]) -> TrialRecord | None:
+    """The feasible trial with the highest score; ties go to lower latency, then SRAM."""
+    ok = [r for r in records if r.feasible and r.model_path]
+    if not ok:
+        return None
+    return min(ok, key=lambda r: (-(r.score or 0.0), r.latency_ms or 0.0, r.peak_sram_bytes or 0))
+
+
+def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Path:
+    """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h`` and ``best.json``.
+
+    Args:
+        best: TrialRecord, the chosen trial (its ``model_path`` must exist).
+        out_dir: Path, the search's output folder; files go to ``out_dir/best``.
+        context: dict, board, budgets and dataset facts copied into ``best.json``.
+
+    Returns:
+        The ``best`` folder.
+
+    Raises:
+        ModelError: the trial's model file is missing or altered.
+        DiskFull: the disk filled up while writing.
+    """
+    src = Path(best.model_path or "")
+    if not src.is_file():
+        raise ModelError(f"Model of trial {best.trial_id} not found at {src}.")
+    model_bytes = src.read_bytes()
+    if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
+        raise ModelError(f"Model file {src} changed since trial {best.trial_id} recorded it.")
+    from mcunas.convert import write_model_sources
+    from mcunas.graph import read_graph
+
+    dest = Path(out_dir) / "best"
+    write_file(dest / "model.tflite", model_bytes)
+    op_names = read_graph(model_bytes).op_names()
+    with disk_full_as_fatal(dest):
+        sources = write_model_sources(model_bytes, dest, op_names)
+    info = {
+        **context,
+        "trial": best.to_dict(),
+        "ops": op_names,
+        "files": ["model.tflite", *sorted(Path(p).name for p in sources), "best.json"],
+        "model_bytes": len(model_bytes),
+        "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
+    }
+    write_file(dest / "best.json", json.dumps(info, indent=2, default=str))
+    return dest

@@ -1,0 +1,185 @@
+"""What a search leaves behind: the Pareto table, ``pareto.json``, ``pareto.png``, ``report.html``.
+
+Figures from the simulator are estimates and are marked ``~`` with the
+predictor's stated error; figures measured on a board carry the simulator's
+error against that measurement.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from mcunas.search.pareto import Point, pareto_front
+from mcunas.search.store import TrialRecord, TrialStatus, write_file
+
+__all__ = ["front_records", "pareto_table", "plot_pareto", "points", "write_report"]
+
+
+def points(records: Sequence[TrialRecord]) -> list[Point]:
+    """Objective-space points of the feasible (``ok``) trials."""
+    return [
+        Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0, r.trial_id)
+        for r in records
+        if r.status == TrialStatus.OK
+    ]
+
+
+def front_records(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The feasible trials on the Pareto front, most accurate first."""
+    by_id = {r.trial_id: r for r in records}
+    return [by_id[p.key] for p in pareto_front(points(records))]
+
+
+def _mark(rec: TrialRecord) -> str:
+    return "~" if rec.estimated else ""
+
+
+def pareto_table(front: Sequence[TrialRecord]) -> str:
+    """A plain-text table of the front for the terminal."""
+    if not front:
+        return "No feasible candidate: the Pareto front is empty."
+    head = f"{'trial':>6}  {'family':<12} {'INT8 acc':>8}  {'latency':>11}  {'peak SRAM':>11}  "
+    head += f"{'flash':>10}  source"
+    lines = [head, "-" * len(head)]
+    for r in front:
+        lines.append(
+            f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
+            f"{r.latency_ms or 0:8.2f} ms{_mark(r):1}  "
+            f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{_mark(r):1}  "
+            f"{(r.flash_bytes or 0) / 1024:7.1f} KB  {r.source or ''}"
+        )
+    if any(r.estimated for r in front):
+        lines.append("~ simulator estimate (see report.html for the predictor's error)")
+    return "\n".join(lines)
+
+
+def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
+    """PNG of INT8 accuracy against latency, colour = peak SRAM, front joined by a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in records if r.status == TrialStatus.OK]
+    front = front_records(records)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    if ok:
+        sc = ax.scatter(
+            [r.latency_ms for r in ok], [100 * (r.int8_accuracy or 0) for r in ok],
+            c=[(r.peak_sram_bytes or 0) / 1024 for r in ok], cmap="viridis", s=36,
+            edgecolors="none", label="feasible trials",
+        )
+        fig.colorbar(sc, ax=ax, label="peak SRAM (KB)")
+        fr = sorted(front, key=lambda r: r.latency_ms or 0)
+        ax.plot([r.latency_ms for r in fr], [100 * (r.int8_accuracy or 0) for r in fr],
+                "o--", mfc="none", mec="red", color="red", ms=10, label="Pareto front")
+        for r in fr:
+            ax.annotate(r.trial_id, (r.latency_ms, 100 * (r.int8_accuracy or 0)),
+                        textcoords="offset points", xytext=(5, 4), fontsize=8)
+        ax.legend(loc="lower right")
+    else:
+        ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
+    est = any(r.estimated for r in ok)
+    ax.set_xlabel("latency (ms)" + (", simulator estimate" if est else ""))
+    ax.set_ylabel("INT8 accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
+def write_report(out_dir: Path, summary: dict[str, Any], records: Sequence[TrialRecord]) -> dict:
+    """Write ``pareto.json``, ``pareto.png`` and ``report.html``; return their paths."""
+    out_dir = Path(out_dir)
+    front = front_records(records)
+    pareto = {**{k: summary[k] for k in ("board", "budgets", "hypervolume")},
+              "front": [r.to_dict() for r in front]}
+    paths = {"pareto_json": write_file(out_dir / "pareto.json", json.dumps(pareto, indent=2))}
+    png = plot_pareto(records, f"{summary['board']['name']}: feasible candidates")
+    paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
+    page = _html(summary, records, front, base64.b64encode(png).decode())
+    paths["report_html"] = write_file(out_dir / "report.html", page)
+    return {k: str(v) for k, v in paths.items()}
+
+
+_CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}
+table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
+th{background:#eee}td.num{text-align:right}tr.ok{background:#f3fff3}
+tr.infeasible{background:#fff8ee}tr.failed{background:#fff0f0}.note{color:#555}"""
+
+_COLUMNS = [
+    ("trial", lambda r: r.trial_id), ("family", lambda r: r.family or ""),
+    ("status", lambda r: str(r.status)), ("float acc", lambda r: _pct(r.float_accuracy)),
+    ("INT8 acc", lambda r: _pct(r.int8_accuracy)),
+    ("latency ms", lambda r: _num(r.latency_ms, 2) + _mark(r)),
+    ("error %", lambda r: _num(r.latency_error_pct, 1)),
+    ("arena KB", lambda r: _kb(r.arena_bytes)), ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes)),
+    ("flash KB", lambda r: _kb(r.flash_bytes)), ("MACs", lambda r: _num(r.macs, 0)),
+    ("params", lambda r: _num(r.params, 0)), ("source", lambda r: r.source or ""),
+    ("train s", lambda r: _num(r.train_s, 1)), ("total s", lambda r: _num(r.total_s, 1)),
+    ("reason", lambda r: r.reason or ""),
+]
+
+
+def _pct(v: float | None) -> str:
+    return "" if v is None else f"{100 * v:.1f}%"
+
+
+def _num(v: float | None, digits: int) -> str:
+    return "" if v is None else f"{v:,.{digits}f}"
+
+
+def _kb(v: int | None) -> str:
+    return "" if v is None else f"{v / 1024:.1f}"
+
+
+def _table(records: Sequence[TrialRecord]) -> str:
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
+    rows = []
+    for r in records:
+        cells = "".join(f"<td>{html.escape(str(fn(r)))}</td>" for _, fn in _COLUMNS)
+        rows.append(f'<tr class="{r.status}">{cells}</tr>')
+    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+
+
+def _html(summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord],
+          png_b64: str) -> str:
+    board = summary["board"]
+    esc = html.escape
+    counts = ", ".join(f"{v} {k}" for k, v in summary["counts"].items())
+    best = summary.get("best")
+    what = "" if best is None else esc(best.get("description") or best.get("family") or "")
+    best_txt = "none (no feasible candidate)" if best is None else (
+        f"trial {esc(best['trial_id'])} ({what})"
+        f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
+        f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB, exported to best/")
+    return f"""<!doctype html><html><head><meta charset="utf-8">
+<title>mcunas search: {esc(board['name'])}</title><style>{_CSS}</style></head><body>
+<h1>mcunas search on {esc(board['name'])}</h1>
+<p>{esc(board.get('title') or '')}: {board['clock_hz'] / 1e6:g} MHz,
+kernels {esc(board['kernels'])}, {board['sram_budget_bytes'] / 1024:.0f} KB SRAM usable,
+{board['flash_budget_bytes'] / 1024:.0f} KB flash for the model.
+User budgets: {esc(summary['budgets_text'])}.</p>
+<p>Strategy {esc(summary['strategy'])}, dataset {esc(summary['dataset'])}, {counts};
+wall time {summary['wall_s']:.0f} s; training time spent on infeasible candidates:
+{summary['infeasible_train_s']:.1f} s. {esc(summary.get('stopped_reason') or '')}</p>
+<p><b>Chosen model:</b> {best_txt}</p>
+<p>Hypervolume of the feasible front (normalised, reference point: accuracy 0,
+{summary['hypervolume']['reference']['latency_ms']:.2f} ms,
+{summary['hypervolume']['reference']['peak_sram_bytes'] / 1024:.0f} KB):
+{summary['hypervolume']['normalized']:.4f}</p>
+<h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{png_b64}">
+{_table(front)}
+<p class="note">{esc(summary['estimate_note'])}</p>
+<h2>All trials</h2>{_table(records)}
+</body></html>
+"""
