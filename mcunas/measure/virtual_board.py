@@ -13,6 +13,10 @@ divided by ``time_scale``. Fault modes imitate what real boards do wrong:
 - ``disconnect``: the port disappears in the middle of a run;
 - ``crash``: a Guru Meditation panic during the run.
 
+With ``figures=truth_figures(seed)`` (``--truth SEED``) the board reports a
+hidden ground truth that differs from the simulator, for checking that
+``mcunas calibrate`` recovers real costs (:mod:`mcunas.measure.virtual_truth`).
+
 Demo::
 
     python -m mcunas.measure.virtual_board --board esp32s3 --model m.tflite [--fault reset]
@@ -429,6 +433,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--time-scale", type=float, default=1.0, help="speed-up of run time")
     parser.add_argument("--latency-ms", type=float, help="fixed latency instead of the simulator")
     parser.add_argument("--arena-bytes", type=int, default=50_000, help="with --latency-ms")
+    parser.add_argument(
+        "--truth", type=int, default=None, metavar="SEED",
+        help="report a hidden ground truth's latencies (mcunas.measure.virtual_truth)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     from mcunas.boards import load_board
 
@@ -438,6 +446,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.latency_ms is not None
         else simulator_figures
     )
+    if args.truth is not None:
+        from mcunas.measure.virtual_truth import truth_figures
+
+        figures = truth_figures(args.truth)
     vb = VirtualBoard(
         board,
         Path(args.model).read_bytes(),

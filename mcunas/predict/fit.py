@@ -263,23 +263,22 @@ def _scale_without(row: CalibrationRow) -> float:
 def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     """A new ``[latency]`` table for ``board`` from its measurements.
 
-    Per kernel library: per-variant costs from per-op records (if any), then
-    the scale from whole-model rows (the sum constraint), and the stated
-    error from a leave-one-out over those rows.
+    Per kernel library: the kernel tables from per-op records (if any; a joint
+    fit of every variant, requantization and dispatch cost, see
+    :mod:`mcunas.predict.opfit`), then the scale from whole-model rows (the sum
+    constraint), and the stated error from a leave-one-out over those rows.
     """
     from dataclasses import replace
 
+    from mcunas.predict.opfit import fit_op_tables
+
     table: dict = {"source": f"mcunas predictor fit: {len(rows)} model and "
                    f"{len(op_records)} op measurements"}  # fmt: skip
-    for kernels in sorted({r.kernels for r in rows} | {r.kernels for r in op_records}):
-        entry = dict((board.latency or {}).get(kernels, {}))
-        ops = [r for r in op_records if r.kernels == kernels]
-        if ops:
-            costs, op_err = fit_op_costs(board.with_kernels(kernels), ops, graph_of)
-            entry["mac"] = {**entry.get("mac", {}), **{k: round(v, 4) for k, v in costs.items()}}
-            entry["op_error_pct"] = op_err
+    op_tables = fit_op_tables(board, op_records, rows, graph_of)[0] if op_records else {}
+    for kernels in sorted({r.kernels for r in rows} | set(op_tables)):
+        entry = {**(board.latency or {}).get(kernels, {}), **op_tables.get(kernels, {})}
         mine = [r for r in rows if r.kernels == kernels]
-        trial = replace(board, latency={**(board.latency or {}), kernels: entry})
+        trial = replace(board, latency={**(board.latency or {}), **op_tables, kernels: entry})
         if mine:
             loo = board_loo(trial, mine)
             unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]

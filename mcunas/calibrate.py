@@ -1,0 +1,281 @@
+"""Calibrate a board's latency model: measure the suite, store, refit, write the profile.
+
+``calibrate`` measures every model of the calibration suite
+(:mod:`mcunas.predict.suite`) through any :class:`~mcunas.measure.base.Measurer`
+(a board on a port, a rack, the virtual board), stores each whole-model and
+per-op time in the :class:`~mcunas.predict.records.RecordStore`, refits the
+board's kernel tables from the per-op times (:mod:`mcunas.predict.opfit`),
+states the refitted model's error by K-fold cross-validation over the suite's
+models, and writes the profile into the user boards folder, where every
+later ``profile``, ``search`` and simulator run picks it up.
+
+Example::
+
+    with open_measurer(board, virtual=True) as measurer:
+        result = calibrate(board, measurer, load_suite("small"), RecordStore())
+    result.before, result.after, result.profile_path
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mcunas.boards import BoardProfile
+from mcunas.errors import CandidateError, MeasurementError, UserError
+from mcunas.measure.base import Measurement
+from mcunas.predict.suite import SuiteModel
+
+__all__ = ["CalibrationResult", "ModelOutcome", "calibrate", "error_summary", "open_measurer"]
+
+VIRTUAL_RUNS = 5  # timed invokes per model on the virtual board
+VIRTUAL_TIME_SCALE = 1000.0  # the virtual board runs this much faster than real time
+CV_FOLDS = 5
+Progress = Callable[[int, int, "ModelOutcome"], None]
+
+
+@dataclass(frozen=True)
+class ModelOutcome:
+    """One suite model: measured (with the prediction before calibration) or failed."""
+
+    name: str
+    measured_ms: float | None = None
+    predicted_ms: float | None = None  # with the board's profile before calibration
+    ops: int = 0  # per-op times stored
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the model was measured."""
+        return self.measured_ms is not None
+
+
+@dataclass
+class CalibrationResult:
+    """What a calibration run measured, fitted and wrote."""
+
+    board: str
+    source: str
+    outcomes: list[ModelOutcome]
+    before: dict[str, float]
+    after: dict[str, float]
+    table: dict[str, Any] = field(default_factory=dict)
+    profile_path: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain dict for ``--json``."""
+        return {
+            "board": self.board,
+            "source": self.source,
+            "profile": str(self.profile_path) if self.profile_path else None,
+            "before": self.before,
+            "after": self.after,
+            "models": [vars(o) | {"ok": o.ok} for o in self.outcomes],
+            "latency": self.table,
+        }
+
+
+def error_summary(pairs: Sequence[tuple[float, float]]) -> dict[str, float]:
+    """``(predicted, measured)`` pairs -> n, median |%|, share within 10% and 25%, worst."""
+    errs = [abs(p / m - 1.0) * 100.0 for p, m in pairs if m > 0]
+    if not errs:
+        return {"n": 0, "median_abs_pct": float("nan"), "within_10": 0.0, "within_25": 0.0,
+                "worst_pct": float("nan")}  # fmt: skip
+    return {
+        "n": len(errs),
+        "median_abs_pct": round(statistics.median(errs), 2),
+        "within_10": round(sum(e <= 10 for e in errs) / len(errs), 3),
+        "within_25": round(sum(e <= 25 for e in errs) / len(errs), 3),
+        "worst_pct": round(max(errs), 1),
+    }
+
+
+@contextlib.contextmanager
+def open_measurer(
+    board: BoardProfile,
+    *,
+    port: str = "auto",
+    rack: str | Path | None = None,
+    virtual: bool = False,
+    truth_seed: int | None = 0,
+    flash: bool = True,
+    timeout_s: float | None = None,
+) -> Iterator[Any]:
+    """The measurer for a calibration run (closed on exit).
+
+    The virtual measurer gets a ``calibration_source`` attribute: the stable
+    name its figures are stored under. ``virtual`` starts a
+    :class:`~mcunas.measure.virtual_board.VirtualBoard` in this process (with the
+    ground-truth device of ``truth_seed``, or the
+    simulator's own figures if None) and measures it over its pty, flashing
+    through a virtual project; ``rack`` measures on every board of that profile
+    in a ``rack.toml``; otherwise one board on ``port``.
+    """
+    from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+
+    timeout = timeout_s or DEFAULT_TIMEOUT_S
+    if virtual:
+        from mcunas.measure.virtual_board import VirtualBoard, VirtualProject, simulator_figures
+        from mcunas.measure.virtual_truth import truth_figures
+
+        figures = simulator_figures if truth_seed is None else truth_figures(truth_seed)
+        vb = VirtualBoard(board, None, figures=figures, runs=VIRTUAL_RUNS,
+                          time_scale=VIRTUAL_TIME_SCALE)  # fmt: skip
+        with vb, tempfile.TemporaryDirectory(prefix="mcunas-vboard-") as work:
+            measurer = BoardMeasurer(board, port=vb.port, flash=True, timeout_s=timeout,
+                                     project_factory=VirtualProject, work_dir=work)  # fmt: skip
+            measurer.calibration_source = f"virtual:truth-{truth_seed}"
+            yield measurer
+    elif rack is not None:
+        from mcunas.measure.rack import RackMeasurer
+
+        with RackMeasurer(board, rack=rack, flash=flash, timeout_s=timeout) as measurer:
+            yield measurer
+    else:
+        yield BoardMeasurer(board, port=port, flash=flash, timeout_s=timeout)
+
+
+def _predict_before(board: BoardProfile, model: SuiteModel) -> float:
+    from mcunas.graph import read_graph
+    from mcunas.predict.latency import predict_latency
+
+    return predict_latency(read_graph(model.model_bytes), board).ms
+
+
+def _futures(measurer: Any, suite: Sequence[SuiteModel]) -> list[Any]:
+    """Submit every model (a rack measures them in parallel) or defer sequential calls."""
+    if hasattr(measurer, "submit"):
+        return [measurer.submit(m.model_bytes) for m in suite]
+    return [_Deferred(measurer, m.model_bytes) for m in suite]
+
+
+class _Deferred:
+    """A future-like whose measurement runs when its result is asked for (in order)."""
+
+    def __init__(self, measurer: Any, model_bytes: bytes) -> None:
+        self._measurer, self._bytes = measurer, model_bytes
+
+    def result(self) -> Measurement:
+        return self._measurer.measure(self._bytes)
+
+
+def _store_one(store: Any, board: BoardProfile, model: SuiteModel, m: Measurement,
+               source: str | None) -> int:  # fmt: skip
+    from mcunas.graph import read_graph
+
+    graph = read_graph(model.model_bytes)
+    ops = [(o.index, o.op, o.ms) for o in m.ops]
+    names_match = [o.op for o in m.ops] == [op.name for op in graph.ops]
+    truncated = bool((m.details.get("result") or {}).get("ops_truncated"))
+    if not names_match or truncated:
+        ops = []  # a profile that does not line up op for op cannot be attributed
+    store.add_measurement(model.model_bytes, board.name, board.core, board.kernels,
+                          board.clock_hz, m.latency_ms, f"calibrate:{source or m.source}",
+                          label=f"suite:{model.name}", ops=ops)  # fmt: skip
+    return len(ops)
+
+
+def measure_suite(board: BoardProfile, measurer: Any, suite: Sequence[SuiteModel], store: Any,
+                  progress: Progress | None = None, source: str | None = None,
+                  ) -> list[ModelOutcome]:  # fmt: skip
+    """Measure and store every suite model; a model that fails is recorded and skipped.
+
+    ``source`` names where the figures come from in the store (default: the
+    measurement's own, ``board:<port>``); a new measurement of the same model
+    from the same source replaces the old one.
+
+    Raises:
+        FatalError: the setup broke (no port, every rack board out).
+    """
+    outcomes = []
+    for i, (model, fut) in enumerate(zip(suite, _futures(measurer, suite), strict=True), 1):
+        predicted = _predict_before(board, model)
+        try:
+            m = fut.result()
+            if m.latency_ms <= 0:
+                raise MeasurementError(f"non-positive latency {m.latency_ms} ms")
+            n_ops = _store_one(store, board, model, m, source)
+            outcome = ModelOutcome(model.name, m.latency_ms, predicted, n_ops)
+        except (CandidateError, MeasurementError, UserError) as exc:
+            outcome = ModelOutcome(model.name, predicted_ms=predicted, error=str(exc))
+        outcomes.append(outcome)
+        if progress:
+            progress(i, len(suite), outcome)
+    return outcomes
+
+
+def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """Refit ``board`` from everything the store holds for it; cross-validated error.
+
+    Returns:
+        The new ``[latency]`` table and the K-fold whole-model error summary.
+    """
+    from mcunas.predict.fit import _graph, refit_board
+    from mcunas.predict.opfit import cross_validate
+
+    rows, ops = store.model_rows(board.name), store.op_records(board.name)
+
+    def graph_of(key: str) -> Any:
+        return _graph(store.model_path(key))
+
+    table = refit_board(board, rows, ops, graph_of)
+    cv = cross_validate(board, ops, rows, graph_of, folds=CV_FOLDS)
+    after = error_summary([(p, r.latency_ms) for r, p in cv])
+    if cv and board.kernels in table:
+        entry = table[board.kernels]
+        entry["error_pct"] = after["median_abs_pct"]
+        entry["within_10_pct"] = round(after["within_10"] * 100, 1)
+        entry["error_method"] = f"{CV_FOLDS}-fold cross-validation over {after['n']} models"
+    return table, after
+
+
+def calibrate(
+    board: BoardProfile,
+    measurer: Any,
+    suite: Sequence[SuiteModel],
+    store: Any,
+    progress: Progress | None = None,
+    write: bool = True,
+    source: str | None = None,
+) -> CalibrationResult:
+    """Measure the suite on ``board``, store it, refit and (by default) write the profile.
+
+    Raises:
+        UserError: no model could be measured.
+        FatalError: the setup broke.
+    """
+    from mcunas.predict.fit import write_user_board
+
+    outcomes = measure_suite(board, measurer, suite, store, progress, source)
+    measured = [o for o in outcomes if o.ok]
+    if not measured:
+        reasons = "; ".join(f"{o.name}: {o.error}" for o in outcomes[:3])
+        raise UserError(f"no suite model could be measured on {board.name} ({reasons})")
+    before = error_summary([(o.predicted_ms, o.measured_ms) for o in measured])
+    table, after = refit(board, store)
+    path = write_user_board(board, table) if write else None
+    source = source or getattr(measurer, "name", type(measurer).__name__)
+    return CalibrationResult(board.name, source, outcomes, before, after, table, path)
+
+
+def check_models(board: BoardProfile, truth: Any, models: Sequence[tuple[str, bytes]],
+                 ) -> list[tuple[str, float, float]]:  # fmt: skip
+    """``(name, predicted_ms, true_ms)`` of held-out models against a ground truth."""
+    from mcunas.graph import read_graph
+    from mcunas.predict.latency import predict_latency
+
+    out = []
+    for name, data in models:
+        graph = read_graph(data)
+        out.append((name, predict_latency(graph, board).ms, truth.latency_ms(graph, board)))
+    return out
+
+
+def with_latency(board: BoardProfile, table: dict[str, Any]) -> BoardProfile:
+    """``board`` with a refitted ``[latency]`` table, without writing it."""
+    return replace(board, latency=table)

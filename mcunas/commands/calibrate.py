@@ -1,0 +1,118 @@
+"""``mcunas calibrate``: measure the calibration suite on a board, refit its latency model."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from mcunas.errors import UserError
+
+
+def _pct(stats: dict[str, float]) -> str:
+    return (
+        f"median |error| {stats['median_abs_pct']:.1f}%, within 10%: {stats['within_10']:.0%}, "
+        f"within 25%: {stats['within_25']:.0%} (n={stats['n']})"
+    )
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  mcunas calibrate --board esp32s3                    # board on the auto-detected port
+  mcunas calibrate --board nucleo_f746zg --port /dev/ttyACM0 --suite full
+  mcunas calibrate --board esp32s3 --rack rack.toml   # every esp32s3 of the rack in parallel
+  mcunas calibrate --board esp32s3 --virtual          # end to end on the virtual test device
+The refitted profile goes to $MCUNAS_HOME/boards/NAME.toml; profile, search and the
+simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predictor.sqlite."""
+)
+@click.option("--board", "board_name", required=True, help="Board profile name or .toml path.")
+@click.option("--port", default="auto", show_default=True, help="Serial port, or auto (USB ids).")
+@click.option("--rack", "rack_path", type=click.Path(dir_okay=False), help="Measure on a rack.")
+@click.option("--virtual", is_flag=True, help="Measure the virtual board (a test device).")
+@click.option(
+    "--truth-seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="With --virtual: seed of its hidden ground-truth costs (-1: the simulator's own).",
+)
+@click.option("--no-flash", is_flag=True, help="Do not flash (the board already runs the model).")
+@click.option(
+    "--suite", "suite_size", type=click.Choice(["small", "full"]), default="small",
+    show_default=True, help="Calibration suite: small (~40 models) or full (~65).",
+)  # fmt: skip
+@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per model read.")
+@click.option("--store", default=None, help="Measurements database (default in MCUNAS_HOME).")
+@click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+def cli(
+    board_name: str,
+    port: str,
+    rack_path: str | None,
+    virtual: bool,
+    truth_seed: int,
+    no_flash: bool,
+    suite_size: str,
+    timeout_s: float | None,
+    store: str | None,
+    as_json: bool,
+) -> None:
+    """Measure the calibration suite on a board, refit its latency model, write the profile."""
+    from pathlib import Path
+
+    from mcunas.boards import load_board
+    from mcunas.calibrate import calibrate, open_measurer
+    from mcunas.predict.records import RecordStore
+    from mcunas.predict.suite import load_suite
+
+    if virtual and (rack_path or port != "auto"):
+        raise click.UsageError(
+            "--virtual measures the in-process virtual board: drop --port/--rack"
+        )
+    if rack_path and port != "auto":
+        raise click.UsageError("give either --port or --rack, not both")
+    if virtual and no_flash:
+        raise click.UsageError("--no-flash cannot measure a suite on the virtual board")
+    if no_flash:
+        click.echo("warning: --no-flash measures whatever the board runs; the CRC check will "
+                   "fail for every suite model it does not run", err=True)  # fmt: skip
+    board = load_board(board_name)
+    suite = load_suite(suite_size)
+    db = RecordStore(Path(store) if store else None)
+
+    def progress(i: int, n: int, outcome) -> None:  # noqa: ANN001
+        if as_json:
+            return
+        if outcome.ok:
+            err = (outcome.predicted_ms / outcome.measured_ms - 1) * 100
+            click.echo(f"[{i:>2}/{n}] {outcome.name:<24} {outcome.measured_ms:9.3f} ms  "
+                       f"(predicted before {outcome.predicted_ms:9.3f} ms, {err:+6.1f}%)  "
+                       f"{outcome.ops} op(s)")  # fmt: skip
+        else:
+            click.echo(f"[{i:>2}/{n}] {outcome.name:<24} FAILED, skipped: {outcome.error}")
+
+    if not as_json:
+        where = "the virtual board" if virtual else (rack_path or f"port {port}")
+        click.echo(f"Calibrating {board.name} on {where}: {len(suite)} models ({suite_size} suite)")
+    with open_measurer(board, port=port, rack=rack_path, virtual=virtual,
+                       truth_seed=None if truth_seed < 0 else truth_seed,
+                       flash=not no_flash, timeout_s=timeout_s) as measurer:  # fmt: skip
+        result = calibrate(
+            board,
+            measurer,
+            suite,
+            db,
+            progress=progress,
+            source=getattr(measurer, "calibration_source", None),
+        )
+    if as_json:
+        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        return
+    failed = [o for o in result.outcomes if not o.ok]
+    click.echo(f"measured {len(result.outcomes) - len(failed)}/{len(result.outcomes)} models"
+               + (f", {len(failed)} failed and skipped" if failed else ""))  # fmt: skip
+    click.echo(f"before calibration: {_pct(result.before)}")
+    click.echo(f"after calibration:  {_pct(result.after)} [5-fold cross-validation]")
+    if result.profile_path is None:
+        raise UserError("calibration produced no profile")
+    click.echo(f"profile written: {result.profile_path}")

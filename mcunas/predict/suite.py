@@ -1,0 +1,347 @@
+"""The calibration suite: small INT8 models that cover the latency model's kernel variants.
+
+Each model is one op (a 1x1 conv, a depthwise 3x3 stride 2, a softmax...) or
+a small block of ops (depthwise-separable block, inverted residual, attention
+core) at one of a spread of channel counts and spatial sizes, so that per-op
+timings separate each variant's cost per unit of work from its fixed cost.
+The models are written directly as TFLite flatbuffers (int8 activations,
+per-channel int8 conv weights, int32 biases), the layout the TFLite converter
+produces, without TensorFlow: building the full suite takes well under a
+second. Generated suites are cached under ``$MCUNAS_HOME/calibration-suite``
+keyed by :data:`SUITE_VERSION`.
+
+Example::
+
+    for m in load_suite("small"):
+        m.name, m.variants, len(m.model_bytes)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from mcunas.errors import UserError
+
+__all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
+
+SUITE_VERSION = "suite-3"
+SUITE_SIZES = ("small", "full")
+_ACT_SCALE = 0.05  # activation scale of every int8 tensor (softmax output excepted)
+
+
+@dataclass(frozen=True)
+class SuiteModel:
+    """One calibration model: its name, the variants it exercises and its bytes."""
+
+    name: str
+    variants: tuple[str, ...]
+    model_bytes: bytes
+
+
+class _Net:
+    """A tiny flatbuffer graph builder: int8 activations, constant weights, builtin options."""
+
+    def __init__(self, name: str) -> None:
+        self.rng = np.random.default_rng(zlib.crc32(name.encode()))
+        self.tensors: list[dict] = []
+        self.ops: list[tuple[str, list[int], list[int], str | None, dict]] = []
+
+    def tensor(self, shape: list[int], dtype: str = "int8", data: np.ndarray | None = None,
+               scale: list[float] | None = None, zero_point: list[int] | None = None,
+               qdim: int = 0) -> int:  # fmt: skip
+        self.tensors.append(
+            dict(
+                shape=list(shape),
+                dtype=dtype,
+                data=data,
+                qdim=qdim,
+                scale=[_ACT_SCALE] if scale is None and dtype == "int8" else scale,
+                zero_point=zero_point,
+            )  # fmt: skip
+        )
+        return len(self.tensors) - 1
+
+    def shape(self, t: int) -> list[int]:
+        return self.tensors[t]["shape"]
+
+    def op(self, name: str, ins: list[int], out_shape: list[int], options: str | None = None,
+           out: int | None = None, **fields: object) -> int:  # fmt: skip
+        out = self.tensor(out_shape) if out is None else out
+        self.ops.append((name, ins, [out], options, fields))
+        return out
+
+    def _weights(self, shape: list[int], channels: int, qdim: int) -> tuple[int, int]:
+        w = self.rng.integers(-127, 128, size=shape, dtype=np.int8)
+        w_scale = list(self.rng.uniform(0.002, 0.02, size=channels))
+        wt = self.tensor(shape, data=w, scale=w_scale, zero_point=[0] * channels, qdim=qdim)
+        bias = self.rng.integers(-2000, 2000, size=channels, dtype=np.int32)
+        bt = self.tensor([channels], "int32", bias, [_ACT_SCALE * s for s in w_scale],
+                         [0] * channels)  # fmt: skip
+        return wt, bt
+
+    # -- layers ---------------------------------------------------------------------
+    def conv(self, x: int, out_ch: int, k: int, stride: int = 1, relu: bool = True) -> int:
+        _, h, w, c = self.shape(x)
+        wt, bt = self._weights([out_ch, k, k, c], out_ch, 0)
+        oh, ow = -(-h // stride), -(-w // stride)
+        return self.op("CONV_2D", [x, wt, bt], [1, oh, ow, out_ch], "Conv2DOptions",
+                       padding=0, strideW=stride, strideH=stride,
+                       fusedActivationFunction=3 if relu else 0)  # fmt: skip
+
+    def dwconv(self, x: int, k: int, stride: int = 1, mult: int = 1) -> int:
+        _, h, w, c = self.shape(x)
+        wt, bt = self._weights([1, k, k, c * mult], c * mult, 3)
+        oh, ow = -(-h // stride), -(-w // stride)
+        return self.op("DEPTHWISE_CONV_2D", [x, wt, bt], [1, oh, ow, c * mult],
+                       "DepthwiseConv2DOptions", padding=0, strideW=stride, strideH=stride,
+                       depthMultiplier=mult, fusedActivationFunction=3)  # fmt: skip
+
+    def fc(self, x: int, units: int) -> int:
+        shape = self.shape(x)
+        wt, bt = self._weights([units, shape[-1]], 1, 0)
+        self.tensors[bt]["shape"] = [units]
+        self.tensors[bt]["data"] = self.rng.integers(-2000, 2000, size=units, dtype=np.int32)
+        out_shape = [*shape[:-1], units] if len(shape) > 2 else [1, units]
+        return self.op("FULLY_CONNECTED", [x, wt, bt], out_shape, "FullyConnectedOptions",
+                       keepNumDims=len(shape) > 2)  # fmt: skip
+
+    def pool(self, x: int, kind: str, k: int, stride: int) -> int:
+        _, h, w, c = self.shape(x)
+        return self.op(kind, [x], [1, (h - k) // stride + 1, (w - k) // stride + 1, c],
+                       "Pool2DOptions", padding=1, strideW=stride, strideH=stride,
+                       filterWidth=k, filterHeight=k)  # fmt: skip
+
+    def const_i32(self, values: list[int]) -> int:
+        return self.tensor([len(values)], "int32", np.array(values, np.int32), None)
+
+    def mean(self, x: int) -> int:
+        _, _, _, c = self.shape(x)
+        return self.op("MEAN", [x, self.const_i32([1, 2])], [1, 1, 1, c], "ReducerOptions",
+                       keepDims=True)  # fmt: skip
+
+    def transpose(self, x: int) -> int:
+        b, n, k = self.shape(x)
+        return self.op("TRANSPOSE", [x, self.const_i32([0, 2, 1])], [b, k, n])
+
+    def bmm(self, a: int, b: int) -> int:
+        sa, sb = self.shape(a), self.shape(b)
+        return self.op("BATCH_MATMUL", [a, b], [sa[0], sa[1], sb[1]], "BatchMatMulOptions",
+                       adjY=True)  # fmt: skip
+
+    def softmax(self, x: int) -> int:
+        out = self.tensor(self.shape(x), scale=[1 / 256], zero_point=[-128])
+        return self.op("SOFTMAX", [x], [], "SoftmaxOptions", out=out, beta=1.0)
+
+    def binary(self, kind: str, a: int, b: int) -> int:
+        opts = "AddOptions" if kind == "ADD" else "MulOptions"
+        return self.op(kind, [a, b], self.shape(a), opts)
+
+    def finish(self, inputs: list[int], outputs: list[int]) -> bytes:
+        return _pack(self, inputs, outputs)
+
+
+def _quant(fb: object, spec: dict) -> object:
+    q = fb.QuantizationParametersT()
+    q.scale = [float(s) for s in spec["scale"]]
+    q.zeroPoint = [int(z) for z in (spec["zero_point"] or [0] * len(spec["scale"]))]
+    q.quantizedDimension = spec["qdim"]
+    return q
+
+
+def _pack(net: _Net, inputs: list[int], outputs: list[int]) -> bytes:
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    model = fb.ModelT()
+    model.version, model.description = 3, f"mcunas calibration {SUITE_VERSION}".encode()
+    names = list(dict.fromkeys(name for name, *_ in net.ops))
+    model.operatorCodes = []
+    for name in names:
+        code = fb.OperatorCodeT()
+        code.builtinCode = getattr(fb.BuiltinOperator, name)
+        code.deprecatedBuiltinCode = min(code.builtinCode, 127)
+        code.version = 1
+        model.operatorCodes.append(code)
+    model.buffers = [fb.BufferT()]
+    sub = fb.SubGraphT()
+    sub.tensors = []
+    for i, spec in enumerate(net.tensors):
+        t = fb.TensorT()
+        t.shape, t.name = list(spec["shape"]), f"t{i}".encode()
+        t.type = getattr(fb.TensorType, spec["dtype"].upper())
+        t.buffer = 0
+        if spec["data"] is not None:
+            buf = fb.BufferT()
+            buf.data = list(np.ascontiguousarray(spec["data"]).tobytes())
+            model.buffers.append(buf)
+            t.buffer = len(model.buffers) - 1
+        if spec["scale"] is not None:
+            t.quantization = _quant(fb, spec)
+        sub.tensors.append(t)
+    sub.inputs, sub.outputs, sub.operators = list(inputs), list(outputs), []
+    for name, ins, outs, opt_name, fields in net.ops:
+        op = fb.OperatorT()
+        op.opcodeIndex, op.inputs, op.outputs = names.index(name), list(ins), list(outs)
+        if opt_name:
+            options = getattr(fb, opt_name + "T")()
+            for key, value in fields.items():
+                setattr(options, key, value)
+            op.builtinOptionsType = getattr(fb.BuiltinOptions, opt_name)
+            op.builtinOptions = options
+        sub.operators.append(op)
+    model.subgraphs = [sub]
+    builder = flatbuffers.Builder(4096)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+# -- the suite ----------------------------------------------------------------------------
+Recipe = Callable[[_Net, int], int]  # (net, input tensor) -> output tensor
+
+
+def _single(kind: str, **kw: int) -> Recipe:
+    def build(n: _Net, x: int) -> int:
+        if kind == "conv":
+            return n.conv(x, kw["out"], kw["k"], kw.get("stride", 1))
+        if kind == "dw":
+            return n.dwconv(x, kw["k"], kw.get("stride", 1), kw.get("mult", 1))
+        if kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
+            return n.pool(x, kind, kw["k"], kw["stride"])
+        if kind in ("ADD", "MUL"):
+            return n.binary(kind, x, x)
+        return {"fc": lambda: n.fc(x, kw["out"]), "mean": lambda: n.mean(x),
+                "softmax": lambda: n.softmax(x), "transpose": lambda: n.transpose(x),
+                "bmm": lambda: n.bmm(x, x)}[kind]()  # fmt: skip
+
+    return build
+
+
+def _ds_block(n: _Net, x: int) -> int:
+    c = n.shape(x)[-1]
+    return n.conv(n.dwconv(x, 3, 2), c * 2, 1)
+
+
+def _mb_block(n: _Net, x: int) -> int:
+    c = n.shape(x)[-1]
+    y = n.conv(n.dwconv(n.conv(x, c * 3, 1), 5, 1), c, 1, relu=False)
+    return n.binary("ADD", x, y)
+
+
+def _attention(n: _Net, x: int) -> int:
+    q = n.fc(x, n.shape(x)[-1])
+    scores = n.softmax(n.bmm(q, x))
+    return n.fc(n.bmm(scores, n.transpose(x)), n.shape(x)[-1])
+
+
+def _head(n: _Net, x: int) -> int:
+    c = n.shape(x)[-1]
+    pooled = n.mean(x)
+    flat = n.op("RESHAPE", [pooled, n.const_i32([1, c])], [1, c], "ReshapeOptions",
+                newShape=[1, c])  # fmt: skip
+    return n.softmax(n.fc(flat, 10))
+
+
+# (name, input shape, recipe, variants); the small suite keeps the rows marked True.
+def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
+    r: list = []
+    for hw, c, out, small in ((24, 16, 32, True), (12, 32, 64, True), (6, 64, 128, True),
+                              (48, 8, 16, False), (12, 96, 24, False)):  # fmt: skip
+        r.append((f"conv1x1_{hw}x{c}to{out}", [1, hw, hw, c], _single("conv", out=out, k=1),
+                  ("conv_1x1",), small))  # fmt: skip
+    for hw, c, out, small in ((16, 16, 16, True), (8, 32, 32, True), (24, 8, 16, False),
+                              (6, 64, 64, False)):  # fmt: skip
+        r.append((f"conv3x3_{hw}x{c}to{out}", [1, hw, hw, c], _single("conv", out=out, k=3),
+                  ("conv_kxk",), small))  # fmt: skip
+    for hw, c, out, st, small in ((48, 1, 8, 2, True), (32, 3, 16, 1, True),
+                                  (64, 3, 8, 2, False)):  # fmt: skip
+        r.append((f"stem3x3s{st}_{hw}x{c}to{out}", [1, hw, hw, c],
+                  _single("conv", out=out, k=3, stride=st), ("conv_shallow",), small))  # fmt: skip
+    for k, st, variant in ((3, 1, "dw_3x3_s1"), (3, 2, "dw_3x3_s2"), (5, 1, "dw_kxk"),
+                           (5, 2, "dw_kxk")):  # fmt: skip
+        for hw, c, small in ((24, 16, True), (12, 64, True), (48, 8, False), (6, 128, False)):
+            r.append((f"dw{k}x{k}s{st}_{hw}x{c}", [1, hw, hw, c],
+                      _single("dw", k=k, stride=st), (variant,), small))  # fmt: skip
+    r.append(("dwmult2_12x16", [1, 12, 12, 16], _single("dw", k=3, mult=2), ("dw_mult",), True))
+    r.append(("dwmult2_24x8", [1, 24, 24, 8], _single("dw", k=3, mult=2), ("dw_mult",), True))
+    for i, o, small in ((64, 32, True), (256, 64, True), (640, 128, False), (32, 10, False)):
+        r.append((f"fc_{i}to{o}", [1, i], _single("fc", out=o), ("fc",), small))
+    for n_, k, small in ((16, 32, True), (32, 64, True), (24, 48, False)):
+        r.append((f"bmm_{n_}x{k}", [1, n_, k], _single("bmm"), ("bmm",), small))
+        r.append((f"transpose_{n_}x{k}", [1, n_, k], _single("transpose"), ("transpose",), small))
+    for shape, small in (([1, 10], True), ([1, 16, 16], True), ([1, 32, 64], False)):
+        tag = "x".join(map(str, shape[1:]))
+        r.append((f"softmax_{tag}", shape, _single("softmax"), ("softmax",), small))
+    for kind, variant in (("ADD", "add"), ("MUL", "mul")):
+        for hw, c, small in ((12, 16, True), (24, 32, True), (6, 64, False)):
+            r.append((f"{variant}_{hw}x{c}", [1, hw, hw, c], _single(kind), (variant,), small))
+    for hw, c, small in ((12, 32, True), (24, 64, True), (6, 128, False)):
+        r.append((f"mean_{hw}x{c}", [1, hw, hw, c], _single("mean"), ("mean",), small))
+    for kind, variant in (("MAX_POOL_2D", "pool_max"), ("AVERAGE_POOL_2D", "pool_avg")):
+        for hw, c, k, st, small in ((24, 16, 2, 2, True), (12, 32, 3, 1, True),
+                                    (6, 64, 6, 1, False)):  # fmt: skip
+            r.append((f"{variant}{k}s{st}_{hw}x{c}", [1, hw, hw, c],
+                      _single(kind, k=k, stride=st), (variant,), small))  # fmt: skip
+    r.append(("block_ds_24x16", [1, 24, 24, 16], _ds_block, ("dw_3x3_s2", "conv_1x1"), True))
+    r.append(("block_mb_12x16", [1, 12, 12, 16], _mb_block,
+              ("conv_1x1", "dw_kxk", "add"), True))  # fmt: skip
+    r.append(("block_attn_16x32", [1, 16, 32], _attention,
+              ("fc", "bmm", "softmax", "transpose"), True))  # fmt: skip
+    r.append(("block_head_6x64", [1, 6, 6, 64], _head, ("mean", "fc", "softmax"), True))
+    r.append(("block_ds_12x32", [1, 12, 12, 32], _ds_block, ("dw_3x3_s2", "conv_1x1"), False))
+    r.append(("block_mb_6x32", [1, 6, 6, 32], _mb_block, ("conv_1x1", "dw_kxk", "add"), False))
+    return r
+
+
+def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
+    """One model: ``recipe`` applied to an int8 input of ``input_shape``."""
+    net = _Net(name)
+    x = net.tensor(input_shape)
+    return net.finish([x], [recipe(net, x)])
+
+
+def build_suite(size: str = "small") -> list[SuiteModel]:
+    """Build the ``small`` (about 40 models) or ``full`` (about 70) suite."""
+    if size not in SUITE_SIZES:
+        raise UserError(f"unknown suite '{size}': choose one of {', '.join(SUITE_SIZES)}")
+    return [
+        SuiteModel(name, variants, build_model(name, shape, recipe))
+        for name, shape, recipe, variants, small in _recipes()
+        if small or size == "full"
+    ]
+
+
+def suite_dir(size: str) -> Path:
+    """Cache folder of one suite: ``$MCUNAS_HOME/calibration-suite/<version>-<size>``."""
+    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
+    return Path(home) / "calibration-suite" / f"{SUITE_VERSION}-{size}"
+
+
+def load_suite(size: str = "small") -> list[SuiteModel]:
+    """The suite from its cache folder, built and cached on first use."""
+    folder = suite_dir(size)
+    index = folder / "index.json"
+    if index.is_file():
+        try:
+            entries = json.loads(index.read_text(encoding="utf-8"))
+            return [
+                SuiteModel(
+                    e["name"], tuple(e["variants"]), (folder / f"{e['name']}.tflite").read_bytes()
+                )  # fmt: skip
+                for e in entries
+            ]
+        except (OSError, ValueError, KeyError):
+            pass  # a damaged cache is rebuilt below
+    suite = build_suite(size)
+    folder.mkdir(parents=True, exist_ok=True)
+    for m in suite:
+        (folder / f"{m.name}.tflite").write_bytes(m.model_bytes)
+    entries = [{"name": m.name, "variants": list(m.variants)} for m in suite]
+    index.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    return suite

@@ -1,0 +1,170 @@
+"""mcunas calibrate: the suite, measuring it, the refit, and recovering a hidden ground truth."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from mcunas.boards import load_board
+from mcunas.calibrate import calibrate, check_models
+from mcunas.commands.calibrate import cli
+from mcunas.errors import CandidateError
+from mcunas.graph import read_graph
+from mcunas.measure.base import Measurement, OpTiming
+from mcunas.measure.virtual_truth import GroundTruth
+from mcunas.predict import suite as suite_mod
+from mcunas.predict.features import op_features
+from mcunas.predict.records import RecordStore
+from mcunas.predict.suite import build_model, build_suite, load_suite
+from mcunas.tflm import create_interpreter
+
+CAL_MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
+COVERED = {
+    "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2", "dw_kxk", "dw_mult",
+    "fc", "bmm", "softmax", "add", "mul", "mean", "transpose", "pool_max", "pool_avg",
+}  # fmt: skip
+
+
+def _dscnn(n, x):  # noqa: ANN001, ANN202 - a KWS-like DS-CNN, not in the suite
+    x = n.conv(x, 40, 3, 2)
+    for _ in range(3):
+        x = n.conv(n.dwconv(x, 3), 40, 1)
+    return n.softmax(n.fc(n.op("RESHAPE", [n.mean(x), n.const_i32([1, 40])], [1, 40],
+                                "ReshapeOptions", newShape=[1, 40]), 12))  # fmt: skip
+
+
+def _mbnet(n, x):  # noqa: ANN001, ANN202 - inverted residuals at 40x40x3
+    x = n.dwconv(n.conv(x, 24, 3, 2), 3, 2)
+    y = n.conv(n.dwconv(n.conv(x, 72, 1), 5), 24, 1, relu=False)
+    return n.pool(n.binary("ADD", x, y), "AVERAGE_POOL_2D", 10, 10)
+
+
+def _transformer(n, x):  # noqa: ANN001, ANN202 - one attention block, 24 tokens x 48
+    q = n.fc(x, 48)
+    att = n.bmm(n.softmax(n.bmm(q, x)), n.transpose(x))
+    y = n.binary("ADD", x, n.fc(att, 48))
+    return n.fc(n.binary("MUL", y, y), 48)
+
+
+HELD_OUT = [("dscnn_50x10", [1, 50, 10, 1], _dscnn), ("mbnet_40", [1, 40, 40, 3], _mbnet),
+            ("transformer_24x48", [1, 24, 48], _transformer)]  # fmt: skip
+
+
+def _held_out() -> list[tuple[str, bytes]]:
+    models = [(p.name, p.read_bytes()) for p in sorted(CAL_MODELS.glob("*.tflite"))]
+    return models + [(name, build_model(name, shape, r)) for name, shape, r in HELD_OUT]
+
+
+def _within_10(rows: list[tuple[str, float, float]]) -> float:
+    return sum(abs(p / t - 1) <= 0.10 for _, p, t in rows) / len(rows)
+
+
+def test_suite_covers_every_variant_and_runs_on_tflm():
+    suite = build_suite("small")
+    counts: dict[str, set[str]] = {}
+    for m in suite:
+        graph = read_graph(m.model_bytes)
+        for feat in op_features(graph):
+            counts.setdefault(feat.variant, set()).add(m.name)
+        interp, log = create_interpreter(m.model_bytes, 300_000)
+        assert interp is not None, f"{m.name}: {log[-300:]}"
+        interp.set_input(np.ones(graph.inputs[0].shape, np.int8), 0)
+        interp.invoke()
+    assert all(len(counts.get(v, ())) >= 2 for v in COVERED), counts
+    assert len(build_suite("full")) > len(suite) >= 35
+    assert {m.name for m in suite}.isdisjoint(name for name, _, _ in HELD_OUT)
+
+
+def test_suite_is_cached_per_version(monkeypatch):
+    first = load_suite("small")
+    monkeypatch.setattr(suite_mod, "build_suite", lambda size: pytest.fail("rebuilt"))
+    again = load_suite("small")
+    assert [m.model_bytes for m in again] == [m.model_bytes for m in first]
+
+
+def test_ground_truth_is_seeded_and_differs_from_the_predictor():
+    board, graph = load_board("esp32s3"), read_graph(CAL_MODELS / "kws_ref_model.tflite")
+    a, b = GroundTruth.from_seed(0), GroundTruth.from_seed(1)
+    assert a.latency_ms(graph, board) == GroundTruth.from_seed(0).latency_ms(graph, board)
+    assert a.latency_ms(graph, board) != pytest.approx(b.latency_ms(graph, board), rel=0.01)
+    assert all(1.2 < max(f, 1 / f) < 1.85 for f in a.variant_factor.values())
+
+
+def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
+    """Held-out models (not in the suite) within 10% after calibration, not before."""
+    board = load_board("esp32s3")
+    truth = GroundTruth.from_seed(0)
+    before = check_models(board, truth, _held_out())
+    result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert all(m["ok"] and m["ops"] >= 1 for m in data["models"])
+    profile = isolated_home / "boards" / "esp32s3.toml"
+    entry = tomllib.loads(profile.read_text())["latency"]["esp-nn"]
+    assert entry["error_pct"] == data["after"]["median_abs_pct"]
+    after = check_models(load_board("esp32s3"), truth, _held_out())
+    assert _within_10(before) < 0.5, before
+    assert _within_10(after) >= 0.9, after
+    store = RecordStore()
+    assert len(store.model_rows("esp32s3")) == len(data["models"])
+    assert len(store.op_records("esp32s3")) >= len(data["models"])
+
+
+class _FlakyMeasurer:
+    """Fails one model, returns simulator-like figures for the rest."""
+
+    name = "fake"
+
+    def __init__(self, fail: bytes) -> None:
+        self.fail = fail
+
+    def measure(self, model_bytes: bytes) -> Measurement:
+        if model_bytes == self.fail:
+            raise CandidateError("arena_too_small: AllocateTensors failed")
+        graph = read_graph(model_bytes)
+        ops = tuple(OpTiming(op.index, op.name, 0.01 + op.macs * 1e-6) for op in graph.ops)
+        return Measurement("board:fake", False, sum(o.ms for o in ops) + 0.05, 1000, 2000,
+                           3000, ops=ops)  # fmt: skip
+
+
+def test_failed_model_is_recorded_and_skipped(isolated_home):
+    board = load_board("nucleo_f746zg")
+    suite = build_suite("small")[:12]
+    result = calibrate(board, _FlakyMeasurer(suite[3].model_bytes), suite, RecordStore())
+    failed = [o for o in result.outcomes if not o.ok]
+    assert [o.name for o in failed] == [suite[3].name]
+    assert "arena_too_small" in failed[0].error
+    assert result.before["n"] == 11 and result.profile_path.is_file()
+
+
+def test_rack_of_virtual_boards_measures_in_parallel(isolated_home, tmp_path):
+    from mcunas.measure.rack import RackMeasurer
+    from mcunas.measure.virtual_board import VirtualBoard, VirtualProject
+    from mcunas.measure.virtual_truth import truth_figures
+
+    board = load_board("esp32s3")
+    suite = build_suite("small")[:8]
+    vbs = [VirtualBoard(board, None, figures=truth_figures(0), runs=3, time_scale=1000)
+           for _ in range(2)]  # fmt: skip
+    ports = [vb.start() for vb in vbs]
+    try:
+        rack = tmp_path / "rack.toml"
+        rack.write_text("".join(f'[[board]]\nprofile = "esp32s3"\nport = "{p}"\n' for p in ports))
+        with RackMeasurer(board, rack=rack, project_factory=VirtualProject,
+                          work_dir=tmp_path / "w") as measurer:  # fmt: skip
+            result = calibrate(board, measurer, suite, RecordStore(), source="rack-test")
+    finally:
+        for vb in vbs:
+            vb.stop()
+    assert all(o.ok for o in result.outcomes)
+    assert sum(vb.runs_served for vb in vbs) == len(suite)
+
+
+def test_cli_rejects_conflicting_targets():
+    result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--port", "/dev/x"])
+    assert result.exit_code == 2 and "--virtual" in result.output
