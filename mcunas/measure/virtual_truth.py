@@ -11,7 +11,9 @@ predictor must recover from measurements:
 - requantization per output, dispatch per op and the per-invoke overhead are
   seeded multiples of the priors (overheads 1.5x to 4x);
 - MAC kernels pay :data:`PIXEL_CYCLES` per output pixel (loop set-up per row of
-  the im2col / per spatial position), a term the latency model does not have;
+  the im2col / per spatial position) and :data:`MISS_CYCLES` per weight byte
+  beyond :data:`CACHE_BYTES` (flash cache misses): terms the latency model
+  does not have;
 - each op's time has a deterministic +-1.5% jitter (seeded by model and op).
 
 Memory figures stay the simulator's. The base costs are the built-in defaults
@@ -37,7 +39,9 @@ from mcunas.measure.virtual_board import Figures, FiguresProvider, simulator_fig
 
 __all__ = ["PIXEL_CYCLES", "GroundTruth", "truth_figures"]
 
-PIXEL_CYCLES = 6.0  # anchor-core cycles per output pixel of a MAC op (unmodelled by design)
+PIXEL_CYCLES = 20.0  # anchor-core cycles per output pixel of a MAC op (unmodelled by design)
+CACHE_BYTES = 32 * 1024  # weights beyond this miss the flash cache (unmodelled by design)
+MISS_CYCLES = 0.5  # anchor-core cycles per weight byte beyond CACHE_BYTES
 JITTER = 0.015  # +- relative noise of one op's time
 
 
@@ -93,6 +97,7 @@ class GroundTruth:
             if feat.variant in MAC_VARIANTS and op.outputs:
                 shape = op.outputs[0].shape or (1,)
                 cycles += PIXEL_CYCLES * math.prod(max(int(d), 1) for d in shape[:-1])
+                cycles += MISS_CYCLES * max(feat.weight_bytes - CACHE_BYTES, 0)
             key = f"{self.seed}:{graph.model_size_bytes}:{graph.total_macs}:{feat.index}"
             noise = random.Random(zlib.crc32(key.encode()))
             cycles *= coef.factor * coef.scale * (1 + JITTER * (2 * noise.random() - 1))

@@ -31,7 +31,7 @@ from mcunas.errors import UserError
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 
-SUITE_VERSION = "suite-3"
+SUITE_VERSION = "suite-4"
 SUITE_SIZES = ("small", "full")
 _ACT_SCALE = 0.05  # activation scale of every int8 tensor (softmax output excepted)
 
@@ -270,7 +270,7 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
                       _single("dw", k=k, stride=st), (variant,), small))  # fmt: skip
     r.append(("dwmult2_12x16", [1, 12, 12, 16], _single("dw", k=3, mult=2), ("dw_mult",), True))
     r.append(("dwmult2_24x8", [1, 24, 24, 8], _single("dw", k=3, mult=2), ("dw_mult",), True))
-    for i, o, small in ((64, 32, True), (256, 64, True), (640, 128, False), (32, 10, False)):
+    for i, o, small in ((64, 32, True), (256, 64, True), (640, 128, True), (32, 10, False)):
         r.append((f"fc_{i}to{o}", [1, i], _single("fc", out=o), ("fc",), small))
     for n_, k, small in ((16, 32, True), (32, 64, True), (24, 48, False)):
         r.append((f"bmm_{n_}x{k}", [1, n_, k], _single("bmm"), ("bmm",), small))
