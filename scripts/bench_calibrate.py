@@ -76,11 +76,14 @@ def main() -> int:
               f"within 10% {res.after['within_10']:.0%}")  # fmt: skip
         print(f"  {'held-out model':<42} {'true ms':>9} {'before':>8} {'after':>8}")
         for (name, p0, t), (_, p1, _) in zip(before, after, strict=True):
-            print(f"  {name[:42]:<42} {t:9.2f} {(p0 / t - 1) * 100:+7.1f}% {(p1 / t - 1) * 100:+7.1f}%")
+            e0, e1 = (p0 / t - 1) * 100, (p1 / t - 1) * 100
+            print(f"  {name[:42]:<42} {t:9.2f} {e0:+7.1f}% {e1:+7.1f}%")
         for label, rows in (("before", before), ("after", after)):
             errs = [abs(p / t - 1) * 100 for _, p, t in rows]
-            print(f"  {label:<6}: within 10% {sum(e <= 10 for e in errs) / len(errs):4.0%}, "
-                  f"median |err| {statistics.median(errs):5.1f}%, worst {max(errs):5.1f}%")  # fmt: skip
+            share = sum(e <= 10 for e in errs) / len(errs)
+            med = statistics.median(errs)
+            print(f"  {label:<6}: within 10% {share:4.0%}, median |err| {med:5.1f}%, "
+                  f"worst {max(errs):5.1f}%")  # fmt: skip
     return 0
 
 
