@@ -9,6 +9,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import sys
 import time
@@ -74,12 +75,13 @@ def default_out(board: str) -> Path:
     return Path("runs") / f"{board}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
-def run_search(config: SearchConfig, *, stream: TextIO | None = sys.stderr) -> SearchResult:
+def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") -> SearchResult:
     """Run (or resume) a hardware-aware search and write its results.
 
     Args:
         config: SearchConfig, the search's settings.
-        stream: TextIO | None, where progress lines go (default stderr; None: silent).
+        stream: TextIO | None | str, where progress lines go (default ``"stderr"``: the
+            current ``sys.stderr``; None: silent).
 
     Returns:
         The :class:`SearchResult` (``best`` is None when no candidate was feasible).
@@ -90,6 +92,8 @@ def run_search(config: SearchConfig, *, stream: TextIO | None = sys.stderr) -> S
         DiskFull: the disk filled up (finished trials are kept; use --resume).
     """
     config.validate()
+    if stream == "stderr":
+        stream = sys.stderr
     board = load_board(config.board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
@@ -101,7 +105,9 @@ def run_search(config: SearchConfig, *, stream: TextIO | None = sys.stderr) -> S
         started = time.monotonic()
         progress = Progress(config.max_trials, config.time_budget_s, stream=stream)
         try:
-            stopped = session.run(progress)
+            # keras-tuner and Keras print to stdout; keep stdout for the --json summary.
+            with contextlib.redirect_stdout(sys.stderr):
+                stopped = session.run(progress)
         except OSError as exc:
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(out_dir) from exc

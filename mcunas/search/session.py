@@ -5,6 +5,7 @@ Imported only when a search starts (it pulls in TensorFlow through the space).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,42 +43,48 @@ class SearchSession:
         hardware.test_connection()  # FatalError now rather than after the first training
         return hardware
 
-    def run(self, progress: Progress) -> str | None:
-        """Search until ``max_trials`` or the time budget; return why it stopped early."""
-        from mcunas.data import load_dataset
-
-        cfg = self.config
-        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
-        hardware = self._hardware()
-
+    def _components(self) -> tuple[Any, Any, Callable[[], None]]:
+        """The search space, the candidate runner and a clean-up callable."""
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
-        from mcunas.search.oracles import make_oracle
-        from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
         from mcunas.space import FAMILIES, McuSearchSpace
 
+        cfg = self.config
+        hardware = self._hardware()
         space = McuSearchSpace(self.dataset.input_shape, self.dataset.num_classes,
                                cfg.families or FAMILIES)
         worker = TflmWorker(str(self.board.path or self.board.name))
         runner = KerasRunner(space, self.dataset, self.board, worker, hardware,
                              hybrid=cfg.measure == "hybrid", batch_size=cfg.batch_size,
                              seed=cfg.seed)
-        oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
-        tuner = HardwareAwareTuner(
-            oracle, space, runner=runner, store=self.store, budgets=cfg.budgets,
-            progress=progress, models_dir=self.out_dir / "models", epochs=cfg.epochs,
-            seed=cfg.seed, directory=str(self.out_dir), project_name="tuner",
-            overwrite=not cfg.resume,
-        )
-        self._reconcile(oracle)
+        return space, runner, worker.close
+
+    def run(self, progress: Progress) -> str | None:
+        """Search until ``max_trials`` or the time budget; return why it stopped early."""
+        from mcunas.data import load_dataset
+
+        cfg = self.config
+        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
+        space, runner, close = self._components()
         try:
+            from mcunas.search.oracles import make_oracle
+            from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+
+            oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
+            tuner = HardwareAwareTuner(
+                oracle, space, runner=runner, store=self.store, budgets=cfg.budgets,
+                progress=progress, models_dir=self.out_dir / "models", epochs=cfg.epochs,
+                seed=cfg.seed, directory=str(self.out_dir), project_name="tuner",
+                overwrite=not cfg.resume,
+            )
+            self._reconcile(oracle)
             tuner.search()
         except SearchFatal as exc:
             raise exc.error from None
         except RuntimeError as exc:  # keras-tuner's own stop conditions
             raise FatalError(f"Search stopped: {exc}") from exc
         finally:
-            worker.close()
+            close()
         return tuner.stopped_reason
 
     def _reconcile(self, oracle: Any) -> None:
