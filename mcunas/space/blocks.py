@@ -15,6 +15,10 @@ ACTIVATIONS = ("relu", "relu6")
 NORMS = ("none", "batch", "layer")
 MIN_SIDE_FOR_STRIDE = 4  # never downsample a side below 2
 FORCE_STRIDE_ABOVE = 24  # sides longer than this are always downsampled
+# He init keeps activations from shrinking layer after layer in ReLU stacks: an untrained
+# candidate's logits would otherwise collapse below TFLite Micro's softmax input scale floor
+# (2**-26), and the pre-training cost check could not load it.
+INIT = "he_normal"
 BN_MOMENTUM = 0.9  # short NAS trainings: moving statistics must settle within a few epochs
 
 __all__ = [
@@ -80,7 +84,8 @@ def conv_bn(
     activation: str | None = "relu",
 ) -> keras.KerasTensor:
     """Conv2D (no bias) + BatchNormalization (+ activation)."""
-    x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False)(x)
+    x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False,
+                      kernel_initializer=INIT)(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return _act(x, activation) if activation else x
 
@@ -88,7 +93,8 @@ def conv_bn(
 def _dw_bn(
     x: keras.KerasTensor, kernel: int, stride: tuple[int, int], activation: str
 ) -> keras.KerasTensor:
-    x = layers.DepthwiseConv2D(kernel, strides=stride, padding="same", use_bias=False)(x)
+    x = layers.DepthwiseConv2D(kernel, strides=stride, padding="same", use_bias=False,
+                               depthwise_initializer=INIT)(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return _act(x, activation)
 
