@@ -31,7 +31,7 @@ from mcunas.errors import UserError
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 
-SUITE_VERSION = "suite-4"
+SUITE_VERSION = "suite-5"
 SUITE_SIZES = ("small", "full")
 _ACT_SCALE = 0.05  # activation scale of every int8 tensor (softmax output excepted)
 
@@ -140,7 +140,7 @@ class _Net:
         return self.op("SOFTMAX", [x], [], "SoftmaxOptions", out=out, beta=1.0)
 
     def binary(self, kind: str, a: int, b: int) -> int:
-        opts = "AddOptions" if kind == "ADD" else "MulOptions"
+        opts = {"ADD": "AddOptions", "MUL": "MulOptions"}.get(kind, "SquaredDifferenceOptions")
         return self.op(kind, [a, b], self.shape(a), opts)
 
     def finish(self, inputs: list[int], outputs: list[int]) -> bytes:
@@ -214,7 +214,7 @@ def _single(kind: str, **kw: int) -> Recipe:
             return n.dwconv(x, kw["k"], kw.get("stride", 1), kw.get("mult", 1))
         if kind in ("MAX_POOL_2D", "AVERAGE_POOL_2D"):
             return n.pool(x, kind, kw["k"], kw["stride"])
-        if kind in ("ADD", "MUL"):
+        if kind in ("ADD", "MUL", "SQUARED_DIFFERENCE"):
             return n.binary(kind, x, x)
         return {"fc": lambda: n.fc(x, kw["out"]), "mean": lambda: n.mean(x),
                 "softmax": lambda: n.softmax(x), "transpose": lambda: n.transpose(x),
@@ -281,6 +281,8 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
     for kind, variant in (("ADD", "add"), ("MUL", "mul")):
         for hw, c, small in ((12, 16, True), (24, 32, True), (6, 64, False)):
             r.append((f"{variant}_{hw}x{c}", [1, hw, hw, c], _single(kind), (variant,), small))
+    for n_, d, small in ((16, 32, True), (32, 64, True)):  # LayerNorm's variance, unaccelerated
+        r.append((f"sqdiff_{n_}x{d}", [1, n_, d], _single("SQUARED_DIFFERENCE"), ("add",), small))
     for hw, c, small in ((12, 32, True), (24, 64, True), (6, 128, False)):
         r.append((f"mean_{hw}x{c}", [1, hw, hw, c], _single("mean"), ("mean",), small))
     for kind, variant in (("MAX_POOL_2D", "pool_max"), ("AVERAGE_POOL_2D", "pool_avg")):
