@@ -224,14 +224,10 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
         return _graph(store.model_path(key))
 
     table = refit_board(board, rows, ops, graph_of)
-    cv = cross_validate(board, ops, rows, graph_of, folds=CV_FOLDS)
-    after = error_summary([(p, r.latency_ms) for r, p in cv])
-    if cv and board.kernels in table:
-        entry = table[board.kernels]
-        entry["error_pct"] = after["median_abs_pct"]
-        entry["within_10_pct"] = round(after["within_10"] * 100, 1)
-        entry["error_method"] = f"{CV_FOLDS}-fold cross-validation over {after['n']} models"
-    return table, after
+    mine = [r for r in rows if r.kernels == board.kernels]
+    cv = cross_validate(board, [o for o in ops if o.kernels == board.kernels], mine, graph_of,
+                        folds=CV_FOLDS)  # fmt: skip
+    return table, error_summary([(p, r.latency_ms) for r, p in cv])
 
 
 def calibrate(

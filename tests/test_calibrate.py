@@ -106,7 +106,7 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert all(m["ok"] and m["ops"] >= 1 for m in data["models"])
     profile = isolated_home / "boards" / "esp32s3.toml"
     entry = tomllib.loads(profile.read_text())["latency"]["esp-nn"]
-    assert entry["error_pct"] == data["after"]["median_abs_pct"]
+    assert entry["error_pct"] == pytest.approx(data["after"]["median_abs_pct"], abs=0.051)
     after = check_models(load_board("esp32s3"), truth, _held_out())
     assert _within_10(before) < 0.5, before
     assert _within_10(after) >= 0.9, after

@@ -267,6 +267,10 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     fit of every variant, requantization and dispatch cost, see
     :mod:`mcunas.predict.opfit`), then the scale from whole-model rows (the sum
     constraint), and the stated error from a leave-one-out over those rows.
+    A library fitted from per-op records takes its scale only from the
+    whole-model rows of the same runs (models with op records) and states the
+    K-fold cross-validated error over them; other rows (published figures of
+    another runtime) are not mixed into its op-level costs.
     """
     from dataclasses import replace
 
@@ -279,7 +283,9 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
         entry = {**(board.latency or {}).get(kernels, {}), **op_tables.get(kernels, {})}
         mine = [r for r in rows if r.kernels == kernels]
         trial = replace(board, latency={**(board.latency or {}), **op_tables, kernels: entry})
-        if mine:
+        if kernels in op_tables:
+            _op_level_scale_and_error(board, trial, entry, mine, op_records, graph_of)
+        elif mine:
             loo = board_loo(trial, mine)
             unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]
             entry["scale"] = round(_geomean(unit), 4)
@@ -287,6 +293,40 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
             entry["rows"] = [r.id for r in mine]
         table[kernels] = entry
     return table
+
+
+def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -> None:  # noqa: ANN001
+    """Scale from the rows measured with per-op times; error by K-fold over their models.
+
+    The K-fold refits start from ``prior`` (the profile before this fit), so a
+    held-out model never leaks into the costs it is predicted with.
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.records import model_hash
+
+    keys = {r.model_hash for r in op_records}
+    same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
+    if not same_runs:
+        return
+    unit = [
+        r.latency_ms
+        / predict_latency(
+            _graph(r.model), replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
+        ).ms
+        for r in same_runs
+    ]
+    entry["scale"] = round(_geomean(unit), 4)
+    entry["rows"] = [r.id for r in same_runs]
+    ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
+    cv = cross_validate(prior, ops, same_runs, graph_of)
+    if cv:
+        errs = [abs(p / r.latency_ms - 1) * 100 for r, p in cv]
+        entry["error_pct"] = round(statistics.median(errs), 1)
+        entry["within_10_pct"] = round(sum(e <= 10 for e in errs) / len(errs) * 100, 1)
+        entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
 
 
 def _toml_value(value) -> str:  # noqa: ANN001
