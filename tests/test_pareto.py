@@ -83,3 +83,18 @@ def test_normalized_hypervolume_and_reference() -> None:
     assert normalized_hypervolume([Point(0.5, 5.0, 50.0)], ref) == pytest.approx(0.125)
     auto = reference_point(None, 100.0, [Point(0.5, 20.0, 1.0)])
     assert auto.latency_ms == pytest.approx(22.0)
+
+
+def test_choose_best_prefers_faster_within_a_tie() -> None:
+    from mcunas.search.export import choose_best
+    from mcunas.search.store import TrialRecord, TrialStatus
+
+    def rec(tid, score, lat, status=TrialStatus.OK):
+        return TrialRecord(tid, status=status, score=score, int8_accuracy=score, latency_ms=lat,
+                           peak_sram_bytes=1000, model_path="m.tflite")
+
+    rows = [rec("a", 0.972, 145.0), rec("b", 0.969, 0.7), rec("c", 0.95, 0.1),
+            rec("d", 0.99, 0.1, TrialStatus.INFEASIBLE)]
+    assert choose_best(rows).trial_id == "b"
+    assert choose_best([rec("a", 0.972, 145.0), rec("c", 0.95, 0.1)]).trial_id == "a"
+    assert choose_best([rows[3]]) is None

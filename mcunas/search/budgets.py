@@ -6,9 +6,11 @@ budget) and meets every budget the user gave (``--max-latency-ms``,
 ``--max-sram-kb`` against peak SRAM, ``--max-flash-kb``). Infeasible
 candidates are never trained, so every scored trial is feasible and its score
 is simply its INT8 accuracy on the validation split (MnasNet's hard-constraint
-variant: reward = accuracy when latency <= target). Ties and near-ties are
-resolved by the Pareto front, which shows the latency/SRAM trade-off instead
-of folding it into one number with an arbitrary exponent.
+variant: reward = accuracy when latency <= target). The model exported to
+``best/`` is the top scorer, where scores within 0.5 percentage points tie and
+the tie goes to the lower latency (:func:`mcunas.search.export.choose_best`);
+the Pareto front shows the rest of the latency/SRAM trade-off instead of
+folding it into one number with an arbitrary exponent.
 """
 
 from __future__ import annotations

@@ -83,6 +83,9 @@ def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
             ax.annotate(r.trial_id, (r.latency_ms, 100 * (r.int8_accuracy or 0)),
                         textcoords="offset points", xytext=(5, 4), fontsize=8)
         ax.legend(loc="lower right")
+        lats = [r.latency_ms for r in ok if r.latency_ms]
+        if lats and max(lats) > 20 * min(lats):  # latencies span orders of magnitude
+            ax.set_xscale("log")
     else:
         ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
     est = any(r.estimated for r in ok)

@@ -1,0 +1,145 @@
+"""Hardware-aware search vs plain Keras Tuner random search with constraints checked afterwards.
+
+Both runs use the same random oracle, seed and trial budget, so they propose the
+same candidates in the same order. Ours costs each candidate before training
+and never trains an infeasible one; the baseline is a stock
+``keras_tuner.RandomSearch`` (its own ``run_trial``: build + fit with early
+stopping on val_loss) that converts, evaluates and costs each trained model
+with the same INT8 conversion, TFLite Micro accuracy and simulator afterwards.
+
+    scripts/bench search [--board esp32s3] [--trials 10] [--epochs 10]
+                         [--max-latency-ms 5] [--max-sram-kb 96] [--seed 0]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def ours(args: argparse.Namespace, out: Path) -> dict:
+    from mcunas.search import SearchConfig, run_search
+    from mcunas.search.api import infeasible_train_s
+    from mcunas.search.store import TrialStatus
+
+    cfg = SearchConfig(board=args.board, out=str(out), strategy="random",
+                       max_trials=args.trials, epochs=args.epochs, seed=args.seed,
+                       max_latency_ms=args.max_latency_ms, max_sram_kb=args.max_sram_kb)
+    start = time.monotonic()
+    result = run_search(cfg, stream=sys.stderr)
+    ok = [r for r in result.trials if r.status == TrialStatus.OK]
+    return {
+        "wall_s": time.monotonic() - start,
+        "train_s": sum(r.train_s for r in result.trials),
+        "infeasible_train_s": infeasible_train_s(result.trials),
+        "feasible": len(ok), "trials": len(result.trials),
+        "best": max((r.int8_accuracy or 0 for r in ok), default=None),
+        "points": [(r.int8_accuracy, r.latency_ms, r.peak_sram_bytes) for r in ok],
+    }
+
+
+def baseline(args: argparse.Namespace, out: Path) -> dict:
+    import keras
+    import keras_tuner
+
+    from mcunas.boards import load_board
+    from mcunas.convert import convert_int8, to_inference_model
+    from mcunas.data import load_dataset
+    from mcunas.search.budgets import Budgets, CostFigures, violations
+    from mcunas.search.isolate import TflmWorker
+    from mcunas.space import FAMILIES, McuSearchSpace
+
+    board = load_board(args.board)
+    data = load_dataset(None, seed=args.seed)
+    budgets = Budgets(args.max_latency_ms, args.max_sram_kb, None)
+    worker = TflmWorker(board.path or board.name)
+    space = McuSearchSpace(data.input_shape, data.num_classes, FAMILIES)
+    rows: list[dict] = []
+
+    class PostHoc(keras_tuner.RandomSearch):
+        """Stock random search; costs each model only after training it."""
+
+        def run_trial(self, trial, *fit_args, **fit_kwargs):
+            keras.utils.set_random_seed(args.seed + int(trial.trial_id))
+            t0 = time.perf_counter()
+            model = self.hypermodel.build(trial.hyperparameters)
+            model.fit(*fit_args, **fit_kwargs)
+            train_s = time.perf_counter() - t0
+            row = {"train_s": train_s, "feasible": False}
+            rows.append(row)
+            try:
+                tfl = convert_int8(to_inference_model(model), data.representative(200, args.seed))
+                acc = worker.int8_accuracy(tfl, data.x_val, data.y_val)
+                prof = worker.profile(tfl)
+            except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
+                row["error"] = str(exc)
+                return {"val_accuracy": 0.0}
+            cost = CostFigures(prof["latency_ms"], prof["arena_bytes"], prof["peak_sram_bytes"],
+                               prof["flash_bytes"], board_reasons=() if prof["fits"] else ("x",))
+            row.update(feasible=not violations(cost, budgets), acc=acc,
+                       point=(acc, cost.latency_ms, cost.peak_sram_bytes))
+            return {"val_accuracy": acc}
+
+    tuner = PostHoc(space, objective="val_accuracy", max_trials=args.trials, seed=args.seed + 1,
+                    directory=str(out), project_name="baseline", overwrite=True,
+                    max_consecutive_failed_trials=10**9)
+    tuner.oracle.verbose = 0
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=3,
+                                         restore_best_weights=True)
+    start = time.monotonic()
+    tuner.search(data.x_train, data.y_train, validation_data=(data.x_val, data.y_val),
+                 epochs=args.epochs, batch_size=32, callbacks=[stop], verbose=0)
+    worker.close()
+    ok = [r for r in rows if r["feasible"]]
+    return {
+        "wall_s": time.monotonic() - start,
+        "train_s": sum(r["train_s"] for r in rows),
+        "infeasible_train_s": sum(r["train_s"] for r in rows if not r["feasible"]),
+        "feasible": len(ok), "trials": len(rows),
+        "best": max((r["acc"] for r in ok), default=None),
+        "points": [r["point"] for r in ok],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--board", default="esp32s3")
+    parser.add_argument("--trials", type=int, default=10)
+    parser.add_argument("--epochs", type=int, default=10)
+    parser.add_argument("--max-latency-ms", type=float, default=5.0)
+    parser.add_argument("--max-sram-kb", type=float, default=96.0)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    from mcunas.search.pareto import Point, normalized_hypervolume, reference_point
+
+    with tempfile.TemporaryDirectory() as tmp:
+        a = ours(args, Path(tmp) / "ours")
+        b = baseline(args, Path(tmp) / "baseline")
+    ref = reference_point(args.max_latency_ms, args.max_sram_kb * 1024)
+    print(f"\nboard {args.board}, budgets: latency <= {args.max_latency_ms:g} ms, peak SRAM <= "
+          f"{args.max_sram_kb:g} KB; {args.trials} trials x <= {args.epochs} epochs, seed "
+          f"{args.seed}, digits; same random oracle for both")
+    print(f"{'':38}{'hardware-aware':>16}{'post-hoc random':>17}")
+    for label, key, fmt in [
+        ("wall time (s)", "wall_s", "{:.1f}"), ("training time, all (s)", "train_s", "{:.1f}"),
+        ("training time on infeasible (s)", "infeasible_train_s", "{:.1f}"),
+        ("trials run", "trials", "{}"), ("feasible trials", "feasible", "{}"),
+    ]:
+        print(f"{label:38}{fmt.format(a[key]):>16}{fmt.format(b[key]):>17}")
+    acc = ["-" if r["best"] is None else f"{100 * r['best']:.1f}%" for r in (a, b)]
+    print(f"{'best feasible INT8 accuracy':38}{acc[0]:>16}{acc[1]:>17}")
+    hv = [normalized_hypervolume([Point(*p) for p in r["points"]], ref) for r in (a, b)]
+    print(f"{'hypervolume of feasible front (norm.)':38}{hv[0]:>16.4f}{hv[1]:>17.4f}")
+    print("(hypervolume reference: accuracy 0, the latency budget, the SRAM budget; estimates "
+          "from the simulator)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Real searches: Keras training, INT8 conversion, TFLite Micro accuracy, the simulator.
+
+Kept tiny (1-3 epochs, dsconv only, 2-3 trials) so the file runs in about two minutes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from mcunas.search import SearchConfig, run_search
+from mcunas.search.store import TrialStatus, TrialStore
+
+pytestmark = pytest.mark.slow
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _cli(*args: str) -> list[str]:
+    return [sys.executable, "-m", "mcunas", "search", "--board", "esp32s3", "--families",
+            "dsconv", *args]
+
+
+def _env() -> dict[str, str]:
+    return {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3", "PYTHONPATH": str(REPO)}
+
+
+def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) -> None:
+    from mcunas.search.candidate import KerasRunner
+
+    real = KerasRunner.convert
+    calls = {"n": 0}
+
+    def flaky(self, model):
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise RuntimeError("injected converter failure")
+        return real(self, model)
+
+    monkeypatch.setattr(KerasRunner, "convert", flaky)
+    cfg = SearchConfig(board="esp32s3", out=str(tmp_path / "o"), max_trials=3, epochs=1,
+                       families=("dsconv",), strategy="random", seed=3)
+    result = run_search(cfg, stream=None)
+    statuses = [r.status for r in result.trials]
+    assert statuses[0] == TrialStatus.FAILED and statuses.count(TrialStatus.OK) == 2
+    assert result.trials[0].reason == "convert failed: RuntimeError: injected converter failure"
+    best = result.best
+    assert best is not None and 0.2 < best.int8_accuracy <= 1.0  # 1 epoch: above chance (0.1)
+    assert best.estimated and best.source.startswith("simulator:")
+    assert best.latency_ms > 0 and best.peak_sram_bytes > best.arena_bytes > 0
+    assert best.check_s > 0 and best.train_s > 0 and best.model_sha256
+    best_dir = Path(result.paths["best_dir"])
+    ops = (best_dir / "model_ops.h").read_text()
+    info = json.loads((best_dir / "best.json").read_text())
+    assert info["ops"] and all(op in ops for op in info["ops"])
+    assert (best_dir / "model.tflite").stat().st_size == info["model_bytes"]
+
+
+def test_budgets_nobody_meets(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        _cli("--max-trials", "2", "--max-latency-ms", "0.001", "--out", str(tmp_path / "o")),
+        capture_output=True, text=True, env=_env(), timeout=300,
+    )
+    assert proc.returncode == 2
+    assert "No candidate met the limits (latency <= 0.001 ms" in proc.stderr
+    assert "smallest need" in proc.stderr
+    rows = TrialStore.open(tmp_path / "o").trials()
+    assert all(r.status == TrialStatus.INFEASIBLE and r.train_s == 0.0 for r in rows)
+
+
+def _rows(db: Path) -> list[tuple]:
+    if not db.exists():
+        return []
+    try:
+        con = sqlite3.connect(db, timeout=1)
+        rows = con.execute("SELECT trial_id, status, check_s, model_sha256, finished_at "
+                           "FROM trials ORDER BY trial_id").fetchall()
+        con.close()
+        return rows
+    except sqlite3.Error:
+        return []
+
+
+def test_kill_mid_trial_then_resume(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    db = out / "trials.sqlite"
+    proc = subprocess.Popen(
+        _cli("--max-trials", "3", "--epochs", "3", "--strategy", "random", "--out", str(out)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 240
+    try:
+        while time.monotonic() < deadline:
+            rows = _rows(db)
+            # trial 0 finished and trial 1 past its cost check, i.e. training
+            if any(r[1] == "ok" for r in rows) and any(r[1] == "running" and r[2] for r in rows):
+                break
+            if proc.poll() is not None:
+                pytest.fail("search ended before it could be killed")
+            time.sleep(0.2)
+        else:
+            pytest.fail("search never reached a second trial")
+        os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        proc.wait(timeout=30)
+    before = {r[0]: r for r in _rows(db) if r[1] != "running"}
+    assert any(r[1] == "running" for r in _rows(db))
+
+    done = subprocess.run([sys.executable, "-m", "mcunas", "search", "--out", str(out),
+                           "--resume", "--json"], capture_output=True, text=True, env=_env(),
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    after = _rows(db)
+    assert len(after) == 3 and all(r[1] != "running" for r in after)
+    for tid, row in before.items():  # finished trials kept as they were, not redone
+        assert next(r for r in after if r[0] == tid) == row
+    assert summary["config"]["families"] == ["dsconv"] and summary["best"] is not None
