@@ -221,3 +221,36 @@ def test_failure_streak_stops_search(tmp_path: Path) -> None:
     with pytest.raises(SearchFatal, match="5 candidates in a row failed"):
         tuner.search()
     assert store.count() == 5
+
+
+def test_hybrid_measures_board_only_when_promising() -> None:
+    import numpy as np
+
+    from mcunas.boards import load_board
+    from mcunas.measure.base import Measurement
+    from mcunas.search.candidate import KerasRunner
+
+    class Data:
+        def representative(self, n, seed):
+            return np.zeros((n, 8, 8, 1), np.float32)
+
+    class Worker:
+        def simulate(self, model_bytes):
+            return Measurement("simulator:x", True, 12.0, 1000, 5000, 9000, latency_error_pct=14.0)
+
+    class Board:
+        calls = 0
+
+        def measure(self, model_bytes):
+            Board.calls += 1
+            return Measurement("board:/dev/ttyUSB0", False, 10.0, 1100, 5200, 9100)
+
+    runner = KerasRunner(None, Data(), load_board("esp32s3"), Worker(), Board(), hybrid=True)
+    sim = runner.measure(b"m", lambda cost: False)
+    assert sim.estimated and sim.latency_ms == 12.0 and Board.calls == 0
+    real = runner.measure(b"m", lambda cost: cost.latency_ms == 12.0)
+    assert Board.calls == 1 and not real.estimated and real.source == "board:/dev/ttyUSB0"
+    assert real.latency_ms == 10.0 and real.sim_latency_ms == 12.0
+    assert real.latency_error_pct == pytest.approx(20.0)  # simulator 20% above the board
+    board_only = KerasRunner(None, Data(), load_board("esp32s3"), Worker(), Board())
+    assert board_only.measure(b"m", lambda cost: False).source.startswith("board:")
