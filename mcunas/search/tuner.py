@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import keras_tuner
+from keras_tuner.src import config as kt_config
 
 from mcunas.errors import FatalError, McunasError
 from mcunas.search.budgets import Budgets, CostFigures, score, violations
@@ -136,6 +138,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.stopped_reason: str | None = None
         super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
+        # keras-tuner prints a traceback for every failed trial unless told not to; the
+        # reason is in the store and the progress line (mcunas --debug brings them back).
+        kt_config.DEBUG = os.environ.get("MCUNAS_DEBUG") == "1"
 
     def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
         """Run one candidate through every stage and return its metrics.
