@@ -45,12 +45,13 @@ class SearchSession:
 
     def _components(self) -> tuple[Any, Any, Callable[[], None]]:
         """The search space, the candidate runner and a clean-up callable."""
+        cfg = self.config
+        hardware = self._hardware()  # before TensorFlow loads: a missing board fails fast
+
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
         from mcunas.space import FAMILIES, McuSearchSpace
 
-        cfg = self.config
-        hardware = self._hardware()
         space = McuSearchSpace(self.dataset.input_shape, self.dataset.num_classes,
                                cfg.families or FAMILIES)
         worker = TflmWorker(str(self.board.path or self.board.name))
