@@ -8,9 +8,6 @@ the int8 output (monotonic in the dequantized scores).
 
 from __future__ import annotations
 
-import os
-import signal
-
 import numpy as np
 
 from mcunas.errors import CandidateError
@@ -55,31 +52,22 @@ def check_runtime_loads(model_bytes: bytes, arena_size: int = HOST_ARENA_BYTES) 
     Raises:
         CandidateError: The runtime crashed while loading the model.
     """
-    if not hasattr(os, "fork"):
-        return
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: load, report through the pipe, never return into the caller
-        code = 1
-        try:
-            os.close(read_fd)
-            os.dup2(write_fd, 1)
-            os.dup2(write_fd, 2)
-            from tflite_micro.python.tflite_micro import runtime
+    from mcunas.tflm import NativeCrash, run_forked
 
-            runtime.Interpreter.from_bytes(bytes(model_bytes), arena_size=arena_size)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as pipe:
-        log = pipe.read().decode("utf-8", "replace")
-    _, status = os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        name = signal.Signals(os.WTERMSIG(status)).name
-        tail = [ln.strip() for ln in log.splitlines() if ln.strip()]
-        reason = f": {tail[-1][:200]}" if tail else _crash_hint(model_bytes)
-        raise CandidateError(f"TFLite Micro crashed ({name}) loading the model{reason}")
+    try:
+        run_forked(_load_only, bytes(model_bytes), arena_size)
+    except NativeCrash as exc:
+        name, _, tail = str(exc).partition(": ")
+        reason = f": {tail}" if tail else _crash_hint(model_bytes)
+        raise CandidateError(f"TFLite Micro crashed ({name}) loading the model{reason}") from None
+    except Exception:  # noqa: BLE001 - ordinary load failures are the caller's to report
+        return
+
+
+def _load_only(model_bytes: bytes, arena_size: int) -> None:
+    from tflite_micro.python.tflite_micro import runtime
+
+    runtime.Interpreter.from_bytes(model_bytes, arena_size=arena_size)
 
 
 def _crash_hint(model_bytes: bytes) -> str:

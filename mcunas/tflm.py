@@ -15,12 +15,15 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
+import pickle
 import re
+import signal
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +35,9 @@ __all__ = [
     "capture_fd2",
     "create_interpreter",
     "missing_ops_in_log",
+    "NativeCrash",
     "parse_allocations",
+    "run_forked",
     "runtime_has_op",
 ]
 
@@ -85,6 +90,65 @@ def capture_fd2() -> Iterator[list[str]]:
             os.close(saved)
             tmp.seek(0)
             out.append(tmp.read().decode(errors="replace"))
+
+
+class NativeCrash(RuntimeError):
+    """The TFLM runtime died of a signal (abort, segfault) in a forked child."""
+
+
+def run_forked(fn: Callable[..., Any], *args: Any) -> Any:
+    """Run ``fn(*args)`` in a forked child and return its (picklable) result.
+
+    The host TFLite Micro runtime is native code: some kernels end a failed
+    check with ``abort()`` (a SOFTMAX input scale below 2**-26) and the
+    allocator can crash on a pathological arena. In a child, such a crash
+    becomes :class:`NativeCrash` instead of killing the caller. Exceptions
+    raised by ``fn`` are re-raised here. Where ``os.fork`` is missing the call
+    runs in-process.
+
+    Raises:
+        NativeCrash: the child died of a signal; the message names it and the
+            last line the runtime printed.
+    """
+    if not hasattr(os, "fork"):
+        return fn(*args)
+    read_fd, write_fd = os.pipe()
+    log_file = tempfile.TemporaryFile()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # child: never returns into the caller
+        code = 1
+        try:
+            os.close(read_fd)
+            os.dup2(log_file.fileno(), 2)
+            faulthandler.disable()  # the crash is reported by the parent
+            try:
+                payload = (True, fn(*args))
+            except Exception as exc:  # noqa: BLE001 - handed to the parent
+                payload = (False, exc)
+            with os.fdopen(write_fd, "wb") as pipe:
+                pickle.dump(payload, pipe)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as pipe:
+        data = pipe.read()
+    _, status = os.waitpid(pid, 0)
+    with log_file:
+        log_file.seek(0)
+        log = log_file.read().decode("utf-8", "replace")
+    if os.WIFSIGNALED(status) or not data:
+        name = (
+            signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "exit"
+        )
+        tail = [ln.strip() for ln in log.splitlines() if ln.strip()]
+        raise NativeCrash(f"{name}" + (f": {tail[-1][:200]}" if tail else ""))
+    ok, value = pickle.loads(data)
+    if not ok:
+        raise value
+    return value
 
 
 def create_interpreter(model_bytes: bytes, arena_size: int) -> tuple[Any | None, str]:

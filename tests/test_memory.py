@@ -115,3 +115,20 @@ def test_person_detection_matches_espressifs_arena() -> None:
     # filter copy 256*256 + transpose buffer 2*8*256 + 32 alignment.
     assert s3.scratch_bytes == 256 * 256 + 2 * 8 * 256 + 32
     assert s3.arena_bytes == plain.arena_bytes + s3.scratch_bytes
+
+
+def test_native_crash_in_runtime_becomes_a_reason(monkeypatch):
+    """A runtime that aborts while planning must not kill the caller."""
+    import os
+
+    from mcunas.boards import load_board
+    from mcunas.predict import memory
+    from mcunas.tflm import NativeCrash, run_forked
+
+    with pytest.raises(NativeCrash, match="SIGABRT"):
+        run_forked(os.abort)
+    model = (MODELS / "ad01_int8.tflite").read_bytes()
+    monkeypatch.setattr(memory, "_host_arena", lambda *a: os.abort())
+    est = memory.estimate_memory(model, read_graph(model), load_board("esp32s3"))
+    assert est.runtime_error and "crashed (SIGABRT" in est.runtime_error
+    assert est.arena_bytes > 0  # falls back to the static estimate

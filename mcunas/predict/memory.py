@@ -32,7 +32,14 @@ from typing import Any
 from mcunas.graph import Graph
 from mcunas.kernels import is_accelerated
 from mcunas.predict.scratch import largest_scratch_bytes
-from mcunas.tflm import ArenaReport, arena_report, create_interpreter, missing_ops_in_log
+from mcunas.tflm import (
+    ArenaReport,
+    NativeCrash,
+    arena_report,
+    create_interpreter,
+    missing_ops_in_log,
+    run_forked,
+)
 
 __all__ = ["KERNEL_CODE_BYTES", "STRUCT_BYTES", "MemoryEstimate", "estimate_memory"]
 
@@ -134,7 +141,10 @@ def estimate_memory(
         is a static estimate and ``runtime_error`` says why.
     """
     library = kernels or board.kernels
-    host = _host_arena(model_bytes, graph)
+    try:  # forked: a native crash of the runtime must not kill the caller
+        host = run_forked(_host_arena, model_bytes, graph)
+    except NativeCrash as exc:
+        host = f"the TFLM runtime crashed ({exc})"
     methods: dict[str, str] = {}
     scratch = largest_scratch_bytes(graph, library, board.core)
     if isinstance(host, str):
