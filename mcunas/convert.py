@@ -36,14 +36,40 @@ if TYPE_CHECKING:
 MAX_REPRESENTATIVE = 200  # calibration samples used by the converter
 ARRAY_NAME = "g_model_data"
 
-__all__ = ["convert_int8", "model_crc32", "to_inference_model", "write_model_sources"]
+__all__ = [
+    "convert_int8",
+    "import_tensorflow",
+    "model_crc32",
+    "to_inference_model",
+    "write_model_sources",
+]
 
 
-def _tf() -> Any:
+# Start-up chatter TensorFlow prints to fd 2 before its logging is set up.
+_TF_NOISE = ("absl::InitializeLog", "oneDNN custom operations are on")
+
+
+def import_tensorflow() -> Any:
+    """Import TensorFlow once, without its start-up chatter on standard error.
+
+    Lines other than the known start-up notices are passed on.
+    """
+    import sys
+
+    if "tensorflow" in sys.modules:
+        return sys.modules["tensorflow"]
+    from mcunas.tflm import capture_fd2
+
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    import tensorflow as tf
-
+    with capture_fd2() as log:
+        import tensorflow as tf
+    kept = [ln for ln in log[0].splitlines() if ln and not any(n in ln for n in _TF_NOISE)]
+    if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
     return tf
+
+
+_tf = import_tensorflow
 
 
 def to_inference_model(model: keras.Model) -> keras.Model:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +63,9 @@ RESUME_MAY_CHANGE = {"max_trials", "time_budget_s", "port", "rack"}
 def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     """Search for the most accurate INT8 model that fits a board and its budgets."""
     config = _config(ctx, options)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")  # before TensorFlow is imported
+    from mcunas.convert import import_tensorflow
+
+    import_tensorflow()  # first, and quietly: keras and keras-tuner import it too
     from mcunas.search.api import run_search
 
     try:
