@@ -199,29 +199,36 @@ def arena_report(interp: Any) -> ArenaReport:
 
 
 def build_model(
-    ops: list[tuple[str, list[int], list[int]]],
+    ops: list[tuple[Any, ...]],
     tensors: list[dict[str, Any]],
     inputs: list[int],
     outputs: list[int],
+    description: str = "",
 ) -> bytes:
     """Build a small ``.tflite`` flatbuffer (no TensorFlow needed).
 
     Args:
-        ops: ``(builtin op name, input tensor indices, output tensor indices)``.
+        ops: ``(builtin op name, input indices, output indices)``, optionally
+            followed by the builtin options' table name (e.g. ``"Conv2DOptions"``)
+            and a dict of its fields.
         tensors: dicts with ``shape``, ``dtype`` ("int8", "float32", ...), and
-            optionally ``data`` (bytes of a constant), ``scale``, ``zero_point``.
+            optionally ``data`` (bytes or an array: a constant), ``scale`` and
+            ``zero_point`` (scalars, or lists for per-channel quantization) and
+            ``qdim`` (the quantized dimension).
         inputs: graph input tensor indices.
         outputs: graph output tensor indices.
+        description: the model's description string.
 
     Returns:
-        The model bytes. Used to probe the runtime and to build test models.
+        The model bytes. Used to probe the runtime, for the calibration suite
+        and to build test models.
     """
     import flatbuffers
     from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
     model = fb.ModelT()
-    model.version = 3
-    names = list(dict.fromkeys(name for name, _, _ in ops))
+    model.version, model.description = 3, description.encode()
+    names = list(dict.fromkeys(op[0] for op in ops))
     model.operatorCodes = []
     for name in names:
         code = fb.OperatorCodeT()
@@ -240,26 +247,46 @@ def build_model(
         t.buffer = 0
         if spec.get("data") is not None:
             buf = fb.BufferT()
-            buf.data = list(spec["data"])
+            data = spec["data"]
+            buf.data = list(data.tobytes() if hasattr(data, "tobytes") else bytes(data))
             model.buffers.append(buf)
             t.buffer = len(model.buffers) - 1
         if spec.get("scale") is not None:
-            q = fb.QuantizationParametersT()
-            q.scale = [float(spec["scale"])]
-            q.zeroPoint = [int(spec.get("zero_point", 0))]
-            t.quantization = q
+            t.quantization = _quantization(fb, spec)
         sub.tensors.append(t)
     sub.inputs, sub.outputs = list(inputs), list(outputs)
-    sub.operators = []
-    for name, ins, outs in ops:
-        op = fb.OperatorT()
-        op.opcodeIndex = names.index(name)
-        op.inputs, op.outputs = list(ins), list(outs)
-        sub.operators.append(op)
+    sub.operators = [_operator(fb, op, names) for op in ops]
     model.subgraphs = [sub]
-    builder = flatbuffers.Builder(1024)
+    builder = flatbuffers.Builder(4096)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     return bytes(builder.Output())
+
+
+def _as_list(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _quantization(fb: Any, spec: dict[str, Any]) -> Any:
+    q = fb.QuantizationParametersT()
+    q.scale = [float(v) for v in _as_list(spec["scale"])]
+    zero = spec.get("zero_point")
+    q.zeroPoint = [0] * len(q.scale) if zero is None else [int(v) for v in _as_list(zero)]
+    q.quantizedDimension = int(spec.get("qdim", 0))
+    return q
+
+
+def _operator(fb: Any, spec: tuple[Any, ...], names: list[str]) -> Any:
+    name, ins, outs, *rest = spec
+    op = fb.OperatorT()
+    op.opcodeIndex, op.inputs, op.outputs = names.index(name), list(ins), list(outs)
+    if rest and rest[0]:
+        opt_name, fields = rest[0], rest[1] if len(rest) > 1 else {}
+        options = getattr(fb, opt_name + "T")()
+        for key, value in fields.items():
+            setattr(options, key, value)
+        op.builtinOptionsType = getattr(fb.BuiltinOptions, opt_name)
+        op.builtinOptions = options
+    return op
 
 
 def _one_op_model(op_name: str) -> bytes:

@@ -147,59 +147,13 @@ class _Net:
         return _pack(self, inputs, outputs)
 
 
-def _quant(fb: object, spec: dict) -> object:
-    q = fb.QuantizationParametersT()
-    q.scale = [float(s) for s in spec["scale"]]
-    q.zeroPoint = [int(z) for z in (spec["zero_point"] or [0] * len(spec["scale"]))]
-    q.quantizedDimension = spec["qdim"]
-    return q
-
-
 def _pack(net: _Net, inputs: list[int], outputs: list[int]) -> bytes:
-    import flatbuffers
-    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+    from mcunas.tflm import build_model
 
-    model = fb.ModelT()
-    model.version, model.description = 3, f"mcunas calibration {SUITE_VERSION}".encode()
-    names = list(dict.fromkeys(name for name, *_ in net.ops))
-    model.operatorCodes = []
-    for name in names:
-        code = fb.OperatorCodeT()
-        code.builtinCode = getattr(fb.BuiltinOperator, name)
-        code.deprecatedBuiltinCode = min(code.builtinCode, 127)
-        code.version = 1
-        model.operatorCodes.append(code)
-    model.buffers = [fb.BufferT()]
-    sub = fb.SubGraphT()
-    sub.tensors = []
-    for i, spec in enumerate(net.tensors):
-        t = fb.TensorT()
-        t.shape, t.name = list(spec["shape"]), f"t{i}".encode()
-        t.type = getattr(fb.TensorType, spec["dtype"].upper())
-        t.buffer = 0
-        if spec["data"] is not None:
-            buf = fb.BufferT()
-            buf.data = list(np.ascontiguousarray(spec["data"]).tobytes())
-            model.buffers.append(buf)
-            t.buffer = len(model.buffers) - 1
-        if spec["scale"] is not None:
-            t.quantization = _quant(fb, spec)
-        sub.tensors.append(t)
-    sub.inputs, sub.outputs, sub.operators = list(inputs), list(outputs), []
-    for name, ins, outs, opt_name, fields in net.ops:
-        op = fb.OperatorT()
-        op.opcodeIndex, op.inputs, op.outputs = names.index(name), list(ins), list(outs)
-        if opt_name:
-            options = getattr(fb, opt_name + "T")()
-            for key, value in fields.items():
-                setattr(options, key, value)
-            op.builtinOptionsType = getattr(fb.BuiltinOptions, opt_name)
-            op.builtinOptions = options
-        sub.operators.append(op)
-    model.subgraphs = [sub]
-    builder = flatbuffers.Builder(4096)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
+    return build_model(
+        list(net.ops), list(net.tensors), inputs, outputs,
+        description=f"mcunas calibration {SUITE_VERSION}",
+    )
 
 
 # -- the suite ----------------------------------------------------------------------------
