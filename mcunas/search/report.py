@@ -59,6 +59,14 @@ def pareto_table(front: Sequence[TrialRecord]) -> str:
     return "\n".join(lines)
 
 
+def _estimate_tag(best: dict[str, Any]) -> str:
+    """' (simulator estimates, +/-E%)' for a simulated best model, else its source."""
+    if best.get("estimated"):
+        err = best.get("latency_error_pct")
+        return " (simulator estimates" + (f", latency +/-{err:g}%" if err else "") + ")"
+    return f" (measured on {best.get('source', 'a board')})"
+
+
 def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
     """PNG of INT8 accuracy against latency, colour = peak SRAM, front joined by a line."""
     import matplotlib
@@ -164,7 +172,8 @@ def _html(summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRe
     best_txt = "none (no feasible candidate)" if best is None else (
         f"trial {esc(best['trial_id'])} ({what})"
         f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
-        f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB, exported to best/")
+        f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{_estimate_tag(best)}, "
+        "exported to best/")
     return f"""<!doctype html><html><head><meta charset="utf-8">
 <title>mcunas search: {esc(board['name'])}</title><style>{_CSS}</style></head><body>
 <h1>mcunas search on {esc(board['name'])}</h1>
