@@ -141,10 +141,7 @@ def estimate_memory(
         is a static estimate and ``runtime_error`` says why.
     """
     library = kernels or board.kernels
-    try:  # forked: a native crash of the runtime must not kill the caller
-        host = run_forked(_host_arena, model_bytes, graph)
-    except NativeCrash as exc:
-        host = f"the TFLM runtime crashed ({exc})"
+    host = _host_arena(model_bytes, graph)
     methods: dict[str, str] = {}
     scratch = largest_scratch_bytes(graph, library, board.core)
     if isinstance(host, str):
@@ -221,21 +218,41 @@ def _initial_arena(graph: Graph) -> int:
 
 
 def _host_arena(model_bytes: bytes, graph: Graph) -> tuple[ArenaReport, int] | str:
-    """(report, smallest arena that allocates) from the host runtime, or why it failed."""
-    size = _initial_arena(graph)
-    while True:
-        interp, log = create_interpreter(model_bytes, size)
-        if interp is not None:
-            break
-        if missing_ops_in_log(log) or not _ARENA_FAILURE_RE.search(log) or size >= _MAX_ARENA:
-            return _failure_line(log)
-        size *= 4
-    report = arena_report(interp)
-    del interp
+    """(report, smallest arena that allocates) from the host runtime, or why it failed.
+
+    Every use of the runtime runs in a forked child (:func:`run_forked`): the
+    host build has crashed (SIGSEGV) on arenas just at the reported total, and
+    a native crash must not kill the caller nor discard a good report.
+    """
+    try:
+        report = run_forked(_host_report, model_bytes, _initial_arena(graph))
+    except NativeCrash as exc:
+        return f"the TFLM runtime crashed ({exc})"
+    if isinstance(report, str):
+        return report
     return report, _smallest_arena(model_bytes, report.total_bytes)
 
 
+def _host_report(model_bytes: bytes, size: int) -> ArenaReport | str:
+    """The arena report at the first size (x4 steps) that allocates, or why none did."""
+    while True:
+        interp, log = create_interpreter(model_bytes, size)
+        if interp is not None:
+            return arena_report(interp)
+        if missing_ops_in_log(log) or not _ARENA_FAILURE_RE.search(log) or size >= _MAX_ARENA:
+            return _failure_line(log)
+        size *= 4
+
+
 def _allocates(model_bytes: bytes, size: int) -> bool:
+    """True if the runtime allocates the model in ``size`` bytes; a crash counts as no."""
+    try:
+        return run_forked(_allocates_here, model_bytes, size)
+    except NativeCrash:
+        return False
+
+
+def _allocates_here(model_bytes: bytes, size: int) -> bool:
     return create_interpreter(model_bytes, size)[0] is not None
 
 
