@@ -214,6 +214,13 @@ def _positive_int(data: dict[str, Any], key: str, where: str) -> int:
     return value
 
 
+def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise BoardProfileError(f"{where}: {key} must be a table ([{key}]), got {value!r}")
+    return dict(value)
+
+
 def _load_file(path: Path, builtin: bool) -> BoardProfile:
     where = str(path)
     try:
@@ -228,12 +235,14 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     _check_choice("core", data["core"], CORES, where)
     _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
     sizes = {k: _positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
-    fw = data.get("firmware", {})
-    pio = data.get("platformio", {})
-    serial = data.get("serial", {})
+    tables = ("firmware", "platformio", "serial", "latency", "sources")
+    fw, pio, serial, latency, sources = (_table(data, key, where) for key in tables)
+    hwids = serial.get("hwids", [])
+    if not isinstance(hwids, list):
+        raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
     fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(data["core"])]
     try:
-        return BoardProfile(
+        board = BoardProfile(
             name=str(data["name"]),
             core=data["core"],
             kernels=data["kernels"],
@@ -252,12 +261,20 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             pio_board=str(pio.get("board", "")),
             pio_platform=str(pio.get("platform", "")),
             baud=int(serial.get("baud", 115200)),
-            hwids=tuple(str(h).upper() for h in serial.get("hwids", ())),
-            latency=dict(data.get("latency", {})),
-            sources={str(k): str(v) for k, v in data.get("sources", {}).items()},
+            hwids=tuple(str(h).upper() for h in hwids),
+            latency=latency,
+            sources={str(k): str(v) for k, v in sources.items()},
             path=where,
             builtin=builtin,
             **sizes,
         )
     except (TypeError, ValueError) as exc:
         raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
+    for what, left in (("SRAM", board.model_sram_budget_bytes),
+                       ("flash", board.model_flash_budget_bytes)):
+        if left <= 0:
+            raise BoardProfileError(
+                f"{where}: no {what} left to the model ({left} B) after the firmware "
+                "baseline; check the sizes or give [firmware] figures"
+            )
+    return board

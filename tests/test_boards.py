@@ -104,3 +104,25 @@ def test_cli_subprocess_help_is_light():
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
+
+
+@pytest.mark.parametrize(
+    "extra,fragment",
+    [
+        ("firmware = 5\n", "firmware must be a table"),
+        ("sources = 5\n", "sources must be a table"),
+        ('[serial]\nhwids = "2E8A:000A"\n', "hwids must be a list"),
+    ],
+)
+def test_malformed_tables(tmp_path, extra, fragment):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL + extra)
+    with pytest.raises(BoardProfileError, match=fragment):
+        load_board(str(path))
+
+
+def test_board_too_small_for_the_firmware(tmp_path):
+    path = tmp_path / "tiny.toml"
+    path.write_text(MINIMAL.replace("262144", "8192"))
+    with pytest.raises(BoardProfileError, match="no SRAM left to the model"):
+        load_board(str(path))

@@ -104,7 +104,10 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     given = {k for k in options
              if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
     if not stored:
-        return SearchConfig(**options)
+        from mcunas.errors import UserError
+
+        raise UserError(f"Nothing to resume: {options['out']} holds no mcunas search. "
+                        "Start one with --board (and this --out).")
     merged = {**stored, **{k: options[k] for k in given if k in options}}
     merged["resume"], merged["out"] = True, options["out"]
     if "families" in options:

@@ -96,7 +96,9 @@ def load_rack(path: str | Path) -> Rack:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RackError(f"{path}: cannot read rack file ({exc})") from exc
     entries = data.get("board")
-    if not isinstance(entries, list) or not entries:
+    if not isinstance(entries, list) or not entries or not all(
+        isinstance(e, dict) for e in entries
+    ):
         raise RackError(f"{path}: no [[board]] entries (each needs profile = and port =)")
     boards: list[RackBoard] = []
     for i, entry in enumerate(entries, 1):
@@ -116,7 +118,10 @@ def load_rack(path: str | Path) -> Rack:
         dup = sorted({v for v in values if values.count(v) > 1})
         if dup:
             raise RackError(f"{path}: {attr} listed more than once: {', '.join(dup)}")
-    max_failures = data.get("rack", {}).get("max_failures", DEFAULT_MAX_FAILURES)
+    settings = data.get("rack", {})
+    if not isinstance(settings, dict):
+        raise RackError(f"{path}: [rack] must be a table (e.g. [rack] max_failures = 3)")
+    max_failures = settings.get("max_failures", DEFAULT_MAX_FAILURES)
     if not isinstance(max_failures, int) or max_failures < 1:
         raise RackError(f"{path}: [rack] max_failures must be a positive integer")
     return Rack(path, tuple(boards), max_failures)

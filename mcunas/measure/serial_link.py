@@ -21,7 +21,7 @@ from typing import IO, Any
 
 import serial
 
-from mcunas.errors import CandidateError, MeasurementError
+from mcunas.errors import CandidateError, MeasurementError, UserError
 from mcunas.measure.protocol import (
     BoardError,
     Crash,
@@ -121,7 +121,11 @@ class SerialLink:
     def open(self) -> SerialLink:
         """Open the port exclusively and drop whatever it had buffered."""
         if self.trace_path:
-            self._trace = self.trace_path.open("a", encoding="utf-8")
+            try:
+                self._trace = self.trace_path.open("a", encoding="utf-8")
+            except OSError as exc:
+                raise UserError(f"cannot write the serial trace {self.trace_path}: "
+                                f"{exc.strerror or exc}") from None
             self._log("OPEN", f"{self.port} @ {self.baud}")
         try:
             self._ser = self._factory(self.port, self.baud, timeout=READ_POLL_S, exclusive=True)

@@ -172,10 +172,18 @@ class TrialStore:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with disk_full_as_fatal(self.path):
             self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute(_SCHEMA)
-            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._db.execute(_SCHEMA)
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
+                )
+            except sqlite3.DatabaseError as exc:
+                self._db.close()
+                if isinstance(exc, sqlite3.OperationalError):  # locked, disk full: not ours
+                    raise
+                raise UserError(f"{self.path} is not an mcunas trial store ({exc})") from None
         self._set_meta_default("schema_version", SCHEMA_VERSION)
 
     @classmethod

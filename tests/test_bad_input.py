@@ -1,0 +1,48 @@
+"""Bad input anywhere in the CLI: one line naming the problem, exit 2, no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mcunas.cli import main
+
+MODEL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
+
+
+def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main(list(args))
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_resume_without_a_search(tmp_path, capsys):
+    err = _run(capsys, "search", "--out", str(tmp_path / "empty"), "--resume")
+    assert "Nothing to resume" in err
+
+
+def test_resume_on_a_corrupt_store(tmp_path, capsys):
+    (tmp_path / "trials.sqlite").write_bytes(b"this is not sqlite" * 100)
+    err = _run(capsys, "search", "--out", str(tmp_path), "--resume")
+    assert "not an mcunas trial store" in err
+
+
+def test_trace_into_a_missing_folder(tmp_path, capsys):
+    model = str(MODEL / "ad01_int8.tflite")
+    err = _run(capsys, "bench", model, "--board", "esp32s3", "--port", "/dev/null",
+               "--no-flash", "--timeout", "1", "--trace", str(tmp_path / "no" / "dir" / "log"))
+    assert "serial trace" in err
+
+
+@pytest.mark.parametrize(
+    "text", ['board = ["esp32s3"]\n', 'rack = 3\n[[board]]\nprofile = "esp32s3"\nport = "/dev/x"\n']
+)
+def test_malformed_rack_file(tmp_path, capsys, text):
+    rack = tmp_path / "rack.toml"
+    rack.write_text(text)
+    err = _run(capsys, "rack", "list", "--rack", str(rack))
+    assert str(rack) in err
