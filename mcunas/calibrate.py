@@ -22,7 +22,7 @@ import contextlib
 import statistics
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -272,6 +272,3 @@ def check_models(board: BoardProfile, truth: Any, models: Sequence[tuple[str, by
     return out
 
 
-def with_latency(board: BoardProfile, table: dict[str, Any]) -> BoardProfile:
-    """``board`` with a refitted ``[latency]`` table, without writing it."""
-    return replace(board, latency=table)

@@ -20,7 +20,6 @@ import re
 import sys
 import tempfile
 import warnings
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mcunas.errors import CandidateError
+from mcunas.measure.protocol import model_crc32
 from mcunas.resolver_ops import RESOLVER_METHODS
 
 if TYPE_CHECKING:
@@ -181,11 +181,6 @@ def _first_line(exc: BaseException, log: list[str] | None = None) -> str:
     first = lines[0] if lines else type(exc).__name__
     located = re.match(r"loc\(.*\)\s*:\s*(.+)$", first)  # "loc(callsite(...)): reason"
     return (located.group(1) if located else first)[:300]
-
-
-def model_crc32(model_bytes: bytes) -> str:
-    """CRC-32 (zlib) of the model bytes as 8 lowercase hex digits (the firmware reports it)."""
-    return f"{zlib.crc32(model_bytes) & 0xFFFFFFFF:08x}"
 
 
 def resolver_methods(op_names: list[str]) -> list[str]:

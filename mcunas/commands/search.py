@@ -31,7 +31,6 @@ best/ (model.tflite, model_data.cc/.h, model_ops.h, best.json). Figures marked ~
 are simulator estimates."""
 
 # Options that --resume may change; every other one comes from the interrupted run.
-RESUME_MAY_CHANGE = {"max_trials", "time_budget_s", "port", "rack"}
 
 
 @click.command("search", epilog=EPILOG)

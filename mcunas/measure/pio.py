@@ -23,13 +23,13 @@ import os
 import re
 import shutil
 import subprocess
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
+from mcunas.measure.protocol import model_crc32
 
 __all__ = [
     "BUILD_TIMEOUT_S",
@@ -183,7 +183,7 @@ class PioProject:
         write_model_sources(model_bytes, self.generated_dir, op_names)
         self._check_generated(model_bytes)
         (self.generated_dir / "mcunas_config.h").write_text(self.config_header(), "utf-8")
-        self.model_crc32 = f"{zlib.crc32(model_bytes) & 0xFFFFFFFF:08x}"
+        self.model_crc32 = model_crc32(model_bytes)
         return self.work_dir
 
     def config_header(self) -> str:
@@ -238,10 +238,10 @@ class PioProject:
                 )
         crc = re.search(r"MCUNAS_MODEL_CRC32_U32\s+0x([0-9a-fA-F]{8})",
                         (self.generated_dir / "model_data.h").read_text("utf-8"))
-        expected = zlib.crc32(model_bytes) & 0xFFFFFFFF
-        if crc is None or int(crc.group(1), 16) != expected:
+        expected = model_crc32(model_bytes)
+        if crc is None or crc.group(1).lower() != expected:
             raise MeasurementError(
-                f"Generated model_data.h does not carry the model's CRC-32 {expected:08x}."
+                f"Generated model_data.h does not carry the model's CRC-32 {expected}."
             )
 
     # -- stage 2: build ----------------------------------------------------

@@ -9,11 +9,11 @@ Example::
 
 from __future__ import annotations
 
-import zlib
 from typing import Any
 
 from mcunas.errors import CandidateError, FatalError, ModelError
 from mcunas.measure.base import Measurement, OpTiming
+from mcunas.measure.protocol import model_crc32
 
 __all__ = ["SimulatorMeasurer"]
 
@@ -72,7 +72,7 @@ class SimulatorMeasurer:
             flash_bytes=prof.memory.flash_bytes,
             latency_max_ms=float(lat.ms) * (1 + lat.error_pct / 100.0),
             latency_error_pct=float(lat.error_pct),
-            model_crc32=f"{zlib.crc32(bytes(model_bytes)) & 0xFFFFFFFF:08x}",
+            model_crc32=model_crc32(bytes(model_bytes)),
             ops=tuple(OpTiming(o.index, o.op, float(o.ms)) for o in lat.ops),
             details={
                 "board": self.board.name,
