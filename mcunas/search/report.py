@@ -52,7 +52,7 @@ def pareto_table(front: Sequence[TrialRecord]) -> str:
             f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
             f"{r.latency_ms or 0:8.2f} ms{_mark(r):1}  "
             f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{_mark(r):1}  "
-            f"{(r.flash_bytes or 0) / 1024:7.1f} KB  {r.source or ''}"
+            f"{(r.flash_bytes or 0) / 1024:7.1f} KB{_mark(r):1}  {r.source or ''}"
         )
     if any(r.estimated for r in front):
         lines.append("~ simulator estimate (see report.html for the predictor's error)")
@@ -133,8 +133,9 @@ _COLUMNS = [
     ("INT8 acc", lambda r: _pct(r.int8_accuracy)),
     ("latency ms", lambda r: _num(r.latency_ms, 2) + _mark(r)),
     ("error %", lambda r: _num(r.latency_error_pct, 1)),
-    ("arena KB", lambda r: _kb(r.arena_bytes)), ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes)),
-    ("flash KB", lambda r: _kb(r.flash_bytes)), ("MACs", lambda r: _num(r.macs, 0)),
+    ("arena KB", lambda r: _kb(r.arena_bytes) + _mark(r)),
+    ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + _mark(r)),
+    ("flash KB", lambda r: _kb(r.flash_bytes) + _mark(r)), ("MACs", lambda r: _num(r.macs, 0)),
     ("params", lambda r: _num(r.params, 0)), ("source", lambda r: r.source or ""),
     ("train s", lambda r: _num(r.train_s, 1)), ("total s", lambda r: _num(r.total_s, 1)),
     ("reason", lambda r: r.reason or ""),
