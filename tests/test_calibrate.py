@@ -104,15 +104,20 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert all(m["ok"] and m["ops"] >= 1 for m in data["models"])
-    profile = isolated_home / "boards" / "esp32s3.toml"
-    entry = tomllib.loads(profile.read_text())["latency"]["esp-nn"]
+    # --virtual writes its own profile and leaves the real board's alone
+    assert not (isolated_home / "boards" / "esp32s3.toml").exists()
+    assert load_board("esp32s3").builtin
+    profile = isolated_home / "boards" / "esp32s3-virtual.toml"
+    fitted = tomllib.loads(profile.read_text())
+    assert fitted["name"] == "esp32s3-virtual"
+    entry = fitted["latency"]["esp-nn"]
     assert entry["error_pct"] == pytest.approx(data["after"]["median_abs_pct"], abs=0.051)
-    after = check_models(load_board("esp32s3"), truth, _held_out())
+    after = check_models(load_board("esp32s3-virtual"), truth, _held_out())
     assert _within_10(before) < 0.5, before
     assert _within_10(after) >= 0.9, after
     store = RecordStore()
-    assert len(store.model_rows("esp32s3")) == len(data["models"])
-    assert len(store.op_records("esp32s3")) >= len(data["models"])
+    assert len(store.model_rows("esp32s3-virtual")) == len(data["models"])
+    assert len(store.op_records("esp32s3-virtual")) >= len(data["models"])
 
 
 class _FlakyMeasurer:

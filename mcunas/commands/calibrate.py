@@ -77,6 +77,11 @@ def cli(
         click.echo("warning: --no-flash measures whatever the board runs; the CRC check will "
                    "fail for every suite model it does not run", err=True)  # fmt: skip
     board = load_board(board_name)
+    if virtual:  # never overwrite the real board's profile with a test device's costs
+        from dataclasses import replace
+
+        board = replace(board, name=f"{board.name}-virtual",
+                        title=f"{board.title} (virtual test device)")
     suite = load_suite(suite_size)
     db = RecordStore(Path(store) if store else None)
 

@@ -344,11 +344,14 @@ def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
     from mcunas.boards import user_boards_dir
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
-    kept, skipping = [], False
+    kept, skipping, top = [], False, True
     for line in text.splitlines():
         header = line.strip().startswith("[")
         if header:
+            top = False
             skipping = line.strip().startswith("[latency")
+        if top and line.split("=")[0].strip() == "name":
+            line = f"name = {_toml_value(board.name)}"  # a renamed copy keeps its own name
         if not skipping:
             kept.append(line)
     lines = [*kept, "", "[latency]"]
