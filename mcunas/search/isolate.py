@@ -10,6 +10,7 @@ starts a fresh worker.
 from __future__ import annotations
 
 import multiprocessing
+import signal
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -27,6 +28,11 @@ JOB_TIMEOUT_S = 600.0
 
 _BOARDS: dict[str, Any] = {}
 _SIMULATORS: dict[str, Any] = {}
+
+
+def _ignore_sigint() -> None:
+    """Leave Ctrl-C to the search process, which stops the worker itself."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _board(ref: str) -> Any:
@@ -79,7 +85,9 @@ class TflmWorker:
     def _submit(self, what: str, fn: Any, *args: Any) -> Any:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+            self._pool = ProcessPoolExecutor(
+                max_workers=1, mp_context=ctx, initializer=_ignore_sigint
+            )
         future = self._pool.submit(fn, *args)
         try:
             return future.result(timeout=JOB_TIMEOUT_S)
