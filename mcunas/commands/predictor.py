@@ -111,5 +111,11 @@ def _plot(results, path: Path, title: str) -> None:  # noqa: ANN001
     ax.set(xlabel="measured ms", ylabel="predicted ms (leave-one-out)", title=title)
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    try:
+        fig.savefig(path, dpi=100)
+    except OSError as exc:
+        from mcunas.errors import UserError
+
+        raise UserError(f"Cannot write the plot {path}: {exc.strerror or exc}") from None
+    finally:
+        plt.close(fig)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from mcunas.boards import CORES, KERNEL_LIBRARIES
 from mcunas.errors import UserError
 from mcunas.predict.coefficients import path_for
 
@@ -77,21 +78,32 @@ def load_calibration(
     Raises:
         UserError: missing file or columns, unreadable numbers, missing model file.
     """
+    from mcunas.audit import is_float_model
+
     models_dir = models_dir or path.parent / "models"
     try:
         with open(path, newline="", encoding="utf-8") as fh:
             rows = list(csv.DictReader(fh))
-    except OSError as exc:
-        raise UserError(f"Cannot read measurements file {path}: {exc}") from exc
-    missing = [k for k in _REQUIRED if rows and k not in rows[0]]
-    if not rows or missing:
-        raise UserError(f"{path}: need columns {', '.join(_REQUIRED)} (missing: {missing})")
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise UserError(f"Cannot read measurements file {path} as CSV: {exc}") from exc
+    missing = [k for k in _REQUIRED if not rows or k not in rows[0]]
+    if missing:
+        raise UserError(f"{path}: needs columns {', '.join(_REQUIRED)}; "
+                        f"missing {', '.join(missing)}")
     out = []
     for n, raw in enumerate(rows, start=2):
         model = Path(raw["model_file"])
         model = model if model.is_absolute() else models_dir / model
         if not model.is_file():
-            raise UserError(f"{path}:{n}: model file not found: {model}")
+            raise UserError(f"{path}:{n}: model file not found: {model} "
+                            "(relative names are looked up in models/ beside the CSV)")
+        if raw["core"] not in CORES or raw["kernels"] not in KERNEL_LIBRARIES:
+            raise UserError(f"{path}:{n}: core {raw['core']!r} or kernels {raw['kernels']!r} "
+                            f"unknown (cores: {', '.join(CORES)}; "
+                            f"kernels: {', '.join(KERNEL_LIBRARIES)})")
+        if is_float_model(_graph(model)):
+            raise UserError(f"{path}:{n}: {model} is a float model; calibration rows need "
+                            "full-integer INT8 models")
         try:
             out.append(
                 CalibrationRow(

@@ -67,9 +67,12 @@ class RecordStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else default_store_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path)
-        self._db.executescript(_SCHEMA)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path)
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise UserError(f"Cannot open the measurements store {self.path}: {exc}") from None
         self._models_dir = self.path.parent / "predictor-models"
 
     def close(self) -> None:
