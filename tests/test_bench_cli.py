@@ -72,7 +72,7 @@ def test_bench_json_keys(model_file, capsys):
         "ops",
     ):
         assert key in data
-    assert data["source"] == f"board:{vb.port}" and data["estimated"] is True
+    assert data["source"] == f"virtual-board:{vb.port}" and data["estimated"] is True
     assert data["latency_ms"] == 2.0 and data["ops"][0]["op"] == "CONV_2D"
 
 

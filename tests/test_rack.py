@@ -184,7 +184,9 @@ def test_registered_and_virtual_rack_end_to_end(tmp_path):
         with rack:
             outcomes = rack.measure_many([MODEL, OTHER_MODEL] * 3)
         assert all(o.ok for o in outcomes)
-        assert {o.measurement.source for o in outcomes} <= {f"board:{a.port}", f"board:{b.port}"}
+        assert {o.measurement.source for o in outcomes} <= {
+            f"virtual-board:{a.port}", f"virtual-board:{b.port}"
+        }
         silent = [s for s in rack.status() if s.port == c.port][0]
         assert "never printed 'ready'" in silent.out_reason
         probed = {rb.port: (ready, err) for rb, ready, err in probe_rack(load_rack(path), 0.3)}

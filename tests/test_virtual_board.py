@@ -34,7 +34,7 @@ def test_registered_as_board():
 def test_measures_through_noise_and_resets(fault):
     with virtual_board(fault) as vb:
         m = reader(vb.port).measure(MODEL)
-    assert m.source == f"board:{vb.port}" and m.estimated and m.details["virtual"]
+    assert m.source == f"virtual-board:{vb.port}" and m.estimated and m.details["virtual"]
     assert m.latency_ms == 2.0 and m.latency_max_ms >= m.latency_ms
     assert m.model_crc32 == model_crc32(MODEL)
     d = m.details

@@ -252,7 +252,8 @@ class BoardMeasurer:
             "result": result.raw,
         }
         return Measurement(
-            source=f"board:{port}",
+            # a virtual board reports the simulator's figures: say so in the source too
+            source=f"{'virtual-board' if virtual else 'board'}:{port}",
             estimated=virtual,  # a virtual board reports the simulator's figures
             latency_ms=result.latency_median_us / 1000.0,
             latency_max_ms=result.latency_max_us / 1000.0,

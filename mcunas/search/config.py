@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
@@ -70,11 +71,14 @@ class SearchConfig:
             raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
+        if self.measure == "simulator" and (self.port or self.rack):
+            raise UserError("--port and --rack need --measure board or hybrid; "
+                            "the default --measure simulator uses no board.")
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
         for name in ("max_latency_ms", "max_sram_kb", "max_flash_kb", "time_budget_s"):
             value = getattr(self, name)
-            if value is not None and value <= 0:
+            if value is not None and not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")
 
 
