@@ -25,7 +25,24 @@ from mcunas.errors import ModelError
 from mcunas.graph import Graph, load_model_bytes, read_graph
 from mcunas.predict.memory import MemoryEstimate, estimate_memory
 
-__all__ = ["ModelProfile", "profile_model"]
+__all__ = ["ModelProfile", "load_int8_model", "profile_model"]
+
+
+def load_int8_model(model: bytes | str | os.PathLike) -> tuple[bytes, Graph]:
+    """The bytes and graph of a full-integer INT8 ``.tflite`` (bytes or a path).
+
+    Raises:
+        ModelError: the file is missing or not a ``.tflite``, or the model is float.
+    """
+    data = load_model_bytes(model) if isinstance(model, (str, Path, os.PathLike)) else bytes(model)
+    where = str(model) if isinstance(model, (str, os.PathLike)) else "model"
+    graph = read_graph(data, name=where)
+    if is_float_model(graph):
+        raise ModelError(
+            f"{where} is a float model: mcunas needs a full-integer INT8 quantized .tflite "
+            "(convert with TFLITE_BUILTINS_INT8 and a representative dataset)"
+        )
+    return data, graph
 
 
 @dataclass(frozen=True)
@@ -144,14 +161,7 @@ def profile_model(
     """
     if kernels is not None and kernels != board.kernels:
         board = board.with_kernels(kernels)
-    data = load_model_bytes(model) if isinstance(model, (str, Path, os.PathLike)) else bytes(model)
-    where = str(model) if isinstance(model, (str, os.PathLike)) else "model"
-    graph = read_graph(data, name=where)
-    if is_float_model(graph):
-        raise ModelError(
-            f"{where} is a float model: mcunas needs a full-integer INT8 quantized .tflite "
-            "(convert with TFLITE_BUILTINS_INT8 and a representative dataset)"
-        )
+    data, graph = load_int8_model(model)
     audit = audit_graph(graph, board)
     memory = estimate_memory(data, graph, board)
     latency = _predict_latency(graph, board)

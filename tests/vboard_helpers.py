@@ -6,10 +6,17 @@ import contextlib
 
 from mcunas.boards import load_board
 from mcunas.measure.virtual_board import VirtualBoard, fixed_figures
+from mcunas.tflm import build_model
 
-# A byte string with the .tflite identifier; the virtual board only hashes it.
-MODEL = b"\x1c\x00\x00\x00TFL3" + bytes(range(200))
-OTHER_MODEL = b"\x1c\x00\x00\x00TFL3" + bytes(range(100, 250))
+
+def tiny_int8_model(op: str = "RELU", width: int = 4) -> bytes:
+    """A one-op INT8 .tflite (the virtual board only hashes it; bench also parses it)."""
+    t = {"shape": [1, width], "dtype": "int8", "scale": 0.1, "zero_point": 0}
+    return build_model([(op, [0], [1])], [dict(t), dict(t)], [0], [1])
+
+
+MODEL = tiny_int8_model()
+OTHER_MODEL = tiny_int8_model(width=8)
 FAST = fixed_figures(latency_ms=2.0, arena_bytes=40_000)
 
 

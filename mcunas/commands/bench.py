@@ -3,29 +3,17 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import click
 
 from mcunas.boards import load_board
-from mcunas.errors import ModelError
 from mcunas.measure.base import Measurement
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 
 # The firmware project builder; None means mcunas.measure.pio.PioProject. Tests swap in a double.
 PROJECT_FACTORY: Any = None
 
-
-def read_model(path: str) -> bytes:
-    """The bytes of a ``.tflite`` file; ModelError if missing or not a TFLite flatbuffer."""
-    p = Path(path)
-    if not p.is_file():
-        raise ModelError(f"model file not found: {path}")
-    data = p.read_bytes()
-    if len(data) < 8 or data[4:8] != b"TFL3":
-        raise ModelError(f"{path} is not a .tflite model (no TFL3 flatbuffer identifier)")
-    return data
 
 
 def _report(m: Measurement) -> list[str]:
@@ -91,7 +79,9 @@ def cli(
     if timeout_s <= 0:
         raise click.BadParameter("must be positive", param_hint="--timeout")
     board = load_board(board_name)
-    model_bytes = read_model(model)
+    from mcunas.profile import load_int8_model
+
+    model_bytes, _ = load_int8_model(model)
     measurer = BoardMeasurer(
         board,
         port=port,
