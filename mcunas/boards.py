@@ -176,9 +176,22 @@ def _profile_files() -> dict[str, tuple[Path, bool]]:
     return found
 
 
-def list_boards() -> list[BoardProfile]:
-    """Every profile, user ones overriding built-in ones of the same name."""
-    return [_load_file(path, builtin) for path, builtin in _profile_files().values()]
+def list_boards(errors: list[str] | None = None) -> list[BoardProfile]:
+    """Every profile, user ones overriding built-in ones of the same name.
+
+    Args:
+        errors: list | None; if given, a malformed profile is skipped and its
+            one-line error appended here instead of raised.
+    """
+    boards = []
+    for path, builtin in _profile_files().values():
+        try:
+            boards.append(_load_file(path, builtin))
+        except BoardProfileError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
+    return boards
 
 
 def load_board(name_or_path: str) -> BoardProfile:

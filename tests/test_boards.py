@@ -126,3 +126,14 @@ def test_board_too_small_for_the_firmware(tmp_path):
     path.write_text(MINIMAL.replace("262144", "8192"))
     with pytest.raises(BoardProfileError, match="no SRAM left to the model"):
         load_board(str(path))
+
+
+def test_listing_skips_a_broken_user_profile(isolated_home):
+    folder = isolated_home / "boards"
+    folder.mkdir(parents=True)
+    (folder / "broken.toml").write_text("name = 'broken'\n")
+    result = CliRunner().invoke(cli, ["boards"])
+    assert result.exit_code == 0
+    assert "esp32s3" in result.output and "skipped:" in result.output
+    with pytest.raises(BoardProfileError):
+        list_boards()

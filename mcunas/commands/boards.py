@@ -28,7 +28,10 @@ def cli(ctx: click.Context, as_json: bool) -> None:
     """List the board profiles (user folder first, then built-in)."""
     if ctx.invoked_subcommand is not None:
         return
-    boards = list_boards()
+    problems: list[str] = []
+    boards = list_boards(problems)
+    for problem in problems:
+        click.secho(f"skipped: {problem}", err=True, fg="yellow")
     if as_json:
         click.echo(json.dumps([b.to_dict() for b in boards], indent=2))
         return
