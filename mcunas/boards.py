@@ -137,6 +137,7 @@ class BoardProfile:
     def with_kernels(self, kernels: str) -> BoardProfile:
         """Return a copy of this profile using another kernel library."""
         _check_choice("kernels", kernels, KERNEL_LIBRARIES, self.path or self.name)
+        _check_kernels_fit_core(kernels, self.core, self.name)
         from dataclasses import replace
 
         return replace(self, kernels=kernels)
@@ -220,6 +221,15 @@ def _check_choice(key: str, value: Any, choices: tuple[str, ...], where: str) ->
         )
 
 
+def _check_kernels_fit_core(kernels: str, core: str, where: str) -> None:
+    """ESP-NN exists only for Espressif chips (Xtensa LX6/LX7, the ESP32-C3's RISC-V)."""
+    if kernels == "esp-nn" and core_family(core) == "cortex-m":
+        raise BoardProfileError(
+            f"{where}: kernels = 'esp-nn' is Espressif's library and does not run on {core}; "
+            "use cmsis-nn or reference"
+        )
+
+
 def _positive_int(data: dict[str, Any], key: str, where: str) -> int:
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
@@ -247,6 +257,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         raise BoardProfileError(f"{where}: missing required key(s): {', '.join(missing)}")
     _check_choice("core", data["core"], CORES, where)
     _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
+    _check_kernels_fit_core(data["kernels"], data["core"], where)
     sizes = {k: _positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
     tables = ("firmware", "platformio", "serial", "latency", "sources")
     fw, pio, serial, latency, sources = (_table(data, key, where) for key in tables)

@@ -137,3 +137,12 @@ def test_listing_skips_a_broken_user_profile(isolated_home):
     assert "esp32s3" in result.output and "skipped:" in result.output
     with pytest.raises(BoardProfileError):
         list_boards()
+
+
+def test_esp_nn_is_refused_on_a_cortex_m(tmp_path):
+    path = tmp_path / "m4.toml"
+    path.write_text(MINIMAL.replace("cmsis-nn", "esp-nn"))
+    with pytest.raises(BoardProfileError, match="Espressif"):
+        load_board(str(path))
+    with pytest.raises(BoardProfileError, match="Espressif"):
+        load_board("nucleo_f746zg").with_kernels("esp-nn")
