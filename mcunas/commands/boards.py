@@ -69,7 +69,8 @@ def _describe(board: BoardProfile) -> list[str]:
     return lines
 
 
-@cli.command("show")
+@cli.command("show", epilog="Examples: mcunas boards show esp32s3 --json;  "
+             "mcunas boards show ./my_board.toml")
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show(name: str, as_json: bool) -> None:

@@ -20,12 +20,21 @@ _STORE = click.option(
 )
 
 
-@click.group()
+@click.group(
+    epilog="""\b
+Examples:
+  mcunas predictor import mcunas/calibration/measurements.csv
+  mcunas predictor fit --board esp32s3
+  mcunas predictor report --board nucleo_l4r5zi --plot l4r5.png
+\b
+CSV columns: id, model_file, core, clock_mhz, kernels, latency_ms (board,
+runtime, source optional); model_file is looked up in models/ beside the CSV.""",
+)
 def cli() -> None:
     """Fit, import and report the latency predictor."""
 
 
-@cli.command("import")
+@cli.command("import", epilog="Example: mcunas predictor import my_boards.csv --store lab.sqlite")
 @click.argument("csv_path", type=click.Path(dir_okay=False))
 @_STORE
 def import_cmd(csv_path: str, store: str | None) -> None:
@@ -35,7 +44,7 @@ def import_cmd(csv_path: str, store: str | None) -> None:
     click.echo(f"Imported {count} measurement(s) into {db.path}")
 
 
-@cli.command("fit")
+@cli.command("fit", epilog="Example: mcunas predictor fit --board esp32s3")
 @click.option(
     "--board", "board_name", default=None, help="Refit one board (default: all in the store)."
 )
@@ -63,7 +72,7 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
         click.echo(f"{name}: {libs} -> {out}")
 
 
-@cli.command("report")
+@cli.command("report", epilog="Example: mcunas predictor report --board esp32s3 --plot s3.png")
 @click.option("--board", "board_name", required=True, help="Board profile name or path.")
 @click.option(
     "--plot", type=click.Path(dir_okay=False), default=None, help="Predicted-vs-measured PNG."

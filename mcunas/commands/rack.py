@@ -29,7 +29,7 @@ def cli() -> None:
     """Manage a rack of boards measured in parallel."""
 
 
-@cli.command("list")
+@cli.command("list", epilog="Example: mcunas rack list --rack rack.toml --timeout 5 --json")
 @click.option("--rack", "rack_path", default="rack.toml", show_default=True, help=RACK_HELP)
 @click.option(
     "--timeout",
