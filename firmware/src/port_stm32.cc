@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "cortex_m.h"
+#include "dwt_timer.h"
 #include "port.h"
 
 extern "C" {
@@ -22,21 +23,9 @@ void* _sbrk(ptrdiff_t increment);
 namespace mcunas {
 
 namespace {
-bool g_dwt = false;
 uintptr_t g_paint_lo = 0;
 uintptr_t g_paint_top = 0;
 }  // namespace
-
-void serial_begin();
-
-void port_init() {
-  serial_begin();
-  g_dwt = cortex_m::dwt_start();
-}
-
-uint32_t port_ticks() { return g_dwt ? cortex_m::dwt_cycles() : micros(); }
-uint32_t port_tick_hz() { return g_dwt ? SystemCoreClock : 1000000u; }
-const char* port_timer_name() { return g_dwt ? "dwt" : "micros"; }
 
 void port_stack_paint() {
   g_paint_lo = reinterpret_cast<uintptr_t>(_sbrk(0)) + 64;
