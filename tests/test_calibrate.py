@@ -13,7 +13,7 @@ from click.testing import CliRunner
 from mcunas.boards import load_board
 from mcunas.calibrate import calibrate, check_models
 from mcunas.commands.calibrate import cli
-from mcunas.errors import CandidateError
+from mcunas.errors import CandidateError, UserError
 from mcunas.graph import read_graph
 from mcunas.measure.base import Measurement, OpTiming
 from mcunas.measure.virtual_truth import GroundTruth
@@ -172,4 +172,4 @@ def test_rack_of_virtual_boards_measures_in_parallel(isolated_home, tmp_path):
 
 def test_cli_rejects_conflicting_targets():
     result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--port", "/dev/x"])
-    assert result.exit_code == 2 and "--virtual" in result.output
+    assert isinstance(result.exception, UserError) and "--virtual" in str(result.exception)

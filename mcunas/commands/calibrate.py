@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import math
 
 import click
+from click.core import ParameterSource
 
 from mcunas.errors import UserError
 
@@ -14,6 +16,25 @@ def _pct(stats: dict[str, float]) -> str:
         f"median |error| {stats['median_abs_pct']:.1f}%, within 10%: {stats['within_10']:.0%}, "
         f"within 25%: {stats['within_25']:.0%} (n={stats['n']})"
     )
+
+
+def _check_options(ctx: click.Context, timeout_s: float | None) -> None:
+    """Refuse option combinations that cannot work, before anything is opened."""
+
+    def given(name: str) -> bool:
+        return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
+
+    p = ctx.params
+    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
+        raise UserError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
+    targets = [f"--{n}" for n, on in (("port", given("port")), ("rack", p["rack_path"]),
+                                      ("virtual", p["virtual"])) if on]  # fmt: skip
+    if len(targets) > 1:
+        raise UserError(f"give one of --port, --rack and --virtual, not {' and '.join(targets)}")
+    if given("truth_seed") and not p["virtual"]:
+        raise UserError("--truth-seed only applies with --virtual")
+    if p["virtual"] and p["no_flash"]:
+        raise UserError("--no-flash cannot measure a suite on the virtual board")
 
 
 @click.command(
@@ -65,14 +86,7 @@ def cli(
     from mcunas.predict.records import RecordStore
     from mcunas.predict.suite import load_suite
 
-    if virtual and (rack_path or port != "auto"):
-        raise click.UsageError(
-            "--virtual measures the in-process virtual board: drop --port/--rack"
-        )
-    if rack_path and port != "auto":
-        raise click.UsageError("give either --port or --rack, not both")
-    if virtual and no_flash:
-        raise click.UsageError("--no-flash cannot measure a suite on the virtual board")
+    _check_options(click.get_current_context(), timeout_s)
     if no_flash:
         click.echo("warning: --no-flash measures whatever the board runs; the CRC check will "
                    "fail for every suite model it does not run", err=True)  # fmt: skip
@@ -80,8 +94,9 @@ def cli(
     if virtual:  # never overwrite the real board's profile with a test device's costs
         from dataclasses import replace
 
-        board = replace(board, name=f"{board.name}-virtual",
-                        title=f"{board.title} (virtual test device)")
+        board = replace(
+            board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)"
+        )
     suite = load_suite(suite_size)
     db = RecordStore(Path(store) if store else None)
 
