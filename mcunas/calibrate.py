@@ -215,9 +215,10 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.predict.fit import _graph, refit_board
+    from mcunas.predict.fit import _graph, fit_base, refit_board
     from mcunas.predict.opfit import cross_validate
 
+    board = fit_base(board)  # the store holds every earlier run: start from the priors
     rows, ops = store.model_rows(board.name), store.op_records(board.name)
 
     def graph_of(key: str) -> Any:

@@ -1,8 +1,12 @@
-"""Leave-one-out error of the latency model on mcunas/calibration/measurements.csv.
+"""Leave-one-out error of the latency model on the built-in calibration rows.
+
+The built-in rows are mcunas/calibration/measurements.csv (as shipped in
+shared/calibration) and measurements_extra.csv (further published figures).
+Each row is predicted from a fit on all the others.
 
 scripts/bench predictor                   # LOO table, per family, worst cases
 scripts/bench predictor --csv FILE.csv    # another measurements file (same columns)
-scripts/bench predictor --emit-defaults   # also print DEFAULT_SCALES / DEFAULT_ERRORS
+scripts/bench predictor --emit-defaults   # also print DEFAULT_SCALES / _ERRORS / _CHECKED
 """
 
 from __future__ import annotations
@@ -18,6 +22,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_CSV,
+    CALIBRATION_EXTRA_CSV,
+    checked_variants,
     fit_scales,
     leave_one_out,
     load_calibration,
@@ -34,13 +40,14 @@ def _line(name: str, stats: dict[str, float]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--csv", type=Path, default=CALIBRATION_CSV)
+    parser.add_argument("--csv", type=Path, default=None, help="default: the built-in rows")
     parser.add_argument("--emit-defaults", action="store_true")
     args = parser.parse_args()
     start = time.perf_counter()
     rows = load_calibration(args.csv)
     results = leave_one_out(rows)
-    print(f"Leave-one-out latency error on {args.csv} ({len(rows)} rows)\n")
+    where = args.csv or f"{CALIBRATION_CSV.name} + {CALIBRATION_EXTRA_CSV.name}"
+    print(f"Leave-one-out latency error on {where} ({len(rows)} rows)\n")
     print(f"  {'row':<22} {'path':<13} {'measured':>9} {'predicted':>10} {'error':>8}  fitted from")
     for r in results:
         src = f"{r.from_rows} other row(s)" if r.from_rows else "kernel tables alone"
@@ -61,6 +68,10 @@ def main() -> int:
         print(_line(name, summarize(group)))
     print("All rows:")
     print(_line("all", summarize(results)))
+    if args.csv is None:
+        shared = {r.id for r in load_calibration(CALIBRATION_CSV)}
+        print(f"Rows of {CALIBRATION_CSV.name} (shared/calibration), each fitted without itself:")
+        print(_line("measurements.csv", summarize([r for r in results if r.row.id in shared])))
     worst = sorted(results, key=lambda r: -abs(r.error_pct))[:3]
     print("Worst cases: " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in worst))
     if args.emit_defaults:
@@ -70,6 +81,7 @@ def main() -> int:
             errors[r.row.path].append(abs(r.error_pct))
         print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
         print("DEFAULT_ERRORS = " + repr({p: round(max(e), 1) for p, e in sorted(errors.items())}))
+        print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
         by_board: dict[tuple[str, str], list] = defaultdict(list)
         for r in results:
             by_board[(r.row.board, r.row.kernels)].append(r)

@@ -26,6 +26,8 @@ Examples:
   mcunas predictor import mcunas/calibration/measurements.csv
   mcunas predictor fit --board esp32s3
   mcunas predictor report --board nucleo_l4r5zi --plot l4r5.png
+  mcunas predictor list
+  mcunas predictor forget --board esp32s3 --source board:/dev/ttyUSB0
 \b
 CSV columns: id, model_file, core, clock_mhz, kernels, latency_ms (board,
 runtime, source optional); model_file is looked up in models/ beside the CSV.""",
@@ -42,6 +44,48 @@ def import_cmd(csv_path: str, store: str | None) -> None:
     db = _store(store)
     count = db.import_csv(Path(csv_path))
     click.echo(f"Imported {count} measurement(s) into {db.path}")
+
+
+@cli.command("list", epilog="Example: mcunas predictor list --store lab.sqlite")
+@_STORE
+def list_cmd(store: str | None) -> None:
+    """What the store holds: measurements per board, kernel library and source."""
+    db = _store(store)
+    groups = db.summary()
+    if not groups:
+        click.echo(f"No measurements in {db.path}")
+        return
+    click.echo(f"{db.path}:")
+    click.echo(f"  {'board':<22} {'kernels':<10} {'models':>6} {'ops':>6}  source")
+    for board, kernels, source, models, ops in groups:
+        click.echo(f"  {board:<22} {kernels:<10} {models:>6} {ops:>6}  {source}")
+
+
+@cli.command(
+    "forget",
+    epilog="""\b
+Examples:
+  mcunas predictor forget --board esp32s3 --yes
+  mcunas predictor forget --board esp32s3 --source board:/dev/ttyUSB0
+Then `mcunas predictor fit --board NAME` refits from what is left.""",
+)
+@click.option("--board", "board_name", required=True, help="Board whose measurements to delete.")
+@click.option("--source", default=None, help="Only this source (as `predictor list` shows it).")
+@click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
+@_STORE
+def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None) -> None:
+    """Delete a board's measurements from the store (a bad run, a changed firmware)."""
+    db = _store(store)
+    groups = [g for g in db.summary() if g[0] == board_name and source in (None, g[2])]
+    if not groups:
+        what = f" from source {source!r}" if source else ""
+        raise UserError(f"No measurements for board '{board_name}'{what} in {db.path} "
+                        "(see `mcunas predictor list`)")  # fmt: skip
+    total = sum(g[3] + g[4] for g in groups)
+    if not yes:
+        click.confirm(f"Delete {total} measurement(s) of {board_name}?", abort=True)
+    count = db.forget(board_name, source)
+    click.echo(f"Deleted {count} measurement(s) of {board_name} from {db.path}")
 
 
 @cli.command("fit", epilog="Example: mcunas predictor fit --board esp32s3")

@@ -1,6 +1,6 @@
 """Fitting the latency model to whole-model measurements, and its honest error.
 
-With few whole-model rows (8 in ``mcunas/calibration/measurements.csv``) the
+With few whole-model rows (10 in ``mcunas/calibration/measurements*.csv``) the
 model keeps one free parameter per kernel code path: a ``scale`` on cycles
 whose relative per-variant costs come from kernel microbenchmarks and priors.
 The scale is the geometric mean of measured / modelled cycles over the rows
@@ -31,8 +31,10 @@ from mcunas.predict.coefficients import path_for
 
 __all__ = [
     "CALIBRATION_CSV",
+    "CALIBRATION_EXTRA_CSV",
     "CalibrationRow",
     "LooResult",
+    "checked_variants",
     "fit_scales",
     "leave_one_out",
     "load_calibration",
@@ -42,6 +44,8 @@ __all__ = [
 
 CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "calibration"
 CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
+# Further published rows mcunas added (sources checked; see calibration/README.md).
+CALIBRATION_EXTRA_CSV = CALIBRATION_DIR / "measurements_extra.csv"
 _REQUIRED = ("id", "model_file", "core", "clock_mhz", "kernels", "latency_ms")
 
 
@@ -71,15 +75,20 @@ class CalibrationRow:
 
 
 def load_calibration(
-    path: Path = CALIBRATION_CSV, models_dir: Path | None = None
+    path: Path | None = None, models_dir: Path | None = None
 ) -> list[CalibrationRow]:
     """Read a measurements CSV (the form of ``mcunas/calibration/measurements.csv``).
+
+    Without ``path``: the built-in data, ``measurements.csv`` (as shipped in
+    ``shared/calibration``) followed by ``measurements_extra.csv``.
 
     Raises:
         UserError: missing file or columns, unreadable numbers, missing model file.
     """
     from mcunas.audit import is_float_model
 
+    if path is None:
+        return [*load_calibration(CALIBRATION_CSV), *load_calibration(CALIBRATION_EXTRA_CSV)]
     models_dir = models_dir or path.parent / "models"
     try:
         with open(path, newline="", encoding="utf-8") as fh:
@@ -135,6 +144,37 @@ def row_cycles(row: CalibrationRow) -> dict[str, float]:
     from mcunas.predict.latency import base_cycles
 
     return base_cycles(_graph(row.model), row.core, row.kernels)
+
+
+MIN_CHECKED_SHARE = 0.01  # a variant under 1% of a row's modelled time is not checked by it
+
+
+def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
+    """Per code path, the variants whose cost the rows' whole-model figures check.
+
+    A variant counts when, in a row measured on that path, it makes up at least
+    :data:`MIN_CHECKED_SHARE` of the row's modelled cycles (on that path). The
+    measured error of a path says nothing about variants no row exercised.
+    """
+    from mcunas.kernels import is_accelerated
+    from mcunas.predict.features import op_features
+    from mcunas.predict.latency import op_cycles, path_tables
+
+    tables = path_tables()
+    out: dict[str, set[str]] = {}
+    for row in rows:
+        graph = _graph(row.model)
+        per: dict[tuple[str, str], float] = {}
+        for op, feat in zip(graph.ops, op_features(graph), strict=True):
+            fast = row.kernels != "reference" and is_accelerated(op, row.kernels)
+            path = row.path if fast else "tflm-ref"
+            key = (path, feat.variant)
+            per[key] = per.get(key, 0.0) + op_cycles(feat, tables[path])
+        total = sum(per.values()) or 1.0
+        for (path, variant), cycles in per.items():
+            if cycles / total >= MIN_CHECKED_SHARE:
+                out.setdefault(path, set()).add(variant)
+    return {p: sorted(v) for p, v in sorted(out.items())}
 
 
 def predict_row_ms(row: CalibrationRow, scales: dict[str, float]) -> float:
@@ -272,6 +312,31 @@ def _scale_without(row: CalibrationRow) -> float:
     return fit_scales(rest).get(row.path, 1.0)
 
 
+FIT_SOURCE = "mcunas predictor fit"
+
+
+def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
+    """The profile a refit starts from: never the output of an earlier refit.
+
+    A refit uses every measurement in the store, so starting from a profile an
+    earlier refit wrote would count those measurements twice (and a K-fold
+    held-out model would leak into its own prediction). A profile whose
+    ``[latency]`` table mcunas wrote is replaced by the built-in profile of the
+    same name, or loses that table if there is none; hand-written tables stay.
+    """
+    from dataclasses import replace
+
+    from mcunas.boards import builtin_boards_dir, load_board
+
+    source = str((board.latency or {}).get("source", ""))
+    if board.builtin or not source.startswith(FIT_SOURCE):
+        return board
+    builtin = builtin_boards_dir() / f"{board.name}.toml"
+    if builtin.is_file():
+        return load_board(str(builtin))
+    return replace(board, latency={})
+
+
 def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     """A new ``[latency]`` table for ``board`` from its measurements.
 
@@ -288,7 +353,8 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
 
     from mcunas.predict.opfit import fit_op_tables
 
-    table: dict = {"source": f"mcunas predictor fit: {len(rows)} model and "
+    board = fit_base(board)
+    table: dict = {"source": f"{FIT_SOURCE}: {len(rows)} model and "
                    f"{len(op_records)} op measurements"}  # fmt: skip
     op_tables = fit_op_tables(board, op_records, rows, graph_of)[0] if op_records else {}
     for kernels in sorted({r.kernels for r in rows} | set(op_tables)):
@@ -297,12 +363,14 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
         trial = replace(board, latency={**(board.latency or {}), **op_tables, kernels: entry})
         if kernels in op_tables:
             _op_level_scale_and_error(board, trial, entry, mine, op_records, graph_of)
+            entry["checked_variants"] = sorted(entry.get("op_error_pct", {}))
         elif mine:
             loo = board_loo(trial, mine)
             unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]
             entry["scale"] = round(_geomean(unit), 4)
             entry["error_pct"] = round(statistics.median(abs(r.error_pct) for r in loo), 1)
             entry["rows"] = [r.id for r in mine]
+            entry["checked_variants"] = checked_variants(mine).get(mine[0].path, [])
         table[kernels] = entry
     return table
 
@@ -366,6 +434,8 @@ def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
             line = f"name = {_toml_value(board.name)}"  # a renamed copy keeps its own name
         if not skipping:
             kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()  # an earlier fit's blank lines before its [latency] table
     lines = [*kept, "", "[latency]"]
     lines += [f"{k} = {_toml_value(v)}" for k, v in latency.items() if not isinstance(v, dict)]
     for lib, entry in latency.items():

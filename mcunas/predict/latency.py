@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
@@ -33,6 +33,7 @@ from mcunas.errors import BoardProfileError
 from mcunas.kernels import is_accelerated
 from mcunas.predict.coefficients import (
     CORE_FACTORS,
+    DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
     PRIOR_TABLES,
@@ -65,6 +66,7 @@ class OpEstimate:
     macs: int
     ms: float
     accelerated: bool
+    error_pct: float = NO_DATA_ERROR_PCT  # measured error for this board, library and variant
 
 
 @dataclass(frozen=True)
@@ -106,6 +108,32 @@ class _Resolved:
     scale: float
     error_pct: float
     source: str
+    checked: frozenset[str] = frozenset()
+    op_errors: dict[str, float] = field(default_factory=dict)
+
+    def variant_error(self, variant: str) -> float:
+        """Stated error of one variant on this path.
+
+        The path's measured whole-model error where those measurements checked
+        the variant; else its per-op fit error where op times measured it; else
+        at least :data:`NO_DATA_ERROR_PCT`.
+        """
+        if variant in self.checked or variant == "free":
+            return self.error_pct
+        if variant in self.op_errors:
+            return self.op_errors[variant]
+        return max(self.error_pct, NO_DATA_ERROR_PCT)
+
+
+def _checked(entry: dict[str, Any], path: str) -> frozenset[str]:
+    """Variants the stated error was measured on (see :func:`fit.checked_variants`)."""
+    if "checked_variants" in entry:
+        if not isinstance(entry["checked_variants"], list):
+            raise TypeError("checked_variants must be a list of variant names")
+        return frozenset(str(v) for v in entry["checked_variants"])
+    if isinstance(entry.get("op_error_pct"), dict):
+        return frozenset(entry["op_error_pct"])
+    return frozenset(DEFAULT_CHECKED.get(path, ()))
 
 
 def _board_entry(board: Any, kernels: str) -> dict[str, Any]:
@@ -124,6 +152,8 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     try:
         scale = float(entry.get("scale", DEFAULT_SCALES.get(path, 1.0)))
         error = float(entry.get("error_pct", DEFAULT_ERRORS.get(path, NO_DATA_ERROR_PCT)))
+        checked = _checked(entry, path) if "error_pct" in entry or not entry else frozenset()
+        op_errors = {str(k): float(v) for k, v in entry.get("op_error_pct", {}).items()}
         changes = {k: float(entry[k]) for k in _OVERRIDE_KEYS if k in entry}
         if "mac" in entry:
             changes["mac"] = {**table.mac, **{k: float(v) for k, v in entry["mac"].items()}}
@@ -136,10 +166,11 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     if entry:
         source = str(entry.get("source") or (board.latency or {}).get("source") or where)
     elif path in DEFAULT_SCALES:
-        source = f"{path} defaults fitted to mcunas/calibration/measurements.csv"
+        source = f"{path} defaults fitted to mcunas/calibration/measurements*.csv"
     else:
         source = f"{path} priors ({table.source}); no measurement checks them"
-    return _Resolved(table, _core_factor(path, board.core), scale, error, source)
+    factor = _core_factor(path, board.core)
+    return _Resolved(table, factor, scale, error, source, checked, op_errors)
 
 
 def op_cycles(feat: OpFeatures, table: PathTable) -> float:
@@ -190,8 +221,11 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
             another kernel library).
 
     Returns:
-        A :class:`LatencyEstimate`; ``error_pct`` is the measured (leave-one-out)
-        error of the model for this board and library, or 50% where none exists.
+        A :class:`LatencyEstimate`. Each op's ``error_pct`` is the measured error
+        of its code path on this board (leave-one-out or cross-validated) where
+        measurements checked its variant, and at least 50% where none did
+        (e.g. BATCH_MATMUL on a board calibrated only with conv models); the
+        model's ``error_pct`` is their time-weighted mean.
 
     Raises:
         BoardProfileError: the profile's ``[latency]`` table is malformed.
@@ -199,20 +233,26 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     main = resolve(board, board.kernels)
     ref = resolve(board, "reference") if board.kernels != "reference" else main
     per_ms = 1000.0 / board.clock_hz
-    ops, total, mac_count = [], main.table.invoke_overhead * main.factor * main.scale, 0
+    total = main.table.invoke_overhead * main.factor * main.scale
+    overhead_error = main.error_pct if main.checked else max(main.error_pct, NO_DATA_ERROR_PCT)
+    weighted, ops, mac_count = total * overhead_error, [], 0
     for op, feat in zip(graph.ops, op_features(graph), strict=True):
         fast = board.kernels != "reference" and is_accelerated(op, board.kernels)
         coef = main if fast else ref
         cycles = op_cycles(feat, coef.table) * coef.factor * coef.scale
+        error = coef.variant_error(feat.variant)
         total += cycles
+        weighted += cycles * error
         mac_count += feat.macs if feat.variant in MAC_VARIANTS else 0
-        ops.append(OpEstimate(op.index, op.name, feat.variant, feat.macs, cycles * per_ms, fast))
+        ops.append(
+            OpEstimate(op.index, op.name, feat.variant, feat.macs, cycles * per_ms, fast, error)
+        )
     ms = total * per_ms
     peak = board.peak_macs_per_cycle or 1.0
     lower = mac_count / peak * per_ms
     return LatencyEstimate(
         ms=ms,
-        error_pct=main.error_pct,
+        error_pct=round(weighted / total, 1) if total > 0 else main.error_pct,
         lower_bound_ms=lower,
         mac_utilisation=lower / ms if ms > 0 else 0.0,
         ops=tuple(ops),

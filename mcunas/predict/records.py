@@ -35,6 +35,14 @@ CREATE TABLE IF NOT EXISTS measurements (
     label TEXT, UNIQUE (model_hash, board, kernels, clock_hz, source, op_index, label)
 );
 """
+# The table's UNIQUE treats NULLs as distinct, so whole-model rows (op_index NULL)
+# were stored again on each re-import: drop such repeats (keep the newest), then
+# key on the NULL-safe expressions so INSERT OR REPLACE replaces them.
+_KEY = "model_hash, board, kernels, clock_hz, source, IFNULL(op_index, -1), IFNULL(label, '')"
+_DEDUPE = f"""
+DELETE FROM measurements WHERE id NOT IN (SELECT MAX(id) FROM measurements GROUP BY {_KEY});
+CREATE UNIQUE INDEX IF NOT EXISTS measurements_key ON measurements ({_KEY});
+"""
 
 
 def default_store_path() -> Path:
@@ -71,6 +79,10 @@ class RecordStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
             self._db.executescript(_SCHEMA)
+            if not self._db.execute(
+                "SELECT 1 FROM sqlite_master WHERE name='measurements_key'"
+            ).fetchone():
+                self._db.executescript(_DEDUPE)
         except (OSError, sqlite3.DatabaseError) as exc:
             raise UserError(f"Cannot open the measurements store {self.path}: {exc}") from None
         self._models_dir = self.path.parent / "predictor-models"
@@ -167,6 +179,28 @@ class RecordStore:
     def boards(self) -> list[str]:
         """Board names with at least one measurement."""
         return [r[0] for r in self._db.execute("SELECT DISTINCT board FROM measurements")]
+
+    def summary(self) -> list[tuple[str, str, str, int, int]]:
+        """(board, kernels, source, whole-model measurements, per-op measurements) groups."""
+        sql = ("SELECT board, kernels, source, SUM(op_index IS NULL), SUM(op_index IS NOT NULL)"
+               " FROM measurements GROUP BY board, kernels, source"
+               " ORDER BY board, kernels, source")  # fmt: skip
+        return [tuple(r) for r in self._db.execute(sql)]
+
+    def forget(self, board: str, source: str | None = None) -> int:
+        """Delete a board's measurements (only those of ``source`` if given); return the count.
+
+        Models no measurement refers to any more are dropped too.
+        """
+        sql, args = "DELETE FROM measurements WHERE board=?", (board,)
+        if source is not None:
+            sql, args = sql + " AND source=?", (board, source)
+        with self._db:
+            count = self._db.execute(sql, args).rowcount
+            self._db.execute(
+                "DELETE FROM models WHERE hash NOT IN (SELECT model_hash FROM measurements)"
+            )
+        return count
 
 
 def board_for_row(row: CalibrationRow) -> str:

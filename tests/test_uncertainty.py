@@ -1,0 +1,142 @@
+"""Per-op uncertainty, the refit's starting profile, and the measurement store's upkeep."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from mcunas.boards import load_board
+from mcunas.commands.predictor import cli
+from mcunas.errors import BoardProfileError
+from mcunas.graph import read_graph
+from mcunas.predict.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
+from mcunas.predict.fit import FIT_SOURCE, fit_base
+from mcunas.predict.latency import NO_DATA_ERROR_PCT, predict_latency
+from mcunas.predict.records import RecordStore
+from mcunas.predict.suite import build_suite
+
+CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
+BASE = (
+    'name = "lab"\ncore = "xtensa-lx7"\nclock_hz = 240_000_000\nsram_bytes = 524288\n'
+    'flash_bytes = 8388608\nkernels = "esp-nn"\n'
+)
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return {m.name: read_graph(m.model_bytes) for m in build_suite("small")}
+
+
+def test_checked_variants_carry_the_measured_error(suite):
+    est = predict_latency(suite["block_ds_24x16"], load_board("esp32s3"))
+    assert {o.variant for o in est.ops} - {"free"} <= set(DEFAULT_CHECKED["esp-nn-s3"])
+    assert est.error_pct == pytest.approx(14.1)
+
+
+def test_unchecked_variants_are_stated_at_the_no_data_error(suite):
+    """No calibration row runs attention: its BATCH_MATMUL gets no measured error."""
+    est = predict_latency(suite["block_attn_16x32"], load_board("esp32s3"))
+    bmm = [o for o in est.ops if o.variant == "bmm"]
+    assert bmm and all(not o.accelerated and o.error_pct == NO_DATA_ERROR_PCT for o in bmm)
+    weighted = sum(o.ms * o.error_pct for o in est.ops)
+    rest = est.ms - sum(o.ms for o in est.ops)  # the invoke overhead, at the path's error
+    assert est.error_pct == pytest.approx((weighted + rest * 14.1) / est.ms, abs=0.05)
+    assert est.error_pct > 40
+
+
+def test_profile_may_name_the_variants_its_error_was_measured_on(tmp_path, suite):
+    path = tmp_path / "lab.toml"
+    path.write_text(
+        BASE + '\n[latency.reference]\nscale = 5.0\nerror_pct = 6.0\nchecked_variants = ["bmm"]\n'
+    )
+    est = predict_latency(suite["bmm_16x32"], load_board(str(path)))
+    assert {o.error_pct for o in est.ops if o.variant == "bmm"} == {6.0}
+    path.write_text(BASE + '\n[latency.reference]\nerror_pct = 6.0\nchecked_variants = "bmm"\n')
+    with pytest.raises(BoardProfileError):
+        predict_latency(suite["bmm_16x32"], load_board(str(path)))
+
+
+def test_a_hand_set_scale_without_an_error_is_unchecked(tmp_path, suite):
+    path = tmp_path / "lab.toml"
+    path.write_text(BASE + "\n[latency.esp-nn]\nscale = 2.0\n")
+    est = predict_latency(suite["conv1x1_24x16to32"], load_board(str(path)))
+    assert est.error_pct == pytest.approx(max(DEFAULT_ERRORS["esp-nn-s3"], NO_DATA_ERROR_PCT))
+
+
+def test_refit_never_starts_from_an_earlier_refit(isolated_home, tmp_path):
+    builtin = load_board("esp32s3")
+    assert fit_base(builtin) is builtin
+    folder = isolated_home / "boards"
+    folder.mkdir(parents=True)
+    fitted = folder / "esp32s3.toml"
+    fitted.write_text(
+        Path(builtin.path).read_text().split("[latency]")[0]
+        + f'[latency]\nsource = "{FIT_SOURCE}: 40 model and 300 op measurements"\n\n'
+        '[latency.esp-nn]\nscale = 1.0\nerror_pct = 3.0\nmac = { conv_1x1 = 9.0 }\n'
+    )
+    user = load_board("esp32s3")
+    assert user.path == str(fitted)
+    assert fit_base(user).latency == builtin.latency
+    custom = tmp_path / "lab.toml"
+    custom.write_text(BASE + f'\n[latency]\nsource = "{FIT_SOURCE}: 1 model"\n')
+    assert fit_base(load_board(str(custom))).latency == {}
+    hand = tmp_path / "hand.toml"
+    hand.write_text(BASE + '\n[latency]\nsource = "my bench"\n[latency.esp-nn]\nscale = 2.0\n')
+    assert fit_base(load_board(str(hand))).latency == load_board(str(hand)).latency
+
+
+def test_predictor_fit_is_the_same_over_an_earlier_fit(isolated_home):
+    runner = CliRunner()
+    assert runner.invoke(cli, ["import", str(CAL / "measurements.csv")]).exit_code == 0
+    first = runner.invoke(cli, ["fit", "--board", "esp32s3"])
+    assert first.exit_code == 0, first.output
+    written = isolated_home / "boards" / "esp32s3.toml"
+    text = written.read_text()
+    second = runner.invoke(cli, ["fit", "--board", "esp32s3"])
+    assert second.exit_code == 0, second.output
+    assert written.read_text() == text
+    entry = tomllib.loads(text)["latency"]["esp-nn"]
+    assert entry["error_pct"] == pytest.approx(14.1)
+    assert entry["checked_variants"] == list(DEFAULT_CHECKED["esp-nn-s3"])
+
+
+def test_reimport_replaces_and_forget_deletes(isolated_home, tmp_path):
+    runner = CliRunner()
+    db = str(tmp_path / "lab.sqlite")
+    for _ in range(2):
+        result = runner.invoke(cli, ["import", str(CAL / "measurements.csv"), "--store", db])
+        assert result.exit_code == 0, result.output
+    store = RecordStore(Path(db))
+    assert len(store.model_rows()) == 8
+    listing = runner.invoke(cli, ["list", "--store", db])
+    assert listing.exit_code == 0 and "nucleo_l4r5zi" in listing.output
+    result = runner.invoke(cli, ["forget", "--board", "nucleo_l4r5zi", "--yes", "--store", db])
+    assert result.exit_code == 0 and "Deleted 4" in result.output, result.output
+    assert len(store.model_rows()) == 4
+    again = runner.invoke(cli, ["forget", "--board", "nucleo_l4r5zi", "--yes", "--store", db])
+    assert again.exit_code != 0 and "No measurements" in str(again.exception)
+    aborted = runner.invoke(cli, ["forget", "--board", "esp32s3", "--store", db], input="n\n")
+    assert aborted.exit_code != 0 and len(store.model_rows()) == 4
+
+
+def test_old_stores_with_repeated_rows_are_deduplicated(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "old.sqlite"
+    store = RecordStore(path)
+    store.add_measurement(b"model", "b", "cortex-m4", "cmsis-nn", 1, 2.0, "test")
+    store.close()
+    db = sqlite3.connect(path)  # what an older mcunas left: the same row twice, no key index
+    db.execute("DROP INDEX measurements_key")
+    db.execute(
+        "INSERT INTO measurements (model_hash, board, core, kernels, clock_hz, source,"
+        " latency_ms, label) SELECT model_hash, board, core, kernels, clock_hz, source, 3.0,"
+        " label FROM measurements"
+    )
+    db.commit()
+    db.close()
+    rows = RecordStore(path).model_rows()
+    assert [r.latency_ms for r in rows] == [3.0]  # the newest kept
