@@ -66,8 +66,7 @@ class ModelProfile:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: totals, per-op rows, audit, memory methods."""
         lat = self.latency
-        accelerated = {o.index: o.accelerated for o in lat.ops}
-        est_ms = {o.index: o.ms for o in lat.ops}
+        est = {o.index: o for o in lat.ops}
         return {
             "source": self.source,
             "estimated": True,
@@ -96,8 +95,9 @@ class ModelProfile:
                     "output_shape": list(op.output_shape),
                     "dtype": op.dtype,
                     "macs": op.macs,
-                    "est_ms": est_ms.get(op.index),
-                    "accelerated": accelerated.get(op.index, False),
+                    "est_ms": est[op.index].ms if op.index in est else None,
+                    "est_error_pct": est[op.index].error_pct if op.index in est else None,
+                    "accelerated": est[op.index].accelerated if op.index in est else False,
                 }
                 for op in self.graph.ops
             ],

@@ -56,17 +56,20 @@ def _print_profile(model: str, prof: Any) -> None:
         f"kernels: {board.kernels}) - SIMULATOR ESTIMATES ({prof.source})"
     )
     est = {o.index: o for o in lat.ops}
-    click.echo(f"{'#':>3}  {'op':<20} {'output':<14} {'MACs':>11} {'est. ms':>9}  accel")
+    click.echo(
+        f"{'#':>3}  {'op':<20} {'output':<14} {'MACs':>11} {'est. ms':>9} {'+/-':>4}  accel"
+    )
     for op in graph.ops:
         o = est.get(op.index)
-        ms = f"{o.ms:9.3f}" if o else f"{'-':>9}"
+        ms = f"{o.ms:9.3f} {o.error_pct:3.0f}%" if o else f"{'-':>9} {'':>4}"
         accel = "yes" if o and o.accelerated else "no"
         shape = _shape(op.output_shape)
         click.echo(f"{op.index:>3}  {op.name:<20} {shape:<14} {op.macs:>11,} {ms}  {accel}")
     click.echo("")
     click.echo(
         f"latency (estimate)  {lat.ms:.2f} ms +/- {lat.error_pct:.0f}% "
-        f"(expected error of the latency model on this board)"
+        f"(measured error of the latency model on this board, by op kind; "
+        f"50%+ where no measurement covers the kind)"
     )
     click.echo(
         f"lower bound         {lat.lower_bound_ms:.2f} ms at {board.peak_macs_per_cycle:g} "
