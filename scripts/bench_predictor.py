@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
@@ -72,6 +73,12 @@ def main() -> int:
         shared = {r.id for r in load_calibration(CALIBRATION_CSV)}
         print(f"Rows of {CALIBRATION_CSV.name} (shared/calibration), each fitted without itself:")
         print(_line("measurements.csv", summarize([r for r in results if r.row.id in shared])))
+    conv = [r for r in results if any(op.name.startswith(("CONV", "DEPTHWISE")) for op in
+                                      read_graph(r.row.model).ops)]  # fmt: skip
+    within = [r for r in conv if abs(r.error_pct) <= 30]
+    print(f"Bare profile (core, clock, library; defaults fitted without the row), conv models: "
+          f"{len(within)}/{len(conv)} within ±30%"
+          + "".join(f"; {r.row.id} {r.error_pct:+.1f}%" for r in conv if r not in within))
     worst = sorted(results, key=lambda r: -abs(r.error_pct))[:3]
     print("Worst cases: " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in worst))
     if args.emit_defaults:
