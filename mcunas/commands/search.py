@@ -35,33 +35,66 @@ are simulator estimates."""
 
 @click.command("search", epilog=EPILOG)
 @click.option("--board", "-b", help="Board profile name or path (see `mcunas boards`).")
-@click.option("--out", "-o", type=click.Path(file_okay=False),
-              help="Output folder [default: runs/<board>-<date>-<time>].")
-@click.option("--strategy", type=click.Choice(STRATEGIES), default=DEFAULT_STRATEGY,
-              show_default=True, help="Search strategy (evolution = aging evolution).")
-@click.option("--max-trials", type=click.IntRange(min=1), default=DEFAULT_MAX_TRIALS,
-              show_default=True, help="Candidates to try at most.")
-@click.option("--epochs", type=click.IntRange(min=1), default=DEFAULT_EPOCHS, show_default=True,
-              help="Training epochs per candidate (early stopping on validation loss).")
+@click.option(
+    "--out",
+    "-o",
+    type=click.Path(file_okay=False),
+    help="Output folder [default: runs/<board>-<date>-<time>].",
+)
+@click.option(
+    "--strategy",
+    type=click.Choice(STRATEGIES),
+    default=DEFAULT_STRATEGY,
+    show_default=True,
+    help="Search strategy (evolution = aging evolution).",
+)
+@click.option(
+    "--max-trials",
+    type=click.IntRange(min=1),
+    default=DEFAULT_MAX_TRIALS,
+    show_default=True,
+    help="Candidates to try at most.",
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(min=1),
+    default=DEFAULT_EPOCHS,
+    show_default=True,
+    help="Training epochs per candidate (early stopping on validation loss).",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
-@click.option("--dataset", help="A .npz, a folder of class subfolders of images or WAV "
-              "files; default: built-in digits.")
+@click.option(
+    "--dataset",
+    help="A .npz, a folder of class subfolders of images or WAV files; default: built-in digits.",
+)
 @click.option("--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid [all].")
 @click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
 @click.option("--max-flash-kb", type=float, help="Flash budget (KB).")
-@click.option("--measure", type=click.Choice(MEASURES), default="simulator", show_default=True,
-              help="hybrid: simulate all, measure promising candidates on the board.")
+@click.option(
+    "--measure",
+    type=click.Choice(MEASURES),
+    default="simulator",
+    show_default=True,
+    help="hybrid: simulate all, measure promising candidates on the board.",
+)
 @click.option("--port", help="Serial port of the board (--measure board|hybrid) [auto].")
 @click.option("--rack", type=click.Path(dir_okay=False), help="rack.toml: measure on a rack.")
-@click.option("--time-budget", "time_budget_s", type=float,
-              help="Seconds; stop cleanly after the current trial and report.")
+@click.option(
+    "--time-budget",
+    "time_budget_s",
+    type=float,
+    help="Seconds; stop cleanly after the current trial and report.",
+)
 @click.option("--resume", is_flag=True, help="Continue the search in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
 @click.pass_context
 def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     """Search for the most accurate INT8 model that fits a board and its budgets."""
     config = _config(ctx, options)
+    from mcunas.search.api import check_search
+
+    check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
     from mcunas.convert import import_tensorflow
 
     import_tensorflow()  # first, and quietly: keras and keras-tuner import it too
@@ -70,8 +103,17 @@ def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     try:
         result = run_search(config)
     except KeyboardInterrupt:
-        click.secho(f"Interrupted. Finished trials are kept; continue with: "
-                    f"mcunas search --out {config.out} --resume", err=True, fg="yellow")
+        if Path(config.out or "").is_dir():
+            click.secho(
+                f"Interrupted. Finished trials are kept; continue with: "
+                f"mcunas search --out {config.out} --resume",
+                err=True,
+                fg="yellow",
+            )
+        else:
+            click.secho(
+                "Interrupted before the first trial; nothing was kept.", err=True, fg="yellow"
+            )
         raise click.Abort() from None
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
@@ -100,13 +142,16 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         store = TrialStore.open(Path(options["out"]))
         stored = store.get_meta("config") or {}
         store.close()
-    given = {k for k in options
-             if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT}
+    given = {
+        k for k in options if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
+    }
     if not stored:
         from mcunas.errors import UserError
 
-        raise UserError(f"Nothing to resume: {options['out']} holds no mcunas search. "
-                        "Start one with --board (and this --out).")
+        raise UserError(
+            f"Nothing to resume: {options['out']} holds no mcunas search. "
+            "Start one with --board (and this --out)."
+        )
     merged = {**stored, **{k: options[k] for k in given if k in options}}
     merged["resume"], merged["out"] = True, options["out"]
     if "families" in options:
@@ -118,8 +163,13 @@ def _print_summary(result: Any) -> None:
     from mcunas.search.report import pareto_table
 
     counts = ", ".join(f"{v} {k}" for k, v in result.counts().items())
-    click.echo(f"\nSearch on {result.board.name}: {counts} in {result.wall_s:.0f} s"
-               + (f" ({result.stopped_reason})" if result.stopped_reason else ""))
+    wall = f"{result.wall_s:.0f} s"
+    if result.sessions > 1 and result.session_wall_s is not None:
+        wall += f" over {result.sessions} sessions (this session {result.session_wall_s:.0f} s)"
+    click.echo(
+        f"\nSearch on {result.board.name}: {counts} in {wall}"
+        + (f" ({result.stopped_reason})" if result.stopped_reason else "")
+    )
     click.echo("\nPareto front (INT8 accuracy vs latency vs peak SRAM):")
     click.echo(pareto_table(result.front))
     hv = result.hypervolume
@@ -127,9 +177,11 @@ def _print_summary(result: Any) -> None:
     if result.best is not None:
         b = result.best
         mark = "~" if b.estimated else ""
-        click.echo(f"\nChosen: trial {b.trial_id} {b.description or b.family or ''}\n"
-                   f"  INT8 accuracy {100 * (b.int8_accuracy or 0):.1f}%, latency "
-                   f"{b.latency_ms:.2f} ms{mark}, peak SRAM {(b.peak_sram_bytes or 0) / 1024:.1f}"
-                   f" KB{mark}, flash {(b.flash_bytes or 0) / 1024:.1f} KB{mark}")
+        click.echo(
+            f"\nChosen: trial {b.trial_id} {b.description or b.family or ''}\n"
+            f"  INT8 accuracy {100 * (b.int8_accuracy or 0):.1f}%, latency "
+            f"{b.latency_ms:.2f} ms{mark}, peak SRAM {(b.peak_sram_bytes or 0) / 1024:.1f}"
+            f" KB{mark}, flash {(b.flash_bytes or 0) / 1024:.1f} KB{mark}"
+        )
         click.echo(f"  exported to {result.paths.get('best_dir')}")
     click.echo(f"Report: {result.paths.get('report_html')}")

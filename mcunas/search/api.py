@@ -11,20 +11,29 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import shutil
+import sqlite3
 import sys
-import time
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from mcunas.boards import BoardProfile, load_board
-from mcunas.errors import McunasError, UserError
+from mcunas.errors import DatasetError, McunasError, UserError
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
-from mcunas.search.store import DiskFull, TrialRecord, TrialStatus, TrialStore, ensure_writable
+from mcunas.search.store import (
+    DiskFull,
+    TrialRecord,
+    TrialStatus,
+    TrialStore,
+    ensure_writable,
+    first_missing,
+)
 
-__all__ = ["SearchConfig", "SearchResult", "run_search"]
+__all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
+
 
 @dataclass
 class SearchResult:
@@ -37,15 +46,20 @@ class SearchResult:
     front: list[TrialRecord]
     best: TrialRecord | None
     hypervolume: dict[str, Any]
-    wall_s: float
+    wall_s: float  # every session of this search (first run and resumes)
+    session_wall_s: float | None = None  # this session only
+    sessions: int = 1
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Trials per status."""
-        return {s.value: sum(r.status == s for r in self.trials) for s in TrialStatus
-                if any(r.status == s for r in self.trials)}
+        return {
+            s.value: sum(r.status == s for r in self.trials)
+            for s in TrialStatus
+            if any(r.status == s for r in self.trials)
+        }
 
     def to_dict(self) -> dict[str, Any]:
         """Machine-readable summary."""
@@ -59,10 +73,16 @@ class SearchResult:
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "wall_s": round(self.wall_s, 2),
+            "session_wall_s": _round(self.session_wall_s),
+            "sessions": self.sessions,
             "stopped_reason": self.stopped_reason,
             "message": self.message,
             "paths": self.paths,
         }
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 2)
 
 
 def infeasible_train_s(records: list[TrialRecord]) -> float:
@@ -75,8 +95,38 @@ def default_out(board: str) -> Path:
     return Path("runs") / f"{board}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
+def check_search(config: SearchConfig) -> BoardProfile:
+    """Check what can be checked before a folder is created or TensorFlow loads.
+
+    Sets ``config.out`` to the default folder when it is empty.
+
+    Returns:
+        The board profile.
+
+    Raises:
+        UnknownBoard, DatasetError, UserError: bad settings, a missing dataset, an
+            output folder that cannot be created, ``--resume`` without a search.
+    """
+    config.validate()
+    board = load_board(config.board)
+    out_dir = Path(config.out) if config.out else default_out(board.name)
+    config.out = str(out_dir)
+    if config.resume and not TrialStore.exists_in(out_dir):
+        raise UserError(f"Nothing to resume: {out_dir} holds no search. Drop --resume.")
+    first_missing(out_dir)
+    if config.dataset and config.dataset != "digits":
+        path = Path(config.dataset).expanduser()
+        if not path.exists():
+            raise DatasetError(f"Dataset not found: {path}")
+    return board
+
+
 def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") -> SearchResult:
     """Run (or resume) a hardware-aware search and write its results.
+
+    A run that fails before any trial is recorded removes the output folder it
+    created (never one that existed before); from the first trial on, the folder
+    is kept for ``--resume``.
 
     Args:
         config: SearchConfig, the search's settings.
@@ -84,25 +134,27 @@ def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") 
             current ``sys.stderr``; None: silent).
 
     Returns:
-        The :class:`SearchResult` (``best`` is None when no candidate was feasible).
+        The :class:`SearchResult` (``best`` is None when no candidate was feasible;
+        ``wall_s`` sums every session of the search).
 
     Raises:
         UnknownBoard, DatasetError, UserError: bad input, before any training.
         FatalError: the environment broke mid-search (finished trials are kept).
         DiskFull: the disk filled up (finished trials are kept; use --resume).
     """
-    config.validate()
+    board = check_search(config)
     if stream == "stderr":
         stream = sys.stderr
-    board = load_board(config.board)
-    out_dir = Path(config.out) if config.out else default_out(board.name)
-    config.out = str(out_dir)
-    store = _open_store(out_dir, config)
+    out_dir = Path(config.out or "")
+    created = first_missing(out_dir)  # the folder this run makes, removed if it fails early
+    store: TrialStore | None = None
+    failed = discard = False
     try:
+        store = _open_store(out_dir, config)
+        store.begin_session()
         from mcunas.search.session import SearchSession
 
         session = SearchSession(config, board, out_dir, store)
-        started = time.monotonic()
         progress = Progress(config.max_trials, config.time_budget_s, stream=stream)
         try:
             # keras-tuner and Keras print to stdout; keep stdout for the --json summary.
@@ -112,16 +164,30 @@ def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") 
             if exc.errno == errno.ENOSPC:
                 raise DiskFull(out_dir) from exc
             raise
-        return session.finish(time.monotonic() - started, stopped)
+        return session.finish(stopped)
+    except BaseException:
+        failed = True
+        discard = created is not None and (store is None or _no_trials(store))
+        raise
     finally:
-        store.close()
+        if store is not None:
+            if failed and not discard:  # a failed or interrupted session's time counts too
+                with contextlib.suppress(McunasError, sqlite3.Error):
+                    store.checkpoint_wall()
+            store.close()
+        if discard and created is not None:
+            shutil.rmtree(created, ignore_errors=True)
+
+
+def _no_trials(store: TrialStore) -> bool:
+    try:
+        return store.count() == 0
+    except sqlite3.Error:
+        return False
 
 
 def _open_store(out_dir: Path, config: SearchConfig) -> TrialStore:
     """Open the store, refusing to mix a new search into an old folder."""
-    had_store = TrialStore.exists_in(out_dir)
-    if config.resume and not had_store:
-        raise UserError(f"Nothing to resume: {out_dir} holds no search. Drop --resume.")
     ensure_writable(out_dir)
     store = TrialStore.open(out_dir)
     try:
@@ -141,10 +207,14 @@ def _open_store(out_dir: Path, config: SearchConfig) -> TrialStore:
 
 def _check_same_search(stored: dict[str, Any], config: SearchConfig) -> None:
     now = config.to_dict()
-    diffs = [f"{k}: {stored.get(k)!r} then, {now.get(k)!r} now" for k in IDENTITY
-             if k in stored and stored.get(k) != now.get(k)]
+    diffs = [
+        f"{k}: {stored.get(k)!r} then, {now.get(k)!r} now"
+        for k in IDENTITY
+        if k in stored and stored.get(k) != now.get(k)
+    ]
     if diffs:
         raise UserError(
             "--resume needs the same search settings as the interrupted run ("
-            + "; ".join(diffs) + "). Use a new --out for a different search."
+            + "; ".join(diffs)
+            + "). Use a new --out for a different search."
         )

@@ -79,17 +79,34 @@ def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     if ok:
         sc = ax.scatter(
-            [r.latency_ms for r in ok], [100 * (r.int8_accuracy or 0) for r in ok],
-            c=[(r.peak_sram_bytes or 0) / 1024 for r in ok], cmap="viridis", s=36,
-            edgecolors="none", label="feasible trials",
+            [r.latency_ms for r in ok],
+            [100 * (r.int8_accuracy or 0) for r in ok],
+            c=[(r.peak_sram_bytes or 0) / 1024 for r in ok],
+            cmap="viridis",
+            s=36,
+            edgecolors="none",
+            label="feasible trials",
         )
         fig.colorbar(sc, ax=ax, label="peak SRAM (KB)")
         fr = sorted(front, key=lambda r: r.latency_ms or 0)
-        ax.plot([r.latency_ms for r in fr], [100 * (r.int8_accuracy or 0) for r in fr],
-                "o--", mfc="none", mec="red", color="red", ms=10, label="Pareto front")
+        ax.plot(
+            [r.latency_ms for r in fr],
+            [100 * (r.int8_accuracy or 0) for r in fr],
+            "o--",
+            mfc="none",
+            mec="red",
+            color="red",
+            ms=10,
+            label="Pareto front",
+        )
         for r in fr:
-            ax.annotate(r.trial_id, (r.latency_ms, 100 * (r.int8_accuracy or 0)),
-                        textcoords="offset points", xytext=(5, 4), fontsize=8)
+            ax.annotate(
+                r.trial_id,
+                (r.latency_ms, 100 * (r.int8_accuracy or 0)),
+                textcoords="offset points",
+                xytext=(5, 4),
+                fontsize=8,
+            )
         ax.legend(loc="lower right")
         lats = [r.latency_ms for r in ok if r.latency_ms]
         if lats and max(lats) > 20 * min(lats):  # latencies span orders of magnitude
@@ -112,8 +129,8 @@ def write_report(out_dir: Path, summary: dict[str, Any], records: Sequence[Trial
     """Write ``pareto.json``, ``pareto.png`` and ``report.html``; return their paths."""
     out_dir = Path(out_dir)
     front = front_records(records)
-    pareto = {**{k: summary[k] for k in ("board", "budgets", "hypervolume")},
-              "front": [r.to_dict() for r in front]}
+    keys = ("board", "budgets", "hypervolume", "wall_s", "session_wall_s", "sessions")
+    pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in front]}
     paths = {"pareto_json": write_file(out_dir / "pareto.json", json.dumps(pareto, indent=2))}
     png = plot_pareto(records, f"{summary['board']['name']}: feasible candidates")
     paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
@@ -128,16 +145,21 @@ th{background:#eee}td.num{text-align:right}tr.ok{background:#f3fff3}
 tr.infeasible{background:#fff8ee}tr.failed{background:#fff0f0}.note{color:#555}"""
 
 _COLUMNS = [
-    ("trial", lambda r: r.trial_id), ("family", lambda r: r.family or ""),
-    ("status", lambda r: str(r.status)), ("float acc", lambda r: _pct(r.float_accuracy)),
+    ("trial", lambda r: r.trial_id),
+    ("family", lambda r: r.family or ""),
+    ("status", lambda r: str(r.status)),
+    ("float acc", lambda r: _pct(r.float_accuracy)),
     ("INT8 acc", lambda r: _pct(r.int8_accuracy)),
     ("latency ms", lambda r: _num(r.latency_ms, 2) + _mark(r)),
     ("error %", lambda r: _num(r.latency_error_pct, 1)),
     ("arena KB", lambda r: _kb(r.arena_bytes) + _mark(r)),
     ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + _mark(r)),
-    ("flash KB", lambda r: _kb(r.flash_bytes) + _mark(r)), ("MACs", lambda r: _num(r.macs, 0)),
-    ("params", lambda r: _num(r.params, 0)), ("source", lambda r: r.source or ""),
-    ("train s", lambda r: _num(r.train_s, 1)), ("total s", lambda r: _num(r.total_s, 1)),
+    ("flash KB", lambda r: _kb(r.flash_bytes) + _mark(r)),
+    ("MACs", lambda r: _num(r.macs, 0)),
+    ("params", lambda r: _num(r.params, 0)),
+    ("source", lambda r: r.source or ""),
+    ("train s", lambda r: _num(r.train_s, 1)),
+    ("total s", lambda r: _num(r.total_s, 1)),
     ("reason", lambda r: r.reason or ""),
 ]
 
@@ -154,6 +176,12 @@ def _kb(v: int | None) -> str:
     return "" if v is None else f"{v / 1024:.1f}"
 
 
+def _sessions(summary: dict) -> str:
+    """`` over 2 sessions (this one 40 s)`` for a resumed search, else nothing."""
+    n, this = summary.get("sessions") or 1, summary.get("session_wall_s")
+    return "" if n < 2 or this is None else f" over {n} sessions (this one {this:.0f} s)"
+
+
 def _table(records: Sequence[TrialRecord]) -> str:
     head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
     rows = []
@@ -163,36 +191,42 @@ def _table(records: Sequence[TrialRecord]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
-def _html(summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord],
-          png_b64: str) -> str:
+def _html(
+    summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord], png_b64: str
+) -> str:
     board = summary["board"]
     esc = html.escape
     counts = ", ".join(f"{v} {k}" for k, v in summary["counts"].items())
     best = summary.get("best")
     what = "" if best is None else esc(best.get("description") or best.get("family") or "")
-    best_txt = "none (no feasible candidate)" if best is None else (
-        f"trial {esc(best['trial_id'])} ({what})"
-        f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
-        f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{_estimate_tag(best)}, "
-        "exported to best/")
+    best_txt = (
+        "none (no feasible candidate)"
+        if best is None
+        else (
+            f"trial {esc(best['trial_id'])} ({what})"
+            f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
+            f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{_estimate_tag(best)}, "
+            "exported to best/"
+        )
+    )
     return f"""<!doctype html><html><head><meta charset="utf-8">
-<title>mcunas search: {esc(board['name'])}</title><style>{_CSS}</style></head><body>
-<h1>mcunas search on {esc(board['name'])}</h1>
-<p>{esc(board.get('title') or '')}: {board['clock_hz'] / 1e6:g} MHz,
-kernels {esc(board['kernels'])}, {board['sram_budget_bytes'] / 1024:.0f} KB SRAM usable,
-{board['flash_budget_bytes'] / 1024:.0f} KB flash for the model.
-User budgets: {esc(summary['budgets_text'])}.</p>
-<p>Strategy {esc(summary['strategy'])}, dataset {esc(summary['dataset'])}, {counts};
-wall time {summary['wall_s']:.0f} s; training time spent on infeasible candidates:
-{summary['infeasible_train_s']:.1f} s. {esc(summary.get('stopped_reason') or '')}</p>
+<title>mcunas search: {esc(board["name"])}</title><style>{_CSS}</style></head><body>
+<h1>mcunas search on {esc(board["name"])}</h1>
+<p>{esc(board.get("title") or "")}: {board["clock_hz"] / 1e6:g} MHz,
+kernels {esc(board["kernels"])}, {board["sram_budget_bytes"] / 1024:.0f} KB SRAM usable,
+{board["flash_budget_bytes"] / 1024:.0f} KB flash for the model.
+User budgets: {esc(summary["budgets_text"])}.</p>
+<p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts};
+wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on infeasible
+candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>
 <p>Hypervolume of the feasible front (normalised, reference point: accuracy 0,
-{summary['hypervolume']['reference']['latency_ms']:.2f} ms,
-{summary['hypervolume']['reference']['peak_sram_bytes'] / 1024:.0f} KB):
-{summary['hypervolume']['normalized']:.4f}</p>
+{summary["hypervolume"]["reference"]["latency_ms"]:.2f} ms,
+{summary["hypervolume"]["reference"]["peak_sram_bytes"] / 1024:.0f} KB):
+{summary["hypervolume"]["normalized"]:.4f}</p>
 <h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{png_b64}">
 {_table(front)}
-<p class="note">{esc(summary['estimate_note'])}</p>
+<p class="note">{esc(summary["estimate_note"])}</p>
 <h2>All trials</h2>{_table(records)}
 </body></html>
 """

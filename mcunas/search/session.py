@@ -24,8 +24,9 @@ __all__ = ["SearchSession"]
 class SearchSession:
     """Runs and finishes one search in ``out_dir`` (see :func:`mcunas.search.run_search`)."""
 
-    def __init__(self, config: SearchConfig, board: BoardProfile, out_dir: Path,
-                 store: TrialStore) -> None:
+    def __init__(
+        self, config: SearchConfig, board: BoardProfile, out_dir: Path, store: TrialStore
+    ) -> None:
         """Keep the settings; nothing heavy happens until :meth:`run`."""
         self.config, self.board, self.out_dir, self.store = config, board, out_dir, store
         self.dataset: Any = None
@@ -52,12 +53,20 @@ class SearchSession:
         from mcunas.search.isolate import TflmWorker
         from mcunas.space import FAMILIES, McuSearchSpace
 
-        space = McuSearchSpace(self.dataset.input_shape, self.dataset.num_classes,
-                               cfg.families or FAMILIES)
+        space = McuSearchSpace(
+            self.dataset.input_shape, self.dataset.num_classes, cfg.families or FAMILIES
+        )
         worker = TflmWorker(str(self.board.path or self.board.name))
-        runner = KerasRunner(space, self.dataset, self.board, worker, hardware,
-                             hybrid=cfg.measure == "hybrid", batch_size=cfg.batch_size,
-                             seed=cfg.seed)
+        runner = KerasRunner(
+            space,
+            self.dataset,
+            self.board,
+            worker,
+            hardware,
+            hybrid=cfg.measure == "hybrid",
+            batch_size=cfg.batch_size,
+            seed=cfg.seed,
+        )
         return space, runner, worker.close
 
     def run(self, progress: Progress) -> str | None:
@@ -73,9 +82,17 @@ class SearchSession:
 
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             tuner = HardwareAwareTuner(
-                oracle, space, runner=runner, store=self.store, budgets=cfg.budgets,
-                progress=progress, models_dir=self.out_dir / "models", epochs=cfg.epochs,
-                seed=cfg.seed, directory=str(self.out_dir), project_name="tuner",
+                oracle,
+                space,
+                runner=runner,
+                store=self.store,
+                budgets=cfg.budgets,
+                progress=progress,
+                models_dir=self.out_dir / "models",
+                epochs=cfg.epochs,
+                seed=cfg.seed,
+                directory=str(self.out_dir),
+                project_name="tuner",
                 overwrite=not cfg.resume,
             )
             self._reconcile(oracle)
@@ -113,12 +130,18 @@ class SearchSession:
         retry = set(oracle._retry_queue)  # noqa: SLF001
         for rec in self.store.trials(TrialStatus.RUNNING):
             if rec.trial_id not in retry:
-                self.store.finish_trial(rec.trial_id, TrialStatus.FAILED,
-                                        reason="interrupted mid-trial; not re-run")
+                self.store.finish_trial(
+                    rec.trial_id, TrialStatus.FAILED, reason="interrupted mid-trial; not re-run"
+                )
 
-    def finish(self, wall_s: float, stopped: str | None) -> SearchResult:
-        """Pareto front, hypervolume, report files and the exported best model."""
+    def finish(self, stopped: str | None) -> SearchResult:
+        """Pareto front, hypervolume, report files and the exported best model.
+
+        The wall time is the store's: every session of this search, written back to it.
+        """
         cfg, board = self.config, self.board
+        wall_s = self.store.checkpoint_wall()
+        session_s = wall_s - self.store.earlier_wall_s
         records = self.store.trials()
         sram_ref = cfg.max_sram_kb * 1024 if cfg.max_sram_kb else board.usable_sram_bytes
         pts = points(records)
@@ -126,13 +149,24 @@ class SearchSession:
         hv = {
             "value": hypervolume(pts, ref),
             "normalized": round(normalized_hypervolume(pts, ref), 6),
-            "reference": {"accuracy": ref.accuracy, "latency_ms": ref.latency_ms,
-                          "peak_sram_bytes": ref.peak_sram_bytes},
+            "reference": {
+                "accuracy": ref.accuracy,
+                "latency_ms": ref.latency_ms,
+                "peak_sram_bytes": ref.peak_sram_bytes,
+            },
         }
         best = choose_best(records)
         result = SearchResult(
-            out_dir=self.out_dir, board=board, config=cfg, trials=records,
-            front=front_records(records), best=best, hypervolume=hv, wall_s=wall_s,
+            out_dir=self.out_dir,
+            board=board,
+            config=cfg,
+            trials=records,
+            front=front_records(records),
+            best=best,
+            hypervolume=hv,
+            wall_s=wall_s,
+            session_wall_s=session_s,
+            sessions=max(1, self.store.sessions),
             stopped_reason=stopped,
             message=None if best else no_feasible_message(records, cfg, board),
         )
@@ -154,24 +188,37 @@ class SearchSession:
         note = "Latency, arena, peak SRAM and flash marked ~ are simulator estimates"
         note += f" (predictor's stated error +/-{errs[-1]:.1f}% on this board)." if errs else "."
         if measured:
-            note += (f" {len(measured)} trial(s) were measured on a board; their 'error %' column "
-                     "is the simulator's latency error against that measurement.")
+            note += (
+                f" {len(measured)} trial(s) were measured on a board; their 'error %' column "
+                "is the simulator's latency error against that measurement."
+            )
         return {
-            "board": {"name": board.name, "title": board.title, "clock_hz": board.clock_hz,
-                      "kernels": board.kernels, "sram_budget_bytes": board.usable_sram_bytes,
-                      "flash_budget_bytes": board.model_flash_budget_bytes},
-            "budgets": cfg.budgets.to_dict(), "budgets_text": cfg.budgets.describe(),
-            "strategy": cfg.strategy, "dataset": cfg.dataset or "digits (built-in)",
-            "counts": result.counts(), "wall_s": result.wall_s,
+            "board": {
+                "name": board.name,
+                "title": board.title,
+                "clock_hz": board.clock_hz,
+                "kernels": board.kernels,
+                "sram_budget_bytes": board.usable_sram_bytes,
+                "flash_budget_bytes": board.model_flash_budget_bytes,
+            },
+            "budgets": cfg.budgets.to_dict(),
+            "budgets_text": cfg.budgets.describe(),
+            "strategy": cfg.strategy,
+            "dataset": cfg.dataset or "digits (built-in)",
+            "counts": result.counts(),
+            "wall_s": round(result.wall_s, 2),
+            "session_wall_s": round(result.session_wall_s or 0.0, 2),
+            "sessions": result.sessions,
             "infeasible_train_s": infeasible_train_s(result.trials),
-            "stopped_reason": result.stopped_reason, "hypervolume": result.hypervolume,
+            "stopped_reason": result.stopped_reason,
+            "hypervolume": result.hypervolume,
             "best": None if result.best is None else result.best.to_dict(),
-            "estimate_note": note, "pareto_table": pareto_table(result.front),
+            "estimate_note": note,
+            "pareto_table": pareto_table(result.front),
         }
 
 
-def no_feasible_message(records: list[TrialRecord], cfg: SearchConfig,
-                        board: BoardProfile) -> str:
+def no_feasible_message(records: list[TrialRecord], cfg: SearchConfig, board: BoardProfile) -> str:
     """Say that nothing was feasible, and what the smallest candidates seen need."""
     seen = [r for r in records if r.peak_sram_bytes is not None]
     head = f"No candidate met the limits ({cfg.budgets.describe()}; board {board.name})"

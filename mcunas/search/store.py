@@ -22,6 +22,7 @@ import json
 import os
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
@@ -29,7 +30,10 @@ from typing import Any
 
 from mcunas.errors import FatalError, UserError
 
-__all__ = ["DiskFull", "TrialRecord", "TrialStatus", "TrialStore", "write_file"]
+__all__ = [
+    "DiskFull", "TrialRecord", "TrialStatus", "TrialStore", "ensure_writable", "first_missing",
+    "write_file",
+]  # fmt: skip
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
@@ -102,7 +106,11 @@ class TrialRecord:
     def total_s(self) -> float:
         """Seconds spent on this trial's stages."""
         return (
-            self.build_s + self.check_s + self.train_s + self.convert_s + self.eval_s
+            self.build_s
+            + self.check_s
+            + self.train_s
+            + self.convert_s
+            + self.eval_s
             + self.measure_s
         )
 
@@ -185,6 +193,8 @@ class TrialStore:
                     raise
                 raise UserError(f"{self.path} is not an mcunas trial store ({exc})") from None
         self._set_meta_default("schema_version", SCHEMA_VERSION)
+        self._session_start: float | None = None
+        self._wall_before = 0.0
 
     @classmethod
     def open(cls, out_dir: Path) -> TrialStore:
@@ -217,6 +227,46 @@ class TrialStore:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return default if row is None else json.loads(row[0])
 
+    # --- wall time over sessions ---------------------------------------
+    def begin_session(self) -> None:
+        """Start this session's clock; its time is added to the run's ``wall_s`` meta.
+
+        The total is written after every finished trial (and by :meth:`checkpoint_wall`),
+        so a search killed with ``kill -9`` loses at most the time since its last trial.
+        """
+        self._wall_before = float(self.get_meta("wall_s", 0.0) or 0.0)
+        self._session_start = time.monotonic()
+        self.set_meta("sessions", int(self.get_meta("sessions", 0) or 0) + 1)
+
+    @property
+    def earlier_wall_s(self) -> float:
+        """Wall time of the earlier sessions, as read by :meth:`begin_session`."""
+        return self._wall_before
+
+    @property
+    def session_wall_s(self) -> float:
+        """Seconds since :meth:`begin_session` (0 before it)."""
+        return 0.0 if self._session_start is None else time.monotonic() - self._session_start
+
+    @property
+    def wall_s(self) -> float:
+        """Wall time of every session of this search, this one up to now."""
+        if self._session_start is None:
+            return float(self.get_meta("wall_s", 0.0) or 0.0)
+        return self._wall_before + self.session_wall_s
+
+    @property
+    def sessions(self) -> int:
+        """How many sessions (first run and resumes) this search has had."""
+        return int(self.get_meta("sessions", 0) or 0)
+
+    def checkpoint_wall(self) -> float:
+        """Write the run's total wall time so far into the ``wall_s`` meta; return it."""
+        total = self.wall_s
+        if self._session_start is not None:
+            self.set_meta("wall_s", total)
+        return total
+
     # --- trials ---------------------------------------------------------
     def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
         """Insert (or restart) a trial as ``running``."""
@@ -237,8 +287,9 @@ class TrialStore:
         self._write(f"UPDATE trials SET {sets} WHERE trial_id = ?", (*args, trial_id))
 
     def finish_trial(self, trial_id: str, status: TrialStatus, **values: Any) -> None:
-        """Record a trial's final status and figures."""
+        """Record a trial's final status and figures (and the run's wall time so far)."""
         self.update(trial_id, status=status, **values)
+        self.checkpoint_wall()
 
     def get(self, trial_id: str) -> TrialRecord | None:
         """One trial, or None."""
@@ -286,6 +337,30 @@ def _record(row: tuple[Any, ...]) -> TrialRecord:
     for name in ("build_s", "check_s", "train_s", "convert_s", "eval_s", "measure_s"):
         data[name] = data[name] or 0.0
     return TrialRecord(**data)
+
+
+def first_missing(out_dir: Path) -> Path | None:
+    """The top-most folder of ``out_dir`` that does not exist yet (None if it exists).
+
+    Raises:
+        UserError: ``out_dir`` or one of its parents is a file, or the nearest
+            existing parent is not writable: the folder could not be created.
+    """
+    path = Path(out_dir).expanduser().absolute()
+    if path.is_dir():
+        if not os.access(path, os.W_OK):
+            raise UserError(f"Output folder {out_dir} is not writable.")
+        return None
+    missing = path
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if missing.exists() or not missing.parent.is_dir():
+        blocker = missing if missing.exists() else missing.parent
+        raise UserError(f"Cannot create output folder {out_dir}: {blocker} is a file.")
+    if not os.access(missing.parent, os.W_OK | os.X_OK):
+        raise UserError(f"Cannot create output folder {out_dir}: {missing.parent} is not "
+                        "writable.")  # fmt: skip
+    return missing
 
 
 def ensure_writable(out_dir: Path) -> None:
