@@ -102,7 +102,10 @@ def _time_in_child(model_bytes: bytes, batches: int, batch_ms: float) -> tuple:
     from mcunas.errors import CandidateError
     from mcunas.tflm import create_interpreter
 
-    interp, log = create_interpreter(model_bytes, ARENA_BYTES)
+    try:
+        interp, log = create_interpreter(model_bytes, ARENA_BYTES)
+    except TypeError as exc:  # the runtime's Python wrapper on a buffer with no subgraphs
+        raise CandidateError(f"host TFLM could not read the model: {exc}") from None
     if interp is None:
         raise CandidateError(f"host TFLM could not load the model: {log.strip()[-200:]}")
     details = interp.get_input_details(0)
