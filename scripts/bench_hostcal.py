@@ -163,6 +163,44 @@ def host_models(suite_size: str = "full") -> list[HostModel]:
     return out
 
 
+def isolate_ops(model_bytes: bytes) -> list[bytes]:
+    """One model per op of ``model_bytes``: the op alone, its non-constant inputs as inputs.
+
+    The tensors, buffers and quantization are the original's, so each op runs
+    the same kernel on the same shapes as inside the whole model.
+    """
+    import copy
+
+    import flatbuffers
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+    model = fb.ModelT.InitFromPackedBuf(bytearray(model_bytes), 0)
+    sub = model.subgraphs[0]
+    const = {i for i, t in enumerate(sub.tensors)
+             if t.buffer and model.buffers[t.buffer].data is not None}  # fmt: skip
+    out = []
+    for op in sub.operators:
+        one, graph = copy.copy(model), copy.copy(sub)
+        graph.operators, graph.outputs = [op], list(op.outputs)
+        graph.inputs = [t for t in op.inputs if t >= 0 and t not in const]
+        one.subgraphs = [graph]
+        builder = flatbuffers.Builder(len(model_bytes) + 4096)
+        builder.Finish(one.Pack(builder), file_identifier=b"TFL3")
+        out.append(bytes(builder.Output()))
+    return out
+
+
+def op_models(models: list[HostModel]) -> list[HostModel]:
+    """Each op of the real models on its own (kind ``op``, name ``model#index:OP``)."""
+    out = []
+    for m in models:
+        if m.kind == "real":
+            for i, data in enumerate(isolate_ops(m.model_bytes)):
+                name = read_graph(data).ops[0].name
+                out.append(HostModel(f"{m.name}#{i}:{name}", "op", data))
+    return out
+
+
 def store_timings(store: RecordStore, board: Any, models: list[HostModel],
                   timings: dict[str, Timing], overhead_ms: float) -> int:  # fmt: skip
     """Store every whole-model time; single-op models also get op time = time - overhead.
@@ -318,6 +356,38 @@ def report(board: Any, models: list[HostModel], timings: dict[str, Timing],
               f"{_err(preds['refit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}")
 
 
+def op_report(board: Any, models: list[HostModel], ops: list[HostModel],
+              timings: dict[str, Timing], overhead_ms: float, fitted: dict[str, Any],
+              ) -> None:  # fmt: skip
+    """Real models op by op: additivity of isolated op times, fitted per-op error by variant."""
+    from mcunas.predict.latency import predict_latency
+
+    fitted_board = dataclasses.replace(board, latency=fitted["refit"])
+    print("\nReal models op by op (each op timed alone with the model's own tensors; "
+          "op time = time - per-invoke overhead):")  # fmt: skip
+    print(f"  {'model':<24} {'ops':>4} {'whole ms':>9} {'overhead + sum of ops':>22} {'gap':>7}")
+    by_variant: dict[str, list[tuple[float, float]]] = {}
+    for m in models:
+        mine = [o for o in ops if o.name.startswith(m.name + "#") and o.name in timings]
+        if m.kind != "real" or m.name not in timings or not mine:
+            continue
+        total = overhead_ms
+        for o in mine:
+            measured = timings[o.name].ms - overhead_ms
+            total += measured
+            est = predict_latency(read_graph(o.model_bytes), fitted_board).ops[0]
+            if measured > 0 and est.variant != "free":
+                by_variant.setdefault(est.variant, []).append((est.ms, measured))
+        whole = timings[m.name].ms
+        print(f"  {m.name[:24]:<24} {len(mine):4d} {whole:9.4f} {total:22.4f} "
+              f"{_err(total, whole):+6.1f}%")  # fmt: skip
+    print("  fitted per-op prediction of those ops (held out), by variant:")
+    everything = [pair for pairs in by_variant.values() for pair in pairs]
+    for variant, pairs in sorted(by_variant.items(), key=lambda kv: -sum(m for _, m in kv[1])):
+        print(_summary_line(f"  {variant}", pairs))
+    print(_summary_line("  all real-model ops", everything))
+
+
 def measure_all(models: list[HostModel], rounds: int, batch_ms: float,
                 ) -> tuple[dict[str, Timing], dict[str, str]]:  # fmt: skip
     """Time every model in ``rounds`` interleaved rounds (one batch per model per round).
@@ -367,6 +437,8 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true",
                         help="small suite, 3 batches of 10 ms (a smoke run)")
     parser.add_argument("--all", action="store_true", help="list the single-op models too")
+    parser.add_argument("--no-ops", action="store_true",
+                        help="skip timing the real models' ops one by one")
     args = parser.parse_args()
     batches = 3 if args.quick else max(args.repeat, 1)
     batch_ms = 10.0 if args.quick else args.batch_ms
@@ -374,12 +446,14 @@ def main() -> int:
     board = host_board()
     models = host_models("small" if args.quick else "full")
     overhead_model = HostModel("(reshape-only)", "overhead", reshape_model())
-    timings, failed = measure_all([overhead_model, *models], batches, batch_ms)
+    ops = [] if args.no_ops else op_models(models)
+    timings, failed = measure_all([overhead_model, *models, *ops], batches, batch_ms)
     overhead = timings.pop(overhead_model.name)
     took = time.perf_counter() - start
     spreads = [t.spread_pct for t in timings.values()]
     trim = [t.trimmed_ms / t.ms for t in timings.values()]
-    print(f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(timings)} models timed "
+    print(f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(models)} models and "
+          f"{len(ops)} isolated ops of the real models timed "
           f"in {took:.1f} s: {batches} interleaved rounds, one ~{batch_ms:g} ms batch each")
     print("statistic: median over rounds of the batch's minimum invoke time (perf_counter_ns)")
     print(f"per-invoke overhead (RESHAPE-only model): {overhead.ms * 1e3:.2f} us "
@@ -390,9 +464,12 @@ def main() -> int:
     for name, why in failed.items():
         print(f"  not timed: {name}: {why}")
     fitted, preds, n_ops = fit_and_predict(board, models, timings, overhead.ms)
-    print(f"store: {len(timings)} whole-model and {n_ops} per-op records; op fit on "
+    n_rows = sum(m.name in timings for m in models)
+    print(f"store: {n_rows} whole-model and {n_ops} per-op records; op fit on "
           f"{fitted['report'].op_rows} op rows")  # fmt: skip
     report(board, models, timings, fitted, preds, args.all)
+    if ops:
+        op_report(board, models, ops, timings, overhead.ms, fitted)
     # The same fit with the clock at which the default tables need no factor: variants a
     # K-fold leaves unmeasured keep their prior cycles, which at 1 GHz are in MCU units.
     factor = preds["factor"]["value"]
