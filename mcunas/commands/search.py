@@ -8,6 +8,7 @@ from typing import Any
 
 import click
 
+from mcunas.errors import UserError
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
     DEFAULT_MAX_TRIALS,
@@ -50,14 +51,14 @@ are simulator estimates."""
 )
 @click.option(
     "--max-trials",
-    type=click.IntRange(min=1),
+    type=int,
     default=DEFAULT_MAX_TRIALS,
     show_default=True,
     help="Candidates to try at most.",
 )
 @click.option(
     "--epochs",
-    type=click.IntRange(min=1),
+    type=int,
     default=DEFAULT_EPOCHS,
     show_default=True,
     help="Training epochs per candidate (early stopping on validation loss).",
@@ -120,21 +121,23 @@ def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     else:
         _print_summary(result)
     if result.best is None:
-        from mcunas.errors import UserError
-
         raise UserError(result.message or "No feasible candidate.")
 
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     families = options.pop("families")
-    if families:
+    if families is not None:
         options["families"] = tuple(f.strip() for f in families.split(",") if f.strip())
+        if not options["families"]:
+            raise UserError("--families lists no family: give e.g. --families dsconv,mbconv.")
+    if options["out"] is not None and not options["out"].strip():
+        raise UserError("--out is empty: give a folder, or leave --out out for the default.")
     if not options["resume"]:
         if not options["board"]:
-            raise click.UsageError("Give --board (see `mcunas boards`), or --out DIR --resume.")
+            raise UserError("Give --board (see `mcunas boards`), or --out DIR --resume.")
         return SearchConfig(**options)
     if not options["out"]:
-        raise click.UsageError("--resume needs --out: the folder of the search to continue.")
+        raise UserError("--resume needs --out: the folder of the search to continue.")
     from mcunas.search.store import TrialStore
 
     stored: dict[str, Any] = {}
@@ -146,8 +149,6 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         k for k in options if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
     }
     if not stored:
-        from mcunas.errors import UserError
-
         raise UserError(
             f"Nothing to resume: {options['out']} holds no mcunas search. "
             "Start one with --board (and this --out)."

@@ -34,6 +34,8 @@ from mcunas.search.store import (
 
 __all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
 
+MAX_SEED = 2**32 - 1  # numpy's seeds are unsigned 32-bit
+
 
 @dataclass
 class SearchResult:
@@ -108,6 +110,14 @@ def check_search(config: SearchConfig) -> BoardProfile:
             output folder that cannot be created, ``--resume`` without a search.
     """
     config.validate()
+    if not 0 <= config.seed <= MAX_SEED:
+        raise UserError(f"--seed must be between 0 and {MAX_SEED}, got {config.seed}.")
+    if config.port and config.rack:
+        raise UserError("Give either --port or --rack, not both.")
+    if config.rack and not Path(config.rack).expanduser().is_file():
+        raise UserError(
+            f"rack file not found: {config.rack} (see `mcunas rack --help` for its format)"
+        )
     board = load_board(config.board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
