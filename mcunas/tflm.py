@@ -163,7 +163,7 @@ def create_interpreter(model_bytes: bytes, arena_size: int) -> tuple[Any | None,
     with capture_fd2() as log:
         try:
             interp = runtime.Interpreter.from_bytes(model_bytes, arena_size=arena_size)
-        except (RuntimeError, ValueError):
+        except (RuntimeError, ValueError, TypeError):  # TypeError: a buffer with no subgraph
             interp = None
     return interp, log[0]
 

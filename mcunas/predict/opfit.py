@@ -23,6 +23,7 @@ Example::
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -177,14 +178,27 @@ def fit_op_tables(
 
 
 def _keep_unfitted(board: Any, lib: str, entry: dict[str, Any]) -> None:
-    """Bake the table's old scale into every cost the fit did not touch (new scale is 1)."""
+    """Carry every cost the fit did not touch over to the new table (whose scale is 1).
+
+    An untouched cost keeps its place relative to the others: the old cost times
+    the old scale times how much faster or slower the fitted MAC variants came
+    out than their old costs (geometric mean of fitted / old). Without that last
+    factor a variant no measurement touched would keep the priors' absolute
+    cycles, however far the board turned out from them.
+    """
     from mcunas.predict.latency import resolve
 
     old = resolve(board, lib)
-    mac = {v: round(c * old.scale, 5) for v, c in old.table.mac.items()}
+    ratios = [
+        math.log(cost / (old.table.mac[v] * old.scale))
+        for v, cost in entry["mac"].items()
+        if cost > 0 and old.table.mac.get(v, 0) > 0
+    ]
+    speed = old.scale * (math.exp(statistics.fmean(ratios)) if ratios else 1.0)
+    mac = {v: round(c * speed, 5) for v, c in old.table.mac.items()}
     entry["mac"] = {**mac, **entry["mac"]}
     for key in ("requant", "op_overhead", "invoke_overhead", "byte"):
-        entry.setdefault(key, round(getattr(old.table, key) * old.scale, 3))
+        entry.setdefault(key, round(getattr(old.table, key) * speed, 3))
 
 
 def _add_invoke_overhead(board: Any, tables: dict, op_records: Sequence[Any],
