@@ -80,6 +80,10 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=args, prog_name="mcunas", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
+    except click.UsageError as exc:  # one line, not click's usage block
+        where = exc.ctx.command_path if exc.ctx else "mcunas"
+        click.secho(f"Error: {exc.format_message()} (see '{where} --help')", err=True, fg="red")
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)

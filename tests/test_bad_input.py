@@ -46,3 +46,17 @@ def test_malformed_rack_file(tmp_path, capsys, text):
     rack.write_text(text)
     err = _run(capsys, "rack", "list", "--rack", str(rack))
     assert str(rack) in err
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (("search", "--bogus"), "No such option '--bogus'"),
+        (("search", "--max-trials", "abc"), "'abc' is not a valid integer"),
+        (("calibrate",), "Missing option '--board'"),
+        (("nosuch",), "No such command 'nosuch'"),
+    ],
+)
+def test_click_usage_errors_are_one_line(capsys, args, expected):
+    err = _run(capsys, *args)
+    assert expected in err and "--help" in err
