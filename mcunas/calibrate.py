@@ -137,6 +137,9 @@ def open_measurer(
         with RackMeasurer(board, rack=rack, flash=flash, timeout_s=timeout) as measurer:
             yield measurer
     else:
+        from mcunas.measure.ports import check_port
+
+        check_port(port)
         yield BoardMeasurer(board, port=port, flash=flash, timeout_s=timeout)
 
 

@@ -60,3 +60,19 @@ def test_malformed_rack_file(tmp_path, capsys, text):
 def test_click_usage_errors_are_one_line(capsys, args, expected):
     err = _run(capsys, *args)
     assert expected in err and "--help" in err
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("bench", str(MODEL / "ad01_int8.tflite"), "--board", "esp32s3"),
+        ("calibrate", "--board", "esp32s3"),
+        ("search", "--board", "esp32s3", "--measure", "board"),
+    ],
+)
+def test_a_missing_serial_port_is_named_before_any_build(tmp_path, capsys, args):
+    missing = str(tmp_path / "ttyUSB9")
+    err = _run(capsys, *args, "--port", missing, *(("--out", str(tmp_path / "r"))
+                                                    if args[0] == "search" else ()))
+    assert f"serial port {missing} does not exist" in err
+    assert not (tmp_path / "r").exists()

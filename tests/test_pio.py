@@ -251,3 +251,11 @@ def test_upload_failure_hints(tmp_path, fake_pio, monkeypatch, output, hint):
     with pytest.raises(MeasurementError, match=hint) as info:
         PioProject(load_board("esp32s3"), tmp_path / "w", pio=fake_pio[0]).upload("/dev/ttyX")
     assert "upload.log" in str(info.value)
+
+
+def test_pio_is_found_beside_python_without_an_activated_venv(tmp_path, monkeypatch):
+    beside = Path(sys.executable).parent / "pio"
+    if not beside.exists():
+        pytest.skip("platformio's pio is not installed beside this Python")
+    monkeypatch.setenv("PATH", str(tmp_path))  # as with `.venv/bin/mcunas` from a bare shell
+    assert PioProject(load_board("esp32s3"), tmp_path / "w")._pio() == str(beside)

@@ -10,6 +10,7 @@ import click
 from mcunas.boards import load_board
 from mcunas.measure.base import Measurement
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+from mcunas.measure.ports import check_port
 
 # The firmware project builder; None means mcunas.measure.pio.PioProject. Tests swap in a double.
 PROJECT_FACTORY: Any = None
@@ -82,6 +83,7 @@ def cli(
     from mcunas.profile import load_int8_model
 
     model_bytes, _ = load_int8_model(model)
+    check_port(port)
     measurer = BoardMeasurer(
         board,
         port=port,

@@ -23,6 +23,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -311,7 +312,10 @@ class PioProject:
 
     # -- helpers -------------------------------------------------------------
     def _pio(self) -> str:
-        found = shutil.which(self.pio)
+        # platformio is a dependency: its `pio` sits beside this Python even when
+        # the virtual environment is not activated (`.venv/bin/mcunas ...`)
+        beside = str(Path(sys.executable).parent)
+        found = shutil.which(self.pio) or shutil.which(self.pio, path=beside)
         if found is None:
             raise FatalError(
                 f"PlatformIO (`{self.pio}`) not found: install it with `pip install platformio` "

@@ -13,7 +13,14 @@ from typing import Any
 from mcunas.boards import BoardProfile
 from mcunas.errors import FatalError
 
-__all__ = ["NoPortFound", "describe_port", "detect_port", "matching_ports", "port_hwid"]
+__all__ = [
+    "NoPortFound",
+    "check_port",
+    "describe_port",
+    "detect_port",
+    "matching_ports",
+    "port_hwid",
+]
 
 Lister = Callable[[], Iterable[Any]]
 
@@ -79,3 +86,22 @@ def detect_port(board: BoardProfile, *, lister: Lister | None = None) -> str:
         f"several ports match {board.name}: {', '.join(describe_port(p) for p in found)}; "
         "pass --port to choose one"
     )
+
+
+def check_port(port: str | None) -> None:
+    """Refuse an explicit device path that does not exist, before any build or flash.
+
+    ``auto``, empty and non-path names (``COM3``, ``socket://...``) pass through.
+
+    Raises:
+        UserError: the path does not exist.
+    """
+    from pathlib import Path
+
+    from mcunas.errors import UserError
+
+    if port and port != "auto" and port.startswith("/") and not Path(port).exists():
+        raise UserError(
+            f"serial port {port} does not exist: plug the board in (data cable), "
+            "or see `mcunas rack list` for the boards attached"
+        )

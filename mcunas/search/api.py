@@ -21,6 +21,7 @@ from typing import Any, TextIO
 
 from mcunas.boards import BoardProfile, load_board
 from mcunas.errors import DatasetError, McunasError, UserError
+from mcunas.measure.ports import check_port
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
 from mcunas.search.store import (
@@ -114,6 +115,7 @@ def check_search(config: SearchConfig) -> BoardProfile:
         raise UserError(f"--seed must be between 0 and {MAX_SEED}, got {config.seed}.")
     if config.port and config.rack:
         raise UserError("Give either --port or --rack, not both.")
+    check_port(config.port)
     if config.rack and not Path(config.rack).expanduser().is_file():
         raise UserError(
             f"rack file not found: {config.rack} (see `mcunas rack --help` for its format)"
