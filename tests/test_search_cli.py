@@ -99,6 +99,9 @@ def test_full_search_json_report_export(capsys, tmp_path: Path, fake_runner) -> 
         assert (out / name).is_file()
     page = (out / "report.html").read_text()
     assert "data:image/png;base64," in page and "simulator estimate" in page
+    error = summary["best"]["latency_error_pct"]
+    assert error and "stated latency error +/-" in page  # per model (op kinds), not per board
+    assert f"{error:.0f}" in page.split("stated latency error +/-")[1].split("by model")[0]
     best = out / "best"
     for name in ("model.tflite", "model_data.cc", "model_data.h", "model_ops.h", "best.json"):
         assert (best / name).is_file()

@@ -186,7 +186,16 @@ class SearchSession:
         errs = sorted({r.latency_error_pct for r in ok if r.estimated and r.latency_error_pct})
         measured = [r for r in ok if not r.estimated]
         note = "Latency, arena, peak SRAM and flash marked ~ are simulator estimates"
-        note += f" (predictor's stated error +/-{errs[-1]:.1f}% on this board)." if errs else "."
+        if errs:
+            lo, hi = errs[0], errs[-1]
+            span = f"{lo:.0f}-{hi:.0f}%" if hi - lo >= 1 else f"{hi:.1f}%"
+            note += (
+                f" (predictor's stated latency error +/-{span} by model: the measured error "
+                "of each op kind on this board, 50% for kinds no measurement covers; "
+                "see the 'error %' column)."
+            )
+        else:
+            note += "."
         if measured:
             note += (
                 f" {len(measured)} trial(s) were measured on a board; their 'error %' column "
