@@ -77,7 +77,10 @@ def main(argv: list[str] | None = None) -> None:
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_wanted(args)
     try:
-        cli.main(args=args, prog_name="mcunas", standalone_mode=False)
+        # without standalone mode click returns ctx.exit(code)'s code instead of exiting
+        code = cli.main(args=args, prog_name="mcunas", standalone_mode=False)
+        if isinstance(code, int) and not isinstance(code, bool) and code:
+            sys.exit(code)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.UsageError as exc:  # one line, not click's usage block

@@ -76,3 +76,23 @@ def test_a_missing_serial_port_is_named_before_any_build(tmp_path, capsys, args)
                                                     if args[0] == "search" else ()))
     assert f"serial port {missing} does not exist" in err
     assert not (tmp_path / "r").exists()
+
+
+def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
+    import mcunas.convert
+    import mcunas.search.api
+
+    def interrupted(config):
+        Path(config.out).mkdir()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
+    monkeypatch.setattr(mcunas.search.api, "run_search", interrupted)
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit) as exc:
+        main(["search", "--board", "esp32s3", "--out", str(out)])
+    err = capsys.readouterr().err
+    assert exc.value.code == 130
+    assert err.strip().splitlines() == [
+        f"Interrupted. Finished trials are kept; continue with: mcunas search --out {out} --resume"
+    ]

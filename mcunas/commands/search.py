@@ -115,7 +115,7 @@ def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
             click.secho(
                 "Interrupted before the first trial; nothing was kept.", err=True, fg="yellow"
             )
-        raise click.Abort() from None
+        raise click.exceptions.Exit(130) from None  # the line above is the whole message
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
