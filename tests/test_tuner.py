@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import keras_tuner
@@ -31,6 +32,8 @@ class FakeRunner:
 
     def __init__(self, fail_train_widths=(), fatal_on_call=None):
         self.trained: list[int] = []
+        self.fits: list[tuple[int, int, int, int]] = []  # width, initial, epochs, done before
+        self.loaded: list[str] = []
         self.built = 0
         self.fail_train_widths = set(fail_train_widths)
         self.fatal_on_call = fatal_on_call
@@ -49,12 +52,26 @@ class FakeRunner:
     def check(self, model):
         return CheckResult(self._cost(model["width"]), params=model["width"] * 10)
 
-    def train(self, model, epochs):
+    def train(self, model, epochs, initial_epoch=0):
         if model["width"] in self.fail_train_widths:
             raise RuntimeError("loss became NaN")
         self.trained.append(model["width"])
+        self.fits.append((model["width"], initial_epoch, epochs, model.get("epochs_done", 0)))
         model["trained"] = True
-        return TrainResult(float_accuracy=0.5 + model["width"] / 200, epochs_run=epochs)
+        model["epochs_done"] = epochs
+        return TrainResult(float_accuracy=0.5 + model["width"] / 200,
+                           epochs_run=epochs - initial_epoch)
+
+    def save_weights(self, model, path):
+        Path(path).write_text(json.dumps(model))
+
+    def load_weights(self, model, path):
+        saved = json.loads(Path(path).read_text())
+        if saved["width"] != model["width"]:
+            return False
+        model.update(saved)
+        self.loaded.append(Path(path).name)
+        return True
 
     def convert(self, model):
         return b"TFL3" + bytes([model["width"]])
@@ -70,7 +87,7 @@ class FakeRunner:
 
 
 def make_tuner(tmp_path: Path, runner, strategy="random", max_trials=8, budgets=None,
-               time_budget=None, clock=None):
+               time_budget=None, clock=None, **tuner_kwargs):
     store = TrialStore.open(tmp_path)
     kwargs = {} if clock is None else {"clock": clock}
     progress = Progress(max_trials, time_budget, stream=io.StringIO(), **kwargs)
@@ -78,7 +95,7 @@ def make_tuner(tmp_path: Path, runner, strategy="random", max_trials=8, budgets=
         make_oracle(strategy, max_trials, seed=1, epochs=3), FakeSpace(), runner=runner,
         store=store, budgets=budgets or Budgets(max_latency_ms=10.0), progress=progress,
         models_dir=tmp_path / "models", epochs=3, seed=1, directory=str(tmp_path),
-        project_name="tuner",
+        project_name="tuner", **tuner_kwargs,
     )
     return tuner, store
 
@@ -213,7 +230,7 @@ def test_time_budget_stops_after_current_trial(tmp_path: Path) -> None:
 def test_failure_streak_stops_search(tmp_path: Path) -> None:
     runner = FakeRunner()
 
-    def broken(model, epochs):
+    def broken(model, epochs, initial_epoch=0):
         raise RuntimeError("no GPU memory")
 
     runner.train = broken

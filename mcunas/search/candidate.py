@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import keras
@@ -96,14 +97,20 @@ class KerasRunner:
         )
         return CheckResult(cost, int(model.count_params()), self._description)
 
-    def train(self, model: Any, epochs: int) -> TrainResult:
-        """Fit with early stopping on validation loss (best weights restored)."""
+    def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
+        """Fit epochs ``initial_epoch`` to ``epochs`` with early stopping (best weights restored).
+
+        As Keras's ``fit``: ``epochs - initial_epoch`` epochs at most; ``epochs_run`` of
+        the result counts the epochs of this call only.
+        """
         d = self.dataset
         stop = keras.callbacks.EarlyStopping(
             monitor="val_loss", patience=EARLY_STOP_PATIENCE, restore_best_weights=True
         )
+        initial_epoch = max(0, int(initial_epoch))
         history = model.fit(
-            d.x_train, d.y_train, batch_size=self.batch_size, epochs=max(1, int(epochs)),
+            d.x_train, d.y_train, batch_size=self.batch_size,
+            epochs=max(initial_epoch + 1, int(epochs)), initial_epoch=initial_epoch,
             validation_data=(d.x_val, d.y_val), callbacks=[stop, keras.callbacks.TerminateOnNaN()],
             verbose=0,
         )
@@ -113,6 +120,28 @@ class KerasRunner:
         probs = model.predict(d.x_val, batch_size=256, verbose=0)
         accuracy = float(np.mean(np.argmax(probs, axis=-1) == d.y_val))
         return TrainResult(float_accuracy=accuracy, epochs_run=len(losses))
+
+    def save_weights(self, model: Any, path: Path) -> None:
+        """Write the model's weights, trainable or not (no optimizer state), as ``.npz``."""
+        with open(path, "wb") as fh:
+            np.savez(fh, *model.get_weights())
+
+    def load_weights(self, model: Any, path: Path) -> bool:
+        """Load weights saved by :meth:`save_weights`; False (model unchanged) if they don't fit.
+
+        As keras-tuner's Hyperband (whose children's optimizers are not built yet when
+        the checkpoint loads), only the layers' weights carry over, not Adam's moments.
+
+        Raises:
+            OSError, ValueError: the file is not a readable ``.npz``.
+        """
+        with np.load(path) as data:
+            saved = [data[f"arr_{i}"] for i in range(len(data.files))]
+        current = model.get_weights()
+        if [w.shape for w in saved] != [w.shape for w in current]:
+            return False
+        model.set_weights(saved)
+        return True
 
     def convert(self, model: Any) -> bytes:
         """INT8 ``.tflite`` (batch size 1) calibrated on real training samples."""

@@ -7,8 +7,10 @@
   process over the completed trials; infeasible and failed trials are not
   part of its model, so it keeps sampling until it has feasible data).
 - ``hyperband``: :class:`keras_tuner.oracles.HyperbandOracle` with ``max_epochs``
-  = ``--epochs``; each trial trains for the oracle's ``tuner/epochs`` from
-  scratch (weights are not carried between rounds). ``--max-trials`` caps it.
+  = ``--epochs``; a promoted trial starts from its parent's weights and trains
+  epochs ``tuner/initial_epoch`` to ``tuner/epochs`` (see
+  :mod:`mcunas.search.tuner`; ``MCUNAS_WARM_START=0`` retrains from scratch).
+  ``--max-trials`` caps it.
 - ``evolution``: :class:`AgingEvolutionOracle` below (Real et al., "Regularized
   Evolution for Image Classifier Architecture Search", AAAI 2019).
 
