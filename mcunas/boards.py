@@ -14,7 +14,9 @@ Example::
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +48,18 @@ CORES = (
 )
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
+_TOP_KEYS = (
+    *REQUIRED_KEYS, "title", "mcu", "usable_sram_bytes", "usable_flash_bytes",
+    "peak_macs_per_cycle", "max_arena_bytes",
+    "firmware", "platformio", "serial", "latency", "sources",
+)
+# keys of the sub-tables mcunas reads ([latency] and [sources] are free-form)
+_TABLE_KEYS = {
+    "firmware": ("ram_bytes", "stack_bytes", "flash_bytes"),
+    "platformio": ("env", "platform", "board"),
+    "serial": ("baud", "hwids"),
+}
+_HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
 
 # Firmware baseline when a profile gives none: (static RAM, stack, flash) of the
 # measurement firmware without the model, the arena and the op kernels.
@@ -237,6 +251,32 @@ def _positive_int(data: dict[str, Any], key: str, where: str) -> int:
     return value
 
 
+def _optional_int(
+    data: dict[str, Any], key: str, default: int, where: str, *, minimum: int = 1,
+    label: str = "",
+) -> int:
+    """An optional integer key: absent gives ``default``, else an int >= ``minimum``."""
+    if key not in data:
+        return default
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive integer" if minimum > 0 else "an integer >= 0"
+        raise BoardProfileError(f"{where}: {label or key} must be {kind}, got {value!r}")
+    return value
+
+
+def _check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: str = "") -> None:
+    """Refuse keys mcunas does not read: a misspelt key would otherwise be ignored."""
+    import difflib
+
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        key = unknown[0]
+        close = [k for k in known if k.startswith(key)] or difflib.get_close_matches(key, known, 1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+        raise BoardProfileError(f"{where}: unknown key {table}{key!r}{hint}")
+
+
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
@@ -264,7 +304,38 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     hwids = serial.get("hwids", [])
     if not isinstance(hwids, list):
         raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
+    _check_keys(data, _TOP_KEYS, where)
+    for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
+        _check_keys(values, _TABLE_KEYS[table], where, f"[{table}] ")
+    hwids = [str(h).upper() for h in hwids]
+    bad_ids = [h for h in hwids if not _HWID.fullmatch(h)]
+    if bad_ids:
+        raise BoardProfileError(
+            f'{where}: serial.hwids entry {bad_ids[0]!r} is not a USB "VID:PID" in hex, '
+            'e.g. "303A:1001"'
+        )
     fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(data["core"])]
+    usable = {
+        f"usable_{m}_bytes": _optional_int(data, f"usable_{m}_bytes", sizes[f"{m}_bytes"], where)
+        for m in ("sram", "flash")
+    }
+    for m in ("sram", "flash"):
+        if usable[f"usable_{m}_bytes"] > sizes[f"{m}_bytes"]:
+            raise BoardProfileError(
+                f"{where}: usable_{m}_bytes ({usable[f'usable_{m}_bytes']}) is more than "
+                f"{m}_bytes ({sizes[f'{m}_bytes']})"
+            )
+    firmware = {
+        f"firmware_{k}": _optional_int(fw, k, d, where, minimum=0, label=f"[firmware] {k}")
+        for k, d in (("ram_bytes", fam_ram), ("stack_bytes", fam_stack),
+                     ("flash_bytes", fam_flash))
+    }
+    peak = data.get("peak_macs_per_cycle", _PEAK_MACS_PER_CYCLE[data["core"]])
+    if (not isinstance(peak, (int, float)) or isinstance(peak, bool)
+            or not math.isfinite(peak) or peak <= 0):
+        raise BoardProfileError(
+            f"{where}: peak_macs_per_cycle must be a positive number, got {peak!r}"
+        )
     try:
         board = BoardProfile(
             name=str(data["name"]),
@@ -272,20 +343,15 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             kernels=data["kernels"],
             title=str(data.get("title", data["name"])),
             mcu=str(data.get("mcu", "")),
-            usable_sram_bytes=int(data.get("usable_sram_bytes", sizes["sram_bytes"])),
-            usable_flash_bytes=int(data.get("usable_flash_bytes", sizes["flash_bytes"])),
-            firmware_ram_bytes=int(fw.get("ram_bytes", fam_ram)),
-            firmware_stack_bytes=int(fw.get("stack_bytes", fam_stack)),
-            firmware_flash_bytes=int(fw.get("flash_bytes", fam_flash)),
-            peak_macs_per_cycle=float(
-                data.get("peak_macs_per_cycle", _PEAK_MACS_PER_CYCLE[data["core"]])
-            ),
-            max_arena_bytes=int(data.get("max_arena_bytes", 0)),
+            **usable,
+            **firmware,
+            peak_macs_per_cycle=float(peak),
+            max_arena_bytes=_optional_int(data, "max_arena_bytes", 0, where),
             pio_env=str(pio.get("env", "")),
             pio_board=str(pio.get("board", "")),
             pio_platform=str(pio.get("platform", "")),
-            baud=int(serial.get("baud", 115200)),
-            hwids=tuple(str(h).upper() for h in hwids),
+            baud=_optional_int(serial, "baud", 115200, where, label="[serial] baud"),
+            hwids=tuple(hwids),
             latency=latency,
             sources={str(k): str(v) for k, v in sources.items()},
             path=where,

@@ -146,3 +146,35 @@ def test_esp_nn_is_refused_on_a_cortex_m(tmp_path):
         load_board(str(path))
     with pytest.raises(BoardProfileError, match="Espressif"):
         load_board("nucleo_f746zg").with_kernels("esp-nn")
+
+
+@pytest.mark.parametrize(
+    "extra,fragment",
+    [
+        ("usable_sram_bytes = 999999999\n", "usable_sram_bytes .* is more than sram_bytes"),
+        ("usable_sram_bytes = 1.9\n", "usable_sram_bytes must be a positive integer"),
+        ('usable_flash_bytes = "200000"\n', "usable_flash_bytes must be a positive integer"),
+        ("max_arena_bytes = -5\n", "max_arena_bytes must be a positive integer"),
+        ("peak_macs_per_cycle = 0\n", "peak_macs_per_cycle must be a positive number"),
+        ("peak_macs_per_cycle = nan\n", "peak_macs_per_cycle must be a positive number"),
+        ("sram_kb = 256\n", "unknown key 'sram_kb'"),
+        ("[firmware]\nram_bytes = -100000\n", r"\[firmware\] ram_bytes must be an integer >= 0"),
+        ("[firmware]\nram = 1000\n", r"unknown key \[firmware\] 'ram'; did you mean 'ram_bytes'"),
+        ("[serial]\nbaud = 0\n", r"\[serial\] baud must be a positive integer"),
+        ('[serial]\nhwids = ["nonsense"]\n', "not a USB \"VID:PID\""),
+    ],
+)
+def test_bad_optional_values_are_refused(tmp_path, extra, fragment):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL + extra)
+    with pytest.raises(BoardProfileError, match=fragment):
+        load_board(str(path))
+
+
+def test_optional_values_given_right_are_used(tmp_path):
+    path = tmp_path / "good.toml"
+    path.write_text(MINIMAL + "usable_sram_bytes = 200000\npeak_macs_per_cycle = 1\n"
+                    '[firmware]\nram_bytes = 0\n[serial]\nbaud = 921600\nhwids = ["2e8a:000a"]\n')
+    board = load_board(str(path))
+    assert (board.usable_sram_bytes, board.peak_macs_per_cycle) == (200000, 1.0)
+    assert (board.firmware_ram_bytes, board.baud, board.hwids) == (0, 921600, ("2E8A:000A",))
