@@ -40,6 +40,14 @@ def test_load_rack(tmp_path):
         ('[[board]]\nprofile = "nope"\nport = "/dev/a"\n', "board 1: Unknown board 'nope'"),
         ('[[board]]\nprofile = "esp32s3"\nport = "auto"\n', "not 'auto'"),
         ('[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n' * 2, "port listed more than once"),
+        ('[[board]]\nprofile = "esp32s3"\nprot = "/dev/a"\n', "board 1: unknown key 'prot'"),
+        ('[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\nkernels = "reference"\n',
+         "board 1: unknown key 'kernels'"),
+        ('[rack]\nmax_failure = 1\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
+         "\\[rack\\] unknown key 'max_failure'"),
+        ('[rack]\nmax_failures = true\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
+         "max_failures must be a positive integer"),
+        ('[[boards]]\nprofile = "esp32s3"\nport = "/dev/a"\n', "no \\[\\[board\\]\\] entries"),
     ],
 )
 def test_load_rack_errors(tmp_path, text, message):
@@ -191,3 +199,15 @@ def test_registered_and_virtual_rack_end_to_end(tmp_path):
         assert "never printed 'ready'" in silent.out_reason
         probed = {rb.port: (ready, err) for rb, ready, err in probe_rack(load_rack(path), 0.3)}
         assert probed[a.port][0].board == "esp32s3" and probed[c.port][1]
+
+
+def test_relative_profile_path_is_beside_the_rack_file(tmp_path, monkeypatch):
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / "myb.toml").write_text(
+        'name = "myb"\ncore = "cortex-m33"\nclock_hz = 150_000_000\nsram_bytes = 262144\n'
+        'flash_bytes = 1048576\nkernels = "cmsis-nn"\n'
+    )
+    rack = tmp_path / "lab" / "rack.toml"
+    rack.write_text('[[board]]\nprofile = "myb.toml"\nport = "/dev/a"\n')
+    monkeypatch.chdir(tmp_path)
+    assert load_rack(rack).boards[0].profile.name == "myb"

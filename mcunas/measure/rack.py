@@ -6,7 +6,7 @@
     max_failures = 3        # failures in a row that take a board out of rotation
 
     [[board]]
-    profile = "esp32s3"     # a board profile name or .toml path
+    profile = "esp32s3"     # a board profile name or .toml path (relative: beside this file)
     port = "/dev/ttyACM0"
     name = "s3-left"        # optional; default "<profile>@<port>"
 
@@ -100,15 +100,17 @@ def load_rack(path: str | Path) -> Rack:
         isinstance(e, dict) for e in entries
     ):
         raise RackError(f"{path}: no [[board]] entries (each needs profile = and port =)")
+    _refuse_unknown(data, ("rack", "board"), f"{path}: ")
     boards: list[RackBoard] = []
     for i, entry in enumerate(entries, 1):
+        _refuse_unknown(entry, ("profile", "port", "name"), f"{path}: board {i}: ")
         for key in ("profile", "port"):
             if not isinstance(entry.get(key), str) or not entry[key]:
                 raise RackError(f"{path}: board {i}: '{key}' is missing or not a string")
         if entry["port"] == "auto":
             raise RackError(f"{path}: board {i}: give the port explicitly, not 'auto'")
         try:
-            profile = load_board(entry["profile"])
+            profile = load_board(_profile_ref(entry["profile"], path.parent))
         except UserError as exc:
             raise RackError(f"{path}: board {i}: {exc}") from exc
         name = str(entry.get("name") or f"{profile.name}@{entry['port']}")
@@ -121,10 +123,25 @@ def load_rack(path: str | Path) -> Rack:
     settings = data.get("rack", {})
     if not isinstance(settings, dict):
         raise RackError(f"{path}: [rack] must be a table (e.g. [rack] max_failures = 3)")
+    _refuse_unknown(settings, ("max_failures",), f"{path}: [rack] ")
     max_failures = settings.get("max_failures", DEFAULT_MAX_FAILURES)
-    if not isinstance(max_failures, int) or max_failures < 1:
+    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 1:
         raise RackError(f"{path}: [rack] max_failures must be a positive integer")
     return Rack(path, tuple(boards), max_failures)
+
+
+def _refuse_unknown(table: dict[str, Any], known: tuple[str, ...], where: str) -> None:
+    """A misspelt key (``prot``, ``max_failure``) is an error, not silently ignored."""
+    unknown = sorted(set(table) - set(known))
+    if unknown:
+        raise RackError(f"{where}unknown key '{unknown[0]}' (known: {', '.join(known)})")
+
+
+def _profile_ref(ref: str, rack_dir: Path) -> str:
+    """A relative profile path is looked up beside the rack file first, then from here."""
+    if ref.endswith(".toml") and not Path(ref).is_absolute() and (rack_dir / ref).is_file():
+        return str(rack_dir / ref)
+    return ref
 
 
 def probe_rack(
