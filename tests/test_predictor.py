@@ -83,3 +83,45 @@ def test_fit_with_empty_store_is_one_clear_error():
     result = CliRunner().invoke(cli, ["fit"])
     assert result.exit_code != 0
     assert isinstance(result.exception, UserError)
+
+
+_HEADER = "id,model_file,board,core,clock_mhz,kernels,runtime,latency_ms,source\n"
+_ROW = "r1,ad01_int8.tflite,,cortex-m4f,120,cmsis-nn,,10.5,me\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (_ROW.replace("10.5", "nan"), r"csv:2: latency_ms must be a positive number, got nan"),
+        (_ROW.replace("10.5", "-3"), r"csv:2: latency_ms must be a positive number"),
+        (_ROW.replace(",120,", ",0,"), r"csv:2: clock_mhz must be positive"),
+        (_ROW.replace("cmsis-nn", "esp-nn"), r"csv:2: kernels esp-nn .* cannot run on cortex-m4f"),
+        (_ROW + _ROW, r"csv:3: id 'r1' is used again \(first on line 2\)"),
+    ],
+)
+def test_import_refuses_bad_rows_and_stores_nothing(isolated_home, tmp_path, body, message):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "ad01_int8.tflite").write_bytes(
+        (CAL / "models" / "ad01_int8.tflite").read_bytes()
+    )
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_text(_HEADER + body)
+    store = RecordStore(tmp_path / "s.sqlite")
+    with pytest.raises(UserError, match=message):
+        store.import_csv(csv_path)
+    assert store.summary() == []
+
+
+def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
+    from mcunas.predict.fit import load_calibration
+    from mcunas.predict.records import board_for_row
+
+    folder = isolated_home / "boards"
+    folder.mkdir(parents=True)
+    text = Path(load_board("esp32s3").path).read_text()
+    (folder / "esp32s3-virtual.toml").write_text(
+        text.replace('name = "esp32s3"', 'name = "esp32s3-virtual"')
+    )
+    (folder / "broken.toml").write_text("name = 'broken'\n")
+    rows = [r for r in load_calibration() if r.id.startswith("esp32s3-")]
+    assert rows and {board_for_row(r) for r in rows} == {"esp32s3"}

@@ -15,6 +15,7 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import math
 import os
 import sqlite3
 from collections.abc import Iterable
@@ -104,8 +105,8 @@ class RecordStore:
                         clock_hz: int, latency_ms: float, source: str, label: str = "",
                         ops: Iterable[tuple[int, str, float]] = ()) -> str:  # fmt: skip
         """Store a whole-model latency and, optionally, per-op times (index, op, ms)."""
-        if latency_ms <= 0:
-            raise UserError(f"latency must be positive, got {latency_ms} ms")
+        if not (math.isfinite(latency_ms) and latency_ms > 0):
+            raise UserError(f"latency must be a positive number, got {latency_ms} ms")
         key = self.add_model(model_bytes, label)
         rows = [(None, None, latency_ms)] + [(i, name, ms) for i, name, ms in ops]
         with self._db:
@@ -121,8 +122,10 @@ class RecordStore:
 
     def import_csv(self, csv_path: Path) -> int:
         """Import whole-model rows in the form of ``calibration/measurements.csv``."""
+        rows = load_calibration(Path(csv_path))
+        _check_rows(rows, csv_path)  # before anything is stored: a bad file adds nothing
         count = 0
-        for row in load_calibration(Path(csv_path)):
+        for row in rows:
             board = board_for_row(row)
             source = f"published:{row.source}" if row.source else f"csv:{csv_path}"
             self.add_measurement(
@@ -203,13 +206,42 @@ class RecordStore:
         return count
 
 
-def board_for_row(row: CalibrationRow) -> str:
-    """The board profile a published row belongs to: by name, else by core and clock."""
-    from mcunas.boards import list_boards
+def _check_rows(rows: list[CalibrationRow], csv_path: Path) -> None:
+    """Refuse values the CSV parser lets through: one line naming the CSV line."""
+    from mcunas.boards import core_family
 
-    boards = list_boards()
+    seen: dict[str, int] = {}
+    for line, row in enumerate(rows, start=2):  # one row per CSV line after the header
+        where = f"{csv_path}:{line}"
+        if not (math.isfinite(row.latency_ms) and row.latency_ms > 0):
+            raise UserError(f"{where}: latency_ms must be a positive number, got {row.latency_ms}")
+        if row.clock_hz <= 0:
+            raise UserError(f"{where}: clock_mhz must be positive, got {row.clock_hz / 1e6:g}")
+        if row.kernels == "esp-nn" and core_family(row.core) == "cortex-m":
+            raise UserError(f"{where}: kernels esp-nn (Espressif's library) cannot run on "
+                            f"{row.core}; use cmsis-nn or reference")  # fmt: skip
+        if row.id in seen:
+            raise UserError(f"{where}: id {row.id!r} is used again (first on line {seen[row.id]}); "
+                            "give each measurement its own id")  # fmt: skip
+        seen[row.id] = line
+
+
+def board_for_row(row: CalibrationRow) -> str:
+    """The board profile a published row belongs to: by name, else by core and clock.
+
+    When several profiles share the core and clock (a user's ``esp32s3-virtual``
+    beside ``esp32s3``), the one named like a built-in profile wins: a copy must
+    not take the published rows away from the board they were measured on. A
+    malformed user profile is skipped here (``mcunas boards`` reports it).
+    """
+    from mcunas.boards import builtin_boards_dir, list_boards
+
+    boards = list_boards(errors=[])
     for board in boards:
         if row.board in (board.name, board.title):
             return board.name
     same = [b.name for b in boards if b.core == row.core and b.clock_hz == row.clock_hz]
+    if len(same) > 1:
+        builtin = {p.stem for p in builtin_boards_dir().glob("*.toml")}
+        same = [name for name in same if name in builtin]
     return same[0] if len(same) == 1 else row.board or f"{row.core}@{row.clock_hz // 1_000_000}MHz"
