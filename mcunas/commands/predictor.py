@@ -110,7 +110,8 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
         table = refit_board(board, rows, ops, lambda key: _graph(db.model_path(key)))
         out = write_user_board(board, table)
         libs = ", ".join(
-            f"{k}: scale {v.get('scale', '-')}, error {v.get('error_pct', '-')}%"
+            f"{k}: scale {v.get('scale', '-')}, "
+            + (f"error {v['error_pct']}%" if "error_pct" in v else "error not measured")
             for k, v in table.items() if isinstance(v, dict)
         )  # fmt: skip
         click.echo(f"{name}: {libs} -> {out}")
