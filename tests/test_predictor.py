@@ -125,3 +125,21 @@ def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
     (folder / "broken.toml").write_text("name = 'broken'\n")
     rows = [r for r in load_calibration() if r.id.startswith("esp32s3-")]
     assert rows and {board_for_row(r) for r in rows} == {"esp32s3"}
+
+
+@pytest.mark.parametrize("command", [["list"], ["fit"], ["forget", "--board", "esp32", "--yes"],
+                                     ["report", "--board", "esp32s3"]])
+def test_a_mistyped_store_is_an_error_and_is_not_created(isolated_home, tmp_path, command):
+    missing = tmp_path / "no" / "such.sqlite"
+    result = CliRunner().invoke(cli, [*command, "--store", str(missing)])
+    assert result.exit_code != 0 and "No measurements store at" in str(result.exception)
+    assert not missing.parent.exists()
+
+
+def test_list_and_report_without_any_store_create_none(isolated_home):
+    runner = CliRunner()
+    result = runner.invoke(cli, ["list"])
+    assert result.exit_code == 0 and "No measurements yet" in result.output
+    result = runner.invoke(cli, ["report", "--board", "esp32s3"])  # the published rows
+    assert result.exit_code == 0 and "leave-one-out on 2" in result.output
+    assert not (isolated_home / "predictor.sqlite").exists()

@@ -9,10 +9,15 @@ import click
 from mcunas.errors import UserError
 
 
-def _store(path: str | None):  # noqa: ANN202
-    from mcunas.predict.records import RecordStore
+def _store(path: str | None, create: bool = False):  # noqa: ANN202
+    """Open the store; only ``import`` creates one (a mistyped --store must not)."""
+    from mcunas.predict.records import RecordStore, default_store_path
 
-    return RecordStore(Path(path) if path else None)
+    where = Path(path) if path else default_store_path()
+    if not create and not where.is_file():
+        raise UserError(f"No measurements store at {where}: run `mcunas predictor import CSV` "
+                        "or `mcunas calibrate` first, or check --store")  # fmt: skip
+    return RecordStore(where)
 
 
 _STORE = click.option(
@@ -41,7 +46,7 @@ def cli() -> None:
 @_STORE
 def import_cmd(csv_path: str, store: str | None) -> None:
     """Import published whole-model figures (columns of calibration/measurements.csv)."""
-    db = _store(store)
+    db = _store(store, create=True)
     count = db.import_csv(Path(csv_path))
     click.echo(f"Imported {count} measurement(s) into {db.path}")
 
@@ -50,6 +55,11 @@ def import_cmd(csv_path: str, store: str | None) -> None:
 @_STORE
 def list_cmd(store: str | None) -> None:
     """What the store holds: measurements per board, kernel library and source."""
+    from mcunas.predict.records import default_store_path
+
+    if store is None and not default_store_path().is_file():
+        click.echo(f"No measurements yet ({default_store_path()} does not exist)")
+        return
     db = _store(store)
     groups = db.summary()
     if not groups:
@@ -127,11 +137,12 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards import load_board
     from mcunas.predict.fit import board_loo, load_calibration, summarize
-    from mcunas.predict.records import board_for_row
+    from mcunas.predict.records import board_for_row, default_store_path
 
     board = load_board(board_name)
     rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
-    rows.update({r.id: r for r in _store(store).model_rows(board.name)})
+    if store is not None or default_store_path().is_file():  # the published rows need none
+        rows.update({r.id: r for r in _store(store).model_rows(board.name)})
     if not rows:
         raise UserError(f"No whole-model measurements for board '{board.name}'.")
     results = board_loo(board, list(rows.values()))
