@@ -48,3 +48,12 @@ def test_targets_are_mutually_exclusive(capsys, args, named):
 def test_no_flash_on_virtual_board(capsys):
     err = _refused(capsys, "--virtual", "--no-flash")
     assert "--no-flash" in err
+
+
+def test_no_board_attached_is_one_line_before_the_header(capsys, monkeypatch, isolated_home):
+    from mcunas.measure import ports
+
+    monkeypatch.setattr(ports, "_comports", lambda: [])
+    err = _refused(capsys)  # --port auto by default
+    assert "no serial port matches esp32s3's USB ids" in err
+    assert not (isolated_home / "predictor.sqlite").exists()

@@ -97,6 +97,10 @@ def cli(
         board = replace(
             board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)"
         )
+    if not virtual and rack_path is None and port in ("auto", ""):
+        from mcunas.measure.ports import detect_port
+
+        port = detect_port(board)  # no board: its one-line error before any header or store
     suite = load_suite(suite_size)
     db = RecordStore(Path(store) if store else None)
 
