@@ -284,6 +284,57 @@ def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     return dict(value)
 
 
+# [latency] is read by mcunas/predict/latency.py and written by `predictor fit`/`calibrate`
+_LATENCY_TOP_KEYS = ("source", "runtime")
+_LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
+    "scale": 0.0, "error_pct": 0.0, "within_10_pct": 0.0,
+    "requant": 0.0, "op_overhead": 0.0, "invoke_overhead": 0.0, "byte": 0.0,
+}
+_LATENCY_TABLES = ("mac", "op_error_pct")  # variant -> cycles per unit / error %
+_LATENCY_TEXT = ("source", "runtime", "error_method", "rows", "checked_variants")
+
+
+def _number_ok(value: Any, low: float, strict: bool) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return value > low if strict else value >= low
+
+
+def _check_latency(latency: dict[str, Any], where: str) -> None:
+    """Refuse a [latency] table that would give negative, nan or mislabelled estimates."""
+    for key, value in latency.items():
+        if not isinstance(value, dict):
+            if key not in _LATENCY_TOP_KEYS:
+                raise BoardProfileError(f"{where}: unknown key [latency] {key!r}; give the "
+                                        "coefficients per library, e.g. [latency.cmsis-nn]")
+            continue
+        if key not in KERNEL_LIBRARIES:
+            raise BoardProfileError(f"{where}: [latency.{key}] is not a kernel library "
+                                    f"({', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
+        known = (*_LATENCY_NUMBERS, *_LATENCY_TABLES, *_LATENCY_TEXT)
+        _check_keys(value, known, where, f"[latency.{key}] ")
+        for name, low in _LATENCY_NUMBERS.items():
+            if name in value and not _number_ok(value[name], low, strict=name == "scale"):
+                kind = "a positive number" if name == "scale" else "a number >= 0"
+                raise BoardProfileError(
+                    f"{where}: [latency.{key}] {name} must be {kind}, got {value[name]!r}"
+                )
+        for name in _LATENCY_TABLES:
+            table = value.get(name, {})
+            if not isinstance(table, dict):
+                bad = [f"{name} = {table!r}"]
+            else:
+                bad = [f"{name}.{k} = {v!r}" for k, v in table.items()
+                       if not _number_ok(v, 0, strict=False)]  # fmt: skip
+            if bad:
+                raise BoardProfileError(
+                    f"{where}: [latency.{key}] {bad[0]}: must be a table of numbers >= 0"
+                )
+        for name in ("rows", "checked_variants"):
+            if name in value and not isinstance(value[name], list):
+                raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
+
+
 def _load_file(path: Path, builtin: bool) -> BoardProfile:
     where = str(path)
     try:
@@ -305,6 +356,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     if not isinstance(hwids, list):
         raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
     _check_keys(data, _TOP_KEYS, where)
+    _check_latency(latency, where)
     for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
         _check_keys(values, _TABLE_KEYS[table], where, f"[{table}] ")
     hwids = [str(h).upper() for h in hwids]

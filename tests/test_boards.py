@@ -178,3 +178,32 @@ def test_optional_values_given_right_are_used(tmp_path):
     board = load_board(str(path))
     assert (board.usable_sram_bytes, board.peak_macs_per_cycle) == (200000, 1.0)
     assert (board.firmware_ram_bytes, board.baud, board.hwids) == (0, 921600, ("2E8A:000A",))
+
+
+@pytest.mark.parametrize(
+    "extra,fragment",
+    [
+        ("[latency]\nfoo = 1\n", r"unknown key \[latency\] 'foo'"),
+        ("[latency.cmsis]\nscale = 3.0\n", r"\[latency.cmsis\] is not a kernel library"),
+        ("[latency.cmsis-nn]\nscael = 3.0\n", r"'scael'; did you mean 'scale'"),
+        ("[latency.cmsis-nn]\nscale = nan\n", "scale must be a positive number"),
+        ("[latency.cmsis-nn]\nerror_pct = -10\n", "error_pct must be a number >= 0"),
+        ("[latency.cmsis-nn]\ninvoke_overhead = -1e9\n", "invoke_overhead must be a number >= 0"),
+        ("[latency.cmsis-nn]\nmac = {conv_1x1 = -1}\n", "mac.conv_1x1 = -1"),
+        ('[latency.cmsis-nn]\nop_error_pct = {fc = "x"}\n', "op_error_pct.fc = 'x'"),
+        ('[latency.cmsis-nn]\nchecked_variants = "fc"\n', "checked_variants must be a list"),
+    ],
+)
+def test_bad_latency_tables_are_refused_at_load(tmp_path, extra, fragment):
+    path = tmp_path / "bad.toml"
+    path.write_text(MINIMAL + extra)
+    with pytest.raises(BoardProfileError, match=fragment):
+        load_board(str(path))
+
+
+def test_fitted_latency_tables_still_load(tmp_path):
+    path = tmp_path / "fitted.toml"
+    path.write_text(MINIMAL + '[latency]\nsource = "fit"\n[latency.cmsis-nn]\nscale = 2.0\n'
+                    'error_pct = 20.0\nrows = ["a"]\nmac = {fc = 2.5}\nop_error_pct = {fc = 3.1}\n'
+                    'checked_variants = ["fc"]\nwithin_10_pct = 80.0\nerror_method = "k-fold"\n')
+    assert load_board(str(path)).latency["cmsis-nn"]["mac"] == {"fc": 2.5}
