@@ -16,12 +16,22 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mcunas.board_checks import (
+    HWID,
+    KERNEL_LIBRARIES,
+    REQUIRED_KEYS,
+    TABLE_KEYS,
+    TOP_KEYS,
+    check_keys,
+    check_latency,
+    optional_int,
+    positive_int,
+)
 from mcunas.errors import BoardProfileError, UnknownBoard
 
 __all__ = [
@@ -46,20 +56,7 @@ CORES = (
     "xtensa-lx7",
     "riscv32",
 )
-KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
-REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
-_TOP_KEYS = (
-    *REQUIRED_KEYS, "title", "mcu", "usable_sram_bytes", "usable_flash_bytes",
-    "peak_macs_per_cycle", "max_arena_bytes",
-    "firmware", "platformio", "serial", "latency", "sources",
-)
-# keys of the sub-tables mcunas reads ([latency] and [sources] are free-form)
-_TABLE_KEYS = {
-    "firmware": ("ram_bytes", "stack_bytes", "flash_bytes"),
-    "platformio": ("env", "platform", "board"),
-    "serial": ("baud", "hwids"),
-}
-_HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
+
 
 # Firmware baseline when a profile gives none: (static RAM, stack, flash) of the
 # measurement firmware without the model, the arena and the op kernels.
@@ -244,95 +241,11 @@ def _check_kernels_fit_core(kernels: str, core: str, where: str) -> None:
         )
 
 
-def _positive_int(data: dict[str, Any], key: str, where: str) -> int:
-    value = data[key]
-    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-        raise BoardProfileError(f"{where}: {key} must be a positive integer, got {value!r}")
-    return value
-
-
-def _optional_int(
-    data: dict[str, Any], key: str, default: int, where: str, *, minimum: int = 1,
-    label: str = "",
-) -> int:
-    """An optional integer key: absent gives ``default``, else an int >= ``minimum``."""
-    if key not in data:
-        return default
-    value = data[key]
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        kind = "a positive integer" if minimum > 0 else "an integer >= 0"
-        raise BoardProfileError(f"{where}: {label or key} must be {kind}, got {value!r}")
-    return value
-
-
-def _check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: str = "") -> None:
-    """Refuse keys mcunas does not read: a misspelt key would otherwise be ignored."""
-    import difflib
-
-    unknown = [k for k in data if k not in known]
-    if unknown:
-        key = unknown[0]
-        close = [k for k in known if k.startswith(key)] or difflib.get_close_matches(key, known, 1)
-        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
-        raise BoardProfileError(f"{where}: unknown key {table}{key!r}{hint}")
-
-
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
     value = data.get(key, {})
     if not isinstance(value, dict):
         raise BoardProfileError(f"{where}: {key} must be a table ([{key}]), got {value!r}")
     return dict(value)
-
-
-# [latency] is read by mcunas/predict/latency.py and written by `predictor fit`/`calibrate`
-_LATENCY_TOP_KEYS = ("source", "runtime")
-_LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
-    "scale": 0.0, "error_pct": 0.0, "within_10_pct": 0.0,
-    "requant": 0.0, "op_overhead": 0.0, "invoke_overhead": 0.0, "byte": 0.0,
-}
-_LATENCY_TABLES = ("mac", "op_error_pct")  # variant -> cycles per unit / error %
-_LATENCY_TEXT = ("source", "runtime", "error_method", "rows", "checked_variants")
-
-
-def _number_ok(value: Any, low: float, strict: bool) -> bool:
-    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
-        return False
-    return value > low if strict else value >= low
-
-
-def _check_latency(latency: dict[str, Any], where: str) -> None:
-    """Refuse a [latency] table that would give negative, nan or mislabelled estimates."""
-    for key, value in latency.items():
-        if not isinstance(value, dict):
-            if key not in _LATENCY_TOP_KEYS:
-                raise BoardProfileError(f"{where}: unknown key [latency] {key!r}; give the "
-                                        "coefficients per library, e.g. [latency.cmsis-nn]")
-            continue
-        if key not in KERNEL_LIBRARIES:
-            raise BoardProfileError(f"{where}: [latency.{key}] is not a kernel library "
-                                    f"({', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
-        known = (*_LATENCY_NUMBERS, *_LATENCY_TABLES, *_LATENCY_TEXT)
-        _check_keys(value, known, where, f"[latency.{key}] ")
-        for name, low in _LATENCY_NUMBERS.items():
-            if name in value and not _number_ok(value[name], low, strict=name == "scale"):
-                kind = "a positive number" if name == "scale" else "a number >= 0"
-                raise BoardProfileError(
-                    f"{where}: [latency.{key}] {name} must be {kind}, got {value[name]!r}"
-                )
-        for name in _LATENCY_TABLES:
-            table = value.get(name, {})
-            if not isinstance(table, dict):
-                bad = [f"{name} = {table!r}"]
-            else:
-                bad = [f"{name}.{k} = {v!r}" for k, v in table.items()
-                       if not _number_ok(v, 0, strict=False)]  # fmt: skip
-            if bad:
-                raise BoardProfileError(
-                    f"{where}: [latency.{key}] {bad[0]}: must be a table of numbers >= 0"
-                )
-        for name in ("rows", "checked_variants"):
-            if name in value and not isinstance(value[name], list):
-                raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
 
 
 def _load_file(path: Path, builtin: bool) -> BoardProfile:
@@ -349,18 +262,18 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     _check_choice("core", data["core"], CORES, where)
     _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
     _check_kernels_fit_core(data["kernels"], data["core"], where)
-    sizes = {k: _positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
+    sizes = {k: positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
     tables = ("firmware", "platformio", "serial", "latency", "sources")
     fw, pio, serial, latency, sources = (_table(data, key, where) for key in tables)
     hwids = serial.get("hwids", [])
     if not isinstance(hwids, list):
         raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
-    _check_keys(data, _TOP_KEYS, where)
-    _check_latency(latency, where)
+    check_keys(data, TOP_KEYS, where)
+    check_latency(latency, where)
     for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
-        _check_keys(values, _TABLE_KEYS[table], where, f"[{table}] ")
+        check_keys(values, TABLE_KEYS[table], where, f"[{table}] ")
     hwids = [str(h).upper() for h in hwids]
-    bad_ids = [h for h in hwids if not _HWID.fullmatch(h)]
+    bad_ids = [h for h in hwids if not HWID.fullmatch(h)]
     if bad_ids:
         raise BoardProfileError(
             f'{where}: serial.hwids entry {bad_ids[0]!r} is not a USB "VID:PID" in hex, '
@@ -368,7 +281,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         )
     fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(data["core"])]
     usable = {
-        f"usable_{m}_bytes": _optional_int(data, f"usable_{m}_bytes", sizes[f"{m}_bytes"], where)
+        f"usable_{m}_bytes": optional_int(data, f"usable_{m}_bytes", sizes[f"{m}_bytes"], where)
         for m in ("sram", "flash")
     }
     for m in ("sram", "flash"):
@@ -378,7 +291,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
                 f"{m}_bytes ({sizes[f'{m}_bytes']})"
             )
     firmware = {
-        f"firmware_{k}": _optional_int(fw, k, d, where, minimum=0, label=f"[firmware] {k}")
+        f"firmware_{k}": optional_int(fw, k, d, where, minimum=0, label=f"[firmware] {k}")
         for k, d in (("ram_bytes", fam_ram), ("stack_bytes", fam_stack),
                      ("flash_bytes", fam_flash))
     }
@@ -398,11 +311,11 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             **usable,
             **firmware,
             peak_macs_per_cycle=float(peak),
-            max_arena_bytes=_optional_int(data, "max_arena_bytes", 0, where),
+            max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
             pio_env=str(pio.get("env", "")),
             pio_board=str(pio.get("board", "")),
             pio_platform=str(pio.get("platform", "")),
-            baud=_optional_int(serial, "baud", 115200, where, label="[serial] baud"),
+            baud=optional_int(serial, "baud", 115200, where, label="[serial] baud"),
             hwids=tuple(hwids),
             latency=latency,
             sources={str(k): str(v) for k, v in sources.items()},

@@ -1,0 +1,113 @@
+"""Checks of a board profile's values: one :class:`BoardProfileError` line per mistake.
+
+Used by :mod:`mcunas.boards` when it loads a profile; a misspelt key, a value
+of the wrong type or range, or a ``[latency]`` table that would give negative or
+nan estimates is refused here instead of silently changing the figures.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Any
+
+from mcunas.errors import BoardProfileError
+
+KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
+REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
+TOP_KEYS = (
+    *REQUIRED_KEYS, "title", "mcu", "usable_sram_bytes", "usable_flash_bytes",
+    "peak_macs_per_cycle", "max_arena_bytes",
+    "firmware", "platformio", "serial", "latency", "sources",
+)
+# keys of the sub-tables mcunas reads ([latency]: check_latency; [sources] is free-form)
+TABLE_KEYS = {
+    "firmware": ("ram_bytes", "stack_bytes", "flash_bytes"),
+    "platformio": ("env", "platform", "board"),
+    "serial": ("baud", "hwids"),
+}
+HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
+
+
+def positive_int(data: dict[str, Any], key: str, where: str) -> int:
+    """A required integer key that must be above 0."""
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        raise BoardProfileError(f"{where}: {key} must be a positive integer, got {value!r}")
+    return value
+
+
+def optional_int(
+    data: dict[str, Any], key: str, default: int, where: str, *, minimum: int = 1,
+    label: str = "",
+) -> int:
+    """An optional integer key: absent gives ``default``, else an int >= ``minimum``."""
+    if key not in data:
+        return default
+    value = data[key]
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        kind = "a positive integer" if minimum > 0 else "an integer >= 0"
+        raise BoardProfileError(f"{where}: {label or key} must be {kind}, got {value!r}")
+    return value
+
+
+def check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: str = "") -> None:
+    """Refuse keys mcunas does not read: a misspelt key would otherwise be ignored."""
+    unknown = [k for k in data if k not in known]
+    if unknown:
+        key = unknown[0]
+        close = [k for k in known if k.startswith(key)] or difflib.get_close_matches(key, known, 1)
+        hint = f"; did you mean {close[0]!r}?" if close else f"; known: {', '.join(known)}"
+        raise BoardProfileError(f"{where}: unknown key {table}{key!r}{hint}")
+
+
+# [latency] is read by mcunas/predict/latency.py and written by `predictor fit`/`calibrate`
+_LATENCYTOP_KEYS = ("source", "runtime")
+_LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
+    "scale": 0.0, "error_pct": 0.0, "within_10_pct": 0.0,
+    "requant": 0.0, "op_overhead": 0.0, "invoke_overhead": 0.0, "byte": 0.0,
+}
+_LATENCY_TABLES = ("mac", "op_error_pct")  # variant -> cycles per unit / error %
+_LATENCY_TEXT = ("source", "runtime", "error_method", "rows", "checked_variants")
+
+
+def _number_ok(value: Any, low: float, strict: bool) -> bool:
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    return value > low if strict else value >= low
+
+
+def check_latency(latency: dict[str, Any], where: str) -> None:
+    """Refuse a [latency] table that would give negative, nan or mislabelled estimates."""
+    for key, value in latency.items():
+        if not isinstance(value, dict):
+            if key not in _LATENCYTOP_KEYS:
+                raise BoardProfileError(f"{where}: unknown key [latency] {key!r}; give the "
+                                        "coefficients per library, e.g. [latency.cmsis-nn]")
+            continue
+        if key not in KERNEL_LIBRARIES:
+            raise BoardProfileError(f"{where}: [latency.{key}] is not a kernel library "
+                                    f"({', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
+        known = (*_LATENCY_NUMBERS, *_LATENCY_TABLES, *_LATENCY_TEXT)
+        check_keys(value, known, where, f"[latency.{key}] ")
+        for name, low in _LATENCY_NUMBERS.items():
+            if name in value and not _number_ok(value[name], low, strict=name == "scale"):
+                kind = "a positive number" if name == "scale" else "a number >= 0"
+                raise BoardProfileError(
+                    f"{where}: [latency.{key}] {name} must be {kind}, got {value[name]!r}"
+                )
+        for name in _LATENCY_TABLES:
+            table = value.get(name, {})
+            if not isinstance(table, dict):
+                bad = [f"{name} = {table!r}"]
+            else:
+                bad = [f"{name}.{k} = {v!r}" for k, v in table.items()
+                       if not _number_ok(v, 0, strict=False)]  # fmt: skip
+            if bad:
+                raise BoardProfileError(
+                    f"{where}: [latency.{key}] {bad[0]}: must be a table of numbers >= 0"
+                )
+        for name in ("rows", "checked_variants"):
+            if name in value and not isinstance(value[name], list):
+                raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
