@@ -63,7 +63,7 @@ def check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: 
 
 
 # [latency] is read by mcunas/predict/latency.py and written by `predictor fit`/`calibrate`
-_LATENCYTOP_KEYS = ("source", "runtime")
+_LATENCYTOP_KEYS = ("source", "runtime", "base")  # base: the built-in a fit started from
 _LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
     "scale": 0.0, "error_pct": 0.0, "within_10_pct": 0.0,
     "requant": 0.0, "op_overhead": 0.0, "invoke_overhead": 0.0, "byte": 0.0,

@@ -233,11 +233,16 @@ def _check_choice(key: str, value: Any, choices: tuple[str, ...], where: str) ->
 
 
 def _check_kernels_fit_core(kernels: str, core: str, where: str) -> None:
-    """ESP-NN exists only for Espressif chips (Xtensa LX6/LX7, the ESP32-C3's RISC-V)."""
+    """ESP-NN is for Espressif chips only, CMSIS-NN for Arm Cortex-M only."""
     if kernels == "esp-nn" and core_family(core) == "cortex-m":
         raise BoardProfileError(
             f"{where}: kernels = 'esp-nn' is Espressif's library and does not run on {core}; "
             "use cmsis-nn or reference"
+        )
+    if kernels == "cmsis-nn" and core_family(core) != "cortex-m":
+        raise BoardProfileError(
+            f"{where}: kernels = 'cmsis-nn' is Arm's library for Cortex-M and does not run on "
+            f"{core}; use esp-nn or reference"
         )
 
 

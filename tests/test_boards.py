@@ -148,6 +148,13 @@ def test_esp_nn_is_refused_on_a_cortex_m(tmp_path):
         load_board("nucleo_f746zg").with_kernels("esp-nn")
 
 
+def test_cmsis_nn_is_refused_off_cortex_m():
+    """It estimated 1047 ms for kws on an ESP32-S3, 'accelerated', slower than reference."""
+    for name in ("esp32s3", "esp32c3"):
+        with pytest.raises(BoardProfileError, match="Cortex-M"):
+            load_board(name).with_kernels("cmsis-nn")
+
+
 @pytest.mark.parametrize(
     "extra,fragment",
     [

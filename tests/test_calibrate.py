@@ -118,6 +118,20 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     store = RecordStore()
     assert len(store.model_rows("esp32s3-virtual")) == len(data["models"])
     assert len(store.op_records("esp32s3-virtual")) >= len(data["models"])
+    # the copy says what it is, is never auto-detected as the real board, and a later
+    # `predictor fit` (same store, from the same built-in base) writes the same profile
+    assert "virtual test device" in fitted["title"] and fitted["serial"]["hwids"] == []
+    assert fitted["latency"]["base"] == "esp32s3"
+    text = profile.read_text()
+    from mcunas.commands.predictor import cli as predictor_cli
+
+    refit = CliRunner().invoke(predictor_cli, ["fit", "--board", "esp32s3-virtual"])
+    assert refit.exit_code == 0, refit.output
+    assert profile.read_text() == text
+    from mcunas.commands.boards import cli as boards_cli
+
+    shown = CliRunner().invoke(boards_cli, ["show", "esp32s3-virtual"]).output
+    assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
 
 
 class _FlakyMeasurer:

@@ -64,7 +64,7 @@ def _describe(board: BoardProfile) -> list[str]:
         f"  profile file      {board.path}",
     ]
     if board.latency:
-        lines.append(f"  latency model     {board.latency}")
+        lines += _latency_lines(board.latency)
     lines += [f"  source: {k:<11} {v}" for k, v in board.sources.items()]
     return lines
 
@@ -80,3 +80,23 @@ def show(name: str, as_json: bool) -> None:
         click.echo(json.dumps(board.to_dict(), indent=2))
     else:
         click.echo("\n".join(_describe(board)))
+
+
+def _latency_lines(latency: dict) -> list[str]:
+    """The profile's fitted latency tables, one line per kernel library."""
+    lines = [f"  latency model     {latency.get('source', 'fitted tables')}"]
+    for lib, entry in latency.items():
+        if not isinstance(entry, dict):
+            continue
+        error = entry.get("error_pct")
+        parts = [f"scale {entry.get('scale', 1.0)}",
+                 f"error +/-{error}%" if error is not None else "error not measured"]  # fmt: skip
+        if "error_method" in entry:
+            parts.append(str(entry["error_method"]))
+        checked = entry.get("checked_variants") or list(entry.get("op_error_pct", {}))
+        if checked:
+            parts.append(f"measured op kinds: {', '.join(checked)}")
+        if "mac" in entry:
+            parts.append(f"{len(entry['mac'])} fitted per-variant costs")
+        lines.append(f"    {lib:<14}  " + "; ".join(parts))
+    return lines

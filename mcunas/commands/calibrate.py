@@ -94,9 +94,10 @@ def cli(
     if virtual:  # never overwrite the real board's profile with a test device's costs
         from dataclasses import replace
 
-        board = replace(
-            board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)"
-        )
+        board = replace(  # and no USB ids: never auto-detected as the real board
+            board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)",
+            hwids=(),
+        )  # fmt: skip
     if not virtual and rack_path is None and port in ("auto", ""):
         from mcunas.measure.ports import detect_port
 

@@ -321,20 +321,30 @@ def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
     A refit uses every measurement in the store, so starting from a profile an
     earlier refit wrote would count those measurements twice (and a K-fold
     held-out model would leak into its own prediction). A profile whose
-    ``[latency]`` table mcunas wrote is replaced by the built-in profile of the
-    same name, or loses that table if there is none; hand-written tables stay.
+    ``[latency]`` table mcunas wrote gets back the table of the built-in profile
+    that fit started from (its ``base``, e.g. ``esp32s3`` for ``esp32s3-virtual``;
+    else the built-in of the same name), or none if there is no built-in;
+    hand-written tables stay.
     """
     from dataclasses import replace
 
     from mcunas.boards import builtin_boards_dir, load_board
 
-    source = str((board.latency or {}).get("source", ""))
-    if board.builtin or not source.startswith(FIT_SOURCE):
+    latency = board.latency or {}
+    if board.builtin or not str(latency.get("source", "")).startswith(FIT_SOURCE):
         return board
-    builtin = builtin_boards_dir() / f"{board.name}.toml"
-    if builtin.is_file():
-        return load_board(str(builtin))
-    return replace(board, latency={})
+    name = latency.get("base") or board.name
+    builtin = builtin_boards_dir() / f"{name}.toml"
+    if not builtin.is_file():
+        return replace(board, latency={})
+    return replace(board, latency={**(load_board(str(builtin)).latency or {}), "base": name})
+
+
+def _base_name(board) -> str | None:  # noqa: ANN001
+    """The built-in profile ``board`` is (a renamed copy of), if any."""
+    if board.builtin and board.path:
+        return Path(board.path).stem
+    return (board.latency or {}).get("base")
 
 
 def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
@@ -356,9 +366,14 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     board = fit_base(board)
     table: dict = {"source": f"{FIT_SOURCE}: {len(rows)} model and "
                    f"{len(op_records)} op measurements"}  # fmt: skip
+    if _base_name(board):
+        table["base"] = _base_name(board)
     op_tables = fit_op_tables(board, op_records, rows, graph_of)[0] if op_records else {}
     for kernels in sorted({r.kernels for r in rows} | set(op_tables)):
-        entry = {**(board.latency or {}).get(kernels, {}), **op_tables.get(kernels, {})}
+        if kernels in op_tables:  # the base's costs are baked in; its errors are not ours
+            entry = dict(op_tables[kernels])
+        else:
+            entry = dict((board.latency or {}).get(kernels, {}))
         mine = [r for r in rows if r.kernels == kernels]
         trial = replace(board, latency={**(board.latency or {}), **op_tables, kernels: entry})
         if kernels in op_tables:
@@ -372,6 +387,9 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
             entry["rows"] = [r.id for r in mine]
             entry["checked_variants"] = checked_variants(mine).get(mine[0].path, [])
         table[kernels] = entry
+    for lib, entry in (board.latency or {}).items():  # libraries no measurement refits
+        if isinstance(entry, dict) and lib not in table:
+            table[lib] = entry
     return table
 
 
@@ -424,14 +442,16 @@ def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
     from mcunas.boards import user_boards_dir
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
-    kept, skipping, top = [], False, True
+    # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids
+    own = {"": {"name": board.name, "title": board.title}, "[serial]": {"hwids": list(board.hwids)}}
+    kept, skipping, section = [], False, ""
     for line in text.splitlines():
-        header = line.strip().startswith("[")
-        if header:
-            top = False
-            skipping = line.strip().startswith("[latency")
-        if top and line.split("=")[0].strip() == "name":
-            line = f"name = {_toml_value(board.name)}"  # a renamed copy keeps its own name
+        if line.strip().startswith("["):
+            section = line.split("#")[0].strip()
+            skipping = section.startswith("[latency")
+        key = line.split("=")[0].strip()
+        if "=" in line and key in own.get(section, {}):
+            line = f"{key} = {_toml_value(own[section][key])}"
         if not skipping:
             kept.append(line)
     while kept and not kept[-1].strip():
