@@ -179,7 +179,10 @@ def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Gr
     try:
         model = fb.ModelT.InitFromObj(fb.Model.GetRootAsModel(data, 0))
     except Exception as exc:  # noqa: BLE001 - any decoding failure means a corrupt file
-        raise ModelError(f"{where} is not a readable .tflite model ({exc})") from exc
+        raise ModelError(
+            f"{where} is a truncated or corrupt .tflite model (its flatbuffer does not decode: "
+            f"{' '.join(str(exc).split())[:120]})"
+        ) from exc
     if not model.subgraphs:
         raise ModelError(f"{where} has no subgraph: not a usable .tflite model")
     return _build_graph(model, fb, len(data))

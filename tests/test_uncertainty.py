@@ -140,3 +140,30 @@ def test_old_stores_with_repeated_rows_are_deduplicated(tmp_path):
     db.close()
     rows = RecordStore(path).model_rows()
     assert [r.latency_ms for r in rows] == [3.0]  # the newest kept
+
+
+def test_report_checks_the_plot_folder_before_any_work(tmp_path):
+    result = CliRunner().invoke(
+        cli, ["report", "--board", "esp32", "--plot", str(tmp_path / "no" / "p.png")]
+    )
+    assert result.exit_code != 0 and "folder does not exist" in str(result.exception)
+    assert "leave-one-out" not in result.output
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        ("x,kws_ref_model.tflite,b,cortex-m9,80,cmsis-nn,r,10,s", "unknown core 'cortex-m9'"),
+        ("x,kws_ref_model.tflite,b,cortex-m4f,80,tflite,r,10,s", "unknown kernels 'tflite'"),
+        ("x,kws_ref_model.tflite,b", "too few columns"),
+    ],
+)
+def test_calibration_csv_rows_name_what_is_wrong(tmp_path, row, message):
+    from mcunas.errors import UserError
+    from mcunas.predict.fit import load_calibration
+
+    header = (CAL / "measurements.csv").read_text().splitlines()[0]
+    path = tmp_path / "m.csv"
+    path.write_text(f"{header}\n{row}\n")
+    with pytest.raises(UserError, match=message):
+        load_calibration(path, models_dir=CAL / "models")

@@ -140,6 +140,8 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     from mcunas.predict.records import board_for_row, default_store_path
 
     board = load_board(board_name)
+    if plot and not Path(plot).expanduser().absolute().parent.is_dir():
+        raise UserError(f"Cannot write the plot {plot}: its folder does not exist")
     rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
     if store is not None or default_store_path().is_file():  # the published rows need none
         rows.update({r.id: r for r in _store(store).model_rows(board.name)})

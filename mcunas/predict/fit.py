@@ -101,15 +101,20 @@ def load_calibration(
                         f"missing {', '.join(missing)}")
     out = []
     for n, raw in enumerate(rows, start=2):
+        if any(raw.get(k) in (None, "") for k in _REQUIRED):
+            empty = [k for k in _REQUIRED if raw.get(k) in (None, "")]
+            raise UserError(f"{path}:{n}: too few columns or empty {', '.join(empty)}")
         model = Path(raw["model_file"])
         model = model if model.is_absolute() else models_dir / model
         if not model.is_file():
             raise UserError(f"{path}:{n}: model file not found: {model} "
                             "(relative names are looked up in models/ beside the CSV)")
-        if raw["core"] not in CORES or raw["kernels"] not in KERNEL_LIBRARIES:
-            raise UserError(f"{path}:{n}: core {raw['core']!r} or kernels {raw['kernels']!r} "
-                            f"unknown (cores: {', '.join(CORES)}; "
-                            f"kernels: {', '.join(KERNEL_LIBRARIES)})")
+        if raw["core"] not in CORES:
+            raise UserError(f"{path}:{n}: unknown core {raw['core']!r} "
+                            f"(cores: {', '.join(CORES)})")  # fmt: skip
+        if raw["kernels"] not in KERNEL_LIBRARIES:
+            raise UserError(f"{path}:{n}: unknown kernels {raw['kernels']!r} "
+                            f"(kernels: {', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
         if is_float_model(_graph(model)):
             raise UserError(f"{path}:{n}: {model} is a float model; calibration rows need "
                             "full-integer INT8 models")
