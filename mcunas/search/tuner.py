@@ -385,7 +385,7 @@ class _Start:
     """How a trial starts: ``parent`` set only for a promoted Hyperband trial."""
 
     parent: str | None = None
-    initial_epoch: int = 0  # > 0: the parent's weights were loaded
+    initial_epoch: int = 0  # the epoch training resumes at (warm start only)
     before: int = 0  # epochs the parent had run (added to this trial's epochs_run)
     note: str | None = None  # why a promoted trial trains from scratch
 
