@@ -98,3 +98,6 @@ def test_choose_best_prefers_faster_within_a_tie() -> None:
     assert choose_best(rows).trial_id == "b"
     assert choose_best([rec("a", 0.972, 145.0), rec("c", 0.95, 0.1)]).trial_id == "a"
     assert choose_best([rows[3]]) is None
+    # same architecture re-trained (a Hyperband round): same costs, the better one wins
+    same = [rec("09", 0.9749, 2.16), rec("12", 0.9777, 2.16)]
+    assert choose_best(same).trial_id == "12"

@@ -21,14 +21,18 @@ def choose_best(records: list[TrialRecord]) -> TrialRecord | None:
     """The feasible trial with the highest score.
 
     Scores within :data:`ACCURACY_TIE` of the top tie; among those the lowest
-    latency wins, then the lowest peak SRAM.
+    latency wins, then the lowest peak SRAM, then the higher score (a Hyperband
+    round often re-trains the same architecture: same costs, better accuracy).
     """
     ok = [r for r in records if r.feasible and r.model_path]
     if not ok:
         return None
     top = max(r.score or 0.0 for r in ok)
     near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
-    return min(near, key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, r.trial_id))
+    return min(
+        near,
+        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
+    )
 
 
 def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Path:
