@@ -51,3 +51,11 @@ class CandidateError(McunasError):
 
 class MeasurementError(McunasError):
     """A board or the simulator could not measure a model."""
+
+
+def describe(exc: BaseException, limit: int = 300) -> str:
+    """One line for a trial's reason: the message, with the type for non-mcunas errors."""
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    if isinstance(exc, McunasError):
+        return text[:limit]
+    return f"{type(exc).__name__}: {text}"[:limit]

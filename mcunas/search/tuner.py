@@ -13,21 +13,15 @@ recorded in the trial store and raised as ``keras_tuner.errors.FailedTrialError`
 which keras-tuner does not catch, so the search stops and the trial stays
 ``running`` in the store, to be re-run by ``--resume``.
 
-Hyperband warm start: keras-tuner's Hyperband oracle promotes the best trials
-of a round as new trials whose hyperparameters carry ``tuner/trial_id`` (the
-parent), ``tuner/initial_epoch`` and ``tuner/epochs``. As in keras-tuner's own
-``Hyperband`` tuner, such a trial starts from its parent's trained weights and
-trains only epochs ``tuner/initial_epoch`` to ``tuner/epochs``. A Hyperband
-trial that may become a parent keeps its weights as ``trial_<id>.weights.npz``
-next to its ``.tflite`` (in the run folder, so ``--resume`` finds them); other
-strategies write no weights. A parent whose weights are missing or do not fit
-means training from scratch, noted in the trial's ``reason``.
+Hyperband's promoted trials continue from their parent's weights: see
+:mod:`mcunas.search.warmstart`.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -38,11 +32,12 @@ from typing import Any, Protocol
 import keras_tuner
 from keras_tuner.src import config as kt_config
 
-from mcunas.errors import FatalError, McunasError
+from mcunas.errors import FatalError, McunasError, describe
 from mcunas.search.budgets import Budgets, CostFigures, score, violations
 from mcunas.search.pareto import Point, dominates
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore, disk_full_as_fatal, write_file
+from mcunas.search.store import TrialStatus, TrialStore, write_file
+from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
     "WARM_START_ENV", "CandidateRunner", "CheckResult", "HardwareAwareTuner", "SearchFatal",
@@ -51,10 +46,6 @@ __all__ = [
 
 # Failed (not infeasible) candidates in a row before the setup is deemed broken.
 MAX_CONSECUTIVE_FAILURES = 5
-# Set to "0" to train Hyperband's promoted trials from scratch (for comparisons).
-WARM_START_ENV = "MCUNAS_WARM_START"
-# A Hyperband parent's weights: models/trial_<id>.weights.npz.
-WEIGHTS_SUFFIX = ".weights.npz"
 
 
 @dataclass(frozen=True)
@@ -167,11 +158,10 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.runner, self.store, self.budgets = runner, store, budgets
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
-        if warm_start is None:
-            warm_start = os.environ.get(WARM_START_ENV, "1").strip() != "0"
-        self.warm_start = warm_start
+        self.warm = WarmStart(runner, store, self.models_dir, warm_start)
         self.stopped_reason: str | None = None
-        super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
+        with contextlib.redirect_stdout(io.StringIO()):  # keras-tuner's "Reloading Tuner from"
+            super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
@@ -224,9 +214,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
                 self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
             stage = "train"
             with _timed(timings, "train_s"):
-                start = self._warm_start(model, values)
-                notes = [self._note_start(tid, check.description, start)]
-                trained = self._train(model, values, start)
+                start = self.warm.start(model, values)
+                notes = [self.warm.note(tid, check.description, start)]
+                trained = self.warm.train(model, values, start, self.epochs)
             stage = "convert"
             with _timed(timings, "convert_s"):
                 model_bytes = self.runner.convert(model)
@@ -240,7 +230,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             raise
         except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
             self.store.update(tid, **timings)
-            self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {_describe(exc)}")
+            self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}")
         path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
         self.store.update(
             tid, **timings, **_cost_columns(cost), float_accuracy=trained.float_accuracy,
@@ -250,8 +240,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         reasons = violations(cost, self.budgets)
         if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible
             self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-        if self._keeps_weights(values):  # only OK trials can be promoted
-            notes.append(self._save_weights(model, tid))
+        if self.warm.keeps_weights(values):  # only OK trials can be promoted
+            notes.append(self.warm.save(model, tid))
         result = score(accuracy, cost, self.budgets)
         self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time(),
                                 reason="; ".join(filter(None, notes)) or None)
@@ -262,79 +252,14 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             "peak_sram_bytes": float(cost.peak_sram_bytes),
         }
 
-    # --- Hyperband warm start ----------------------------------------------
+    @property
+    def warm_start(self) -> bool:
+        """Whether Hyperband's promoted trials start from their parent's weights."""
+        return self.warm.enabled
+
     def weights_path(self, trial_id: str) -> Path:
         """Where trial ``trial_id``'s trained weights are kept (Hyperband parents only)."""
-        return self.models_dir / f"trial_{trial_id}{WEIGHTS_SUFFIX}"
-
-    def _keeps_weights(self, values: dict[str, Any]) -> bool:
-        """True for a Hyperband trial that a later round may promote (not its last round)."""
-        if not self.warm_start or getattr(self.runner, "save_weights", None) is None:
-            return False
-        if "tuner/epochs" not in values or "tuner/bracket" not in values:
-            return False
-        return int(values.get("tuner/round", 0)) < int(values["tuner/bracket"])
-
-    def _save_weights(self, model: Any, tid: str) -> str | None:
-        """Write the weights atomically; a note if they could not be kept (None: kept).
-
-        A full disk stops the search (:class:`DiskFull`); any other failure leaves the
-        trial OK, and a promoted child trains from scratch.
-        """
-        final = self.weights_path(tid)
-        tmp = final.with_name(f".trial_{tid}.part{WEIGHTS_SUFFIX}")
-        try:
-            with disk_full_as_fatal(final):
-                final.parent.mkdir(parents=True, exist_ok=True)
-                self.runner.save_weights(model, tmp)
-                os.replace(tmp, final)
-        except FatalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the trial itself is fine
-            with contextlib.suppress(OSError):
-                tmp.unlink()
-            return f"weights not kept for Hyperband: {_describe(exc)}"
-        return None
-
-    def _warm_start(self, model: Any, values: dict[str, Any]) -> _Start:
-        """Load the parent's weights into ``model`` if this is a promoted Hyperband trial."""
-        parent = values.get("tuner/trial_id")
-        load = getattr(self.runner, "load_weights", None)
-        if parent is None or not self.warm_start or load is None:
-            return _Start()
-        parent = str(parent)
-        path = self.weights_path(parent)
-        if not path.is_file():
-            return _Start(parent, note=f"parent trial {parent} has no saved weights")
-        try:
-            loaded = load(model, path)
-        except (FatalError, SearchFatal):
-            raise
-        except Exception as exc:  # noqa: BLE001 - an unreadable file means: train from scratch
-            return _Start(parent, note=f"parent trial {parent}'s weights: {_describe(exc)}")
-        if not loaded:
-            return _Start(parent, note=f"parent trial {parent}'s weights do not fit this model")
-        initial = int(values.get("tuner/initial_epoch", 0))
-        rec = self.store.get(parent)
-        before = rec.epochs_run if rec is not None and rec.epochs_run is not None else initial
-        return _Start(parent, initial_epoch=initial, before=before)
-
-    def _note_start(self, tid: str, description: str | None, start: _Start) -> str | None:
-        """Say in the description how a promoted trial started; the note for its reason."""
-        if start.parent is None:
-            return None
-        what = (f"warm start from trial {start.parent} at epoch {start.initial_epoch}"
-                if start.warm else f"trained from scratch: {start.note}")
-        self.store.update(tid, description=" | ".join(filter(None, [description, what])))
-        return None if start.warm else what
-
-    def _train(self, model: Any, values: dict[str, Any], start: _Start) -> TrainResult:
-        epochs = int(values.get("tuner/epochs", self.epochs))
-        if not start.warm:
-            return self.runner.train(model, epochs)
-        # Hyperband always raises the epoch count; at least one epoch should it ever not.
-        return self.runner.train(model, max(epochs, start.initial_epoch + 1),
-                                 initial_epoch=start.initial_epoch)
+        return self.warm.weights_path(trial_id)
 
     def _finish(self, tid: str, status: TrialStatus, reason: str) -> None:
         """Record a trial that did not make it, then tell keras-tuner (raises)."""
@@ -380,30 +305,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             ))
 
 
-@dataclass(frozen=True)
-class _Start:
-    """How a trial starts: ``parent`` set only for a promoted Hyperband trial."""
-
-    parent: str | None = None
-    initial_epoch: int = 0  # the epoch training resumes at (warm start only)
-    before: int = 0  # epochs the parent had run (added to this trial's epochs_run)
-    note: str | None = None  # why a promoted trial trains from scratch
-
-    @property
-    def warm(self) -> bool:
-        return self.parent is not None and self.note is None
-
-
 def _index(trial_id: str) -> int:
     digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
     return int(digits) if digits else 0
-
-
-def _describe(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, McunasError):
-        return text[:300]
-    return f"{type(exc).__name__}: {text}"[:300]
 
 
 def _cost_columns(cost: CostFigures, pre: bool = False) -> dict[str, Any]:
