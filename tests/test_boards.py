@@ -115,8 +115,12 @@ def test_cli_subprocess_help_is_light():
     ],
 )
 def test_malformed_tables(tmp_path, extra, fragment):
+    _refused(tmp_path, MINIMAL + extra, fragment)
+
+
+def _refused(tmp_path, text: str, fragment: str) -> None:
     path = tmp_path / "bad.toml"
-    path.write_text(MINIMAL + extra)
+    path.write_text(text)
     with pytest.raises(BoardProfileError, match=fragment):
         load_board(str(path))
 
@@ -202,10 +206,7 @@ def test_optional_values_given_right_are_used(tmp_path):
     ],
 )
 def test_bad_latency_tables_are_refused_at_load(tmp_path, extra, fragment):
-    path = tmp_path / "bad.toml"
-    path.write_text(MINIMAL + extra)
-    with pytest.raises(BoardProfileError, match=fragment):
-        load_board(str(path))
+    _refused(tmp_path, MINIMAL + extra, fragment)
 
 
 def test_fitted_latency_tables_still_load(tmp_path):
