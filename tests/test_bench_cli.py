@@ -131,7 +131,8 @@ def test_bench_faults_one_line_exit_2(model_file, capsys, fault, text):
 
 def test_bench_port_problems(model_file, capsys, monkeypatch):
     base = ["bench", str(model_file), "--board", "esp32s3", "--no-flash"]
-    fails_with([*base, "--port", "/dev/no-such-tty"], capsys, "serial port /dev/no-such-tty does not exist")
+    missing = "/dev/no-such-tty"
+    fails_with([*base, "--port", missing], capsys, f"serial port {missing} does not exist")
     with virtual_board() as vb:
         holder = serial.Serial(vb.port, exclusive=True)
         try:

@@ -132,6 +132,21 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
 
     shown = CliRunner().invoke(boards_cli, ["show", "esp32s3-virtual"]).output
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
+    # the report predicts each suite model from per-op tables refitted without it,
+    # not from the profile's tables (fitted on all of them)
+    from mcunas.predict.fit import _graph, board_loo, report_loo
+
+    board, rows, ops = load_board("esp32s3-virtual"), store.model_rows("esp32s3-virtual"), \
+        store.op_records("esp32s3-virtual")
+    honest = report_loo(board, rows, ops, lambda k: _graph(store.model_path(k)))
+    in_sample = board_loo(board, rows)
+    assert len(honest) == len(rows) == len(in_sample)
+    def med(results):  # noqa: ANN001, ANN202
+        return sorted(abs(r.error_pct) for r in results)[len(results) // 2]
+
+    assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 20
+    report = CliRunner().invoke(predictor_cli, ["report", "--board", "esp32s3-virtual"])
+    assert report.exit_code == 0 and "refitted without each model" in report.output
 
 
 class _FlakyMeasurer:

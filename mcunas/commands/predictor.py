@@ -136,20 +136,26 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
 def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards import load_board
-    from mcunas.predict.fit import board_loo, load_calibration, summarize
+    from mcunas.predict.fit import _graph, load_calibration, report_loo, summarize
     from mcunas.predict.records import board_for_row, default_store_path
 
     board = load_board(board_name)
     if plot and not Path(plot).expanduser().absolute().parent.is_dir():
         raise UserError(f"Cannot write the plot {plot}: its folder does not exist")
     rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
+    db = None
     if store is not None or default_store_path().is_file():  # the published rows need none
-        rows.update({r.id: r for r in _store(store).model_rows(board.name)})
+        db = _store(store)
+        rows.update({r.id: r for r in db.model_rows(board.name)})
     if not rows:
         raise UserError(f"No whole-model measurements for board '{board.name}'.")
-    results = board_loo(board, list(rows.values()))
+    ops = db.op_records(board.name) if db is not None else []
+    graph_of = (lambda key: _graph(db.model_path(key))) if db is not None else None
+    results = report_loo(board, list(rows.values()), ops, graph_of)
     stats = summarize(results)
-    click.echo(f"{board.name}: leave-one-out on {stats['n']} measurement(s)")
+    click.echo(f"{board.name}: leave-one-out on {stats['n']} measurement(s)"
+               + (" (models measured op by op: per-op tables refitted without each model)"
+                  if ops else ""))  # fmt: skip
     for r in sorted(results, key=lambda r: -abs(r.error_pct)):
         click.echo(f"  {r.row.id:<28} {r.row.kernels:<9} measured {r.row.latency_ms:9.2f} ms  "
                    f"predicted {r.predicted_ms:9.2f} ms  {r.error_pct:+6.1f}%")  # fmt: skip

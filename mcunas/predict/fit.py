@@ -39,6 +39,7 @@ __all__ = [
     "leave_one_out",
     "load_calibration",
     "predict_row_ms",
+    "report_loo",
     "summarize",
 ]
 
@@ -308,6 +309,33 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
         ]
         scale = _geomean(others) if others else _scale_without(row)
         results.append(LooResult(row, scale * unit[row.id], scale, len(others)))
+    return results
+
+
+def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: ANN001
+    """Every whole-model row of a board, predicted by a fit that never saw it.
+
+    Rows whose models were also measured op by op (a calibration run) were what
+    the profile's per-op tables were fitted on, so they are predicted by a
+    leave-one-model-out refit of those tables (from the built-in base, as
+    :func:`refit_board` does); the other rows (published figures) by
+    :func:`board_loo`.
+    """
+    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.records import model_hash
+
+    keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
+    hashes = {r.id: model_hash(r.model.read_bytes()) for r in rows}
+    op_rows = [r for r in rows if (hashes[r.id], r.kernels, r.clock_hz) in keys]
+    others = [r for r in rows if r not in op_rows]
+    results = board_loo(board, others) if others else []
+    base = fit_base(board)
+    for kernels in sorted({r.kernels for r in op_rows}):
+        mine = [r for r in op_rows if r.kernels == kernels]
+        ops = [o for o in op_records if o.kernels == kernels]
+        models = len({hashes[r.id] for r in mine})
+        for row, predicted in cross_validate(base, ops, mine, graph_of, folds=models):
+            results.append(LooResult(row, predicted, 1.0, len(mine) - 1))
     return results
 
 
