@@ -164,6 +164,9 @@ def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") 
     try:
         store = _open_store(out_dir, config)
         store.begin_session()
+        from mcunas.convert import import_tensorflow
+
+        import_tensorflow()  # first and quietly: keras and keras-tuner import it too
         from mcunas.search.session import SearchSession
 
         session = SearchSession(config, board, out_dir, store)
