@@ -2,7 +2,9 @@
 
 The built-in rows are mcunas/calibration/measurements.csv (as shipped in
 shared/calibration) and measurements_extra.csv (further published figures).
-Each row is predicted from a fit on all the others.
+Leave-one-out predicts each row as a board profile would: from the other rows
+of its board where there are some, else from the other boards. Leave-one-
+board-out predicts it from the other boards only: a bare profile.
 
 scripts/bench predictor                   # LOO table, per family, worst cases
 scripts/bench predictor --csv FILE.csv    # another measurements file (same columns)
@@ -26,6 +28,7 @@ from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_EXTRA_CSV,
     checked_variants,
     fit_scales,
+    leave_one_board_out,
     leave_one_out,
     load_calibration,
     summarize,
@@ -73,21 +76,28 @@ def main() -> int:
         shared = {r.id for r in load_calibration(CALIBRATION_CSV)}
         print(f"Rows of {CALIBRATION_CSV.name} (shared/calibration), each fitted without itself:")
         print(_line("measurements.csv", summarize([r for r in results if r.row.id in shared])))
-    conv = [r for r in results if any(op.name.startswith(("CONV", "DEPTHWISE")) for op in
-                                      read_graph(r.row.model).ops)]  # fmt: skip
-    within = [r for r in conv if abs(r.error_pct) <= 30]
-    print(f"Bare profile (core, clock, library; defaults fitted without the row), conv models: "
-          f"{len(within)}/{len(conv)} within ±30%"
-          + "".join(f"; {r.row.id} {r.error_pct:+.1f}%" for r in conv if r not in within))
     worst = sorted(results, key=lambda r: -abs(r.error_pct))[:3]
     print("Worst cases: " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in worst))
+    bare = leave_one_board_out(rows)
+    print("\nLeave-one-board-out: a bare profile (core, clock, library; no row of its own board):")
+    print("  " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in bare))
+    by_path: dict[str, list] = defaultdict(list)
+    for r in bare:
+        by_path[r.row.path].append(r)
+    for name, group in sorted(by_path.items()):
+        print(_line(name, summarize(group)))
+    conv = [r for r in bare if any(op.name.startswith(("CONV", "DEPTHWISE")) for op in
+                                   read_graph(r.row.model).ops)]  # fmt: skip
+    within = [r for r in conv if abs(r.error_pct) <= 30]
+    print(f"Bare profile, conv models: {len(within)}/{len(conv)} within ±30%")
     if args.emit_defaults:
         scales = fit_scales(rows)
         errors: dict[str, list[float]] = defaultdict(list)
-        for r in results:
+        for r in bare:
             errors[r.row.path].append(abs(r.error_pct))
         print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
-        print("DEFAULT_ERRORS = " + repr({p: round(max(e), 1) for p, e in sorted(errors.items())}))
+        print("DEFAULT_ERRORS = "
+              + repr({p: round(statistics.median(e), 1) for p, e in sorted(errors.items())}))
         print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
         by_board: dict[tuple[str, str], list] = defaultdict(list)
         for r in results:

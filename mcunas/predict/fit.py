@@ -36,6 +36,7 @@ __all__ = [
     "LooResult",
     "checked_variants",
     "fit_scales",
+    "leave_one_board_out",
     "leave_one_out",
     "load_calibration",
     "predict_row_ms",
@@ -194,19 +195,28 @@ def fit_scales(
 ) -> dict[str, float]:
     """One scale per code path: geometric mean of measured / modelled.
 
+    Each board counts once (the geometric mean of its own rows first), so a
+    board measured on four models does not outweigh one measured on one.
     Work on other paths inside a row (ops the library does not accelerate)
     is charged at the ``fixed`` scales (1 where absent) and taken off first.
     """
     fixed = dict(fixed or {})
-    logs: dict[str, list[float]] = {}
+    logs: dict[str, dict[str, list[float]]] = {}
     for row in rows:
         shares = row_cycles(row)
         measured = row.latency_ms / 1000.0 * row.clock_hz
         other = sum(fixed.get(p, 1.0) * c for p, c in shares.items() if p != row.path)
         own = shares.get(row.path, 0.0)
         if own > 0 and measured > other:
-            logs.setdefault(row.path, []).append(math.log((measured - other) / own))
-    return {**fixed, **{p: math.exp(statistics.fmean(v)) for p, v in logs.items()}}
+            per_board = logs.setdefault(row.path, {})
+            per_board.setdefault(row.board or row.id, []).append(math.log((measured - other) / own))
+    return {
+        **fixed,
+        **{
+            p: math.exp(statistics.fmean(statistics.fmean(v) for v in boards.values()))
+            for p, boards in logs.items()
+        },
+    }
 
 
 @dataclass(frozen=True)
@@ -225,13 +235,35 @@ class LooResult:
 
 
 def leave_one_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
-    """Predict each row from a fit on all the others."""
+    """Predict each row from a fit on all the others.
+
+    As a board profile does: the row's code-path scale comes from the other
+    rows of the same board where there are some (its ``[latency]`` table), else
+    from every other board's rows (the defaults a profile without measurements
+    gets). ``from_rows`` counts the rows the scale came from.
+    """
     results = []
     for i, row in enumerate(rows):
         rest = [r for j, r in enumerate(rows) if j != i]
+        mine = [r for r in rest if r.board == row.board and r.path == row.path]
+        scales = fit_scales(mine or rest)
+        used = len(mine) or sum(r.path == row.path for r in rest)
+        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used))
+    return results
+
+
+def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
+    """Predict each row from a fit on the other boards' rows only: a bare profile.
+
+    This is what a profile giving only core, clock and kernel library gets: no
+    row of its own board informs the prediction.
+    """
+    results = []
+    for row in rows:
+        rest = [r for r in rows if r.board != row.board]
         scales = fit_scales(rest)
-        same = sum(r.path == row.path for r in rest)
-        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), same))
+        used = sum(r.path == row.path for r in rest)
+        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used))
     return results
 
 
