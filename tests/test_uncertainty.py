@@ -167,3 +167,15 @@ def test_calibration_csv_rows_name_what_is_wrong(tmp_path, row, message):
     path.write_text(f"{header}\n{row}\n")
     with pytest.raises(UserError, match=message):
         load_calibration(path, models_dir=CAL / "models")
+
+
+def test_fit_skips_published_boards_without_a_profile(isolated_home):
+    runner = CliRunner()
+    extra = CAL / "measurements_extra.csv"
+    assert runner.invoke(cli, ["import", str(extra)]).exit_code == 0
+    result = runner.invoke(cli, ["fit"])
+    assert result.exit_code == 0, result.output
+    assert "EK-RA6M4 (Renesas R7FA6M4AF3CFB): skipped" in result.output
+    assert (isolated_home / "boards" / "rp2040.toml").is_file()
+    named = runner.invoke(cli, ["fit", "--board", "EK-RA6M4 (Renesas R7FA6M4AF3CFB)"])
+    assert named.exit_code != 0  # asked for by name: the unknown board is an error

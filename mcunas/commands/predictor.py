@@ -66,9 +66,10 @@ def list_cmd(store: str | None) -> None:
         click.echo(f"No measurements in {db.path}")
         return
     click.echo(f"{db.path}:")
-    click.echo(f"  {'board':<22} {'kernels':<10} {'models':>6} {'ops':>6}  source")
+    width = max(22, *(len(g[0]) for g in groups))
+    click.echo(f"  {'board':<{width}} {'kernels':<10} {'models':>6} {'ops':>6}  source")
     for board, kernels, source, models, ops in groups:
-        click.echo(f"  {board:<22} {kernels:<10} {models:>6} {ops:>6}  {source}")
+        click.echo(f"  {board:<{width}} {kernels:<10} {models:>6} {ops:>6}  {source}")
 
 
 @cli.command(
@@ -106,14 +107,24 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
 def fit_cmd(board_name: str | None, store: str | None) -> None:
     """Refit boards from the store; write them into the user boards folder."""
     from mcunas.boards import load_board
+    from mcunas.errors import UnknownBoard
     from mcunas.predict.fit import _graph, refit_board, write_user_board
 
     db = _store(store)
     names = [board_name] if board_name else db.boards()
     if not names:
         raise UserError(f"No measurements in {db.path}: run `mcunas predictor import CSV` first.")
+    fitted = 0
     for name in names:
-        board = load_board(name)
+        try:
+            board = load_board(name)
+        except UnknownBoard:
+            if board_name:
+                raise
+            click.echo(f"{name}: skipped, no board profile by that name (write one, "
+                       "e.g. from `mcunas boards show`, to fit it)")  # fmt: skip
+            continue
+        fitted += 1
         rows, ops = db.model_rows(name), db.op_records(name)
         if not rows and not ops:
             raise UserError(f"No measurements for board '{name}' in {db.path}")
@@ -125,6 +136,8 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
             for k, v in table.items() if isinstance(v, dict)
         )  # fmt: skip
         click.echo(f"{name}: {libs} -> {out}")
+    if not fitted:
+        raise UserError(f"None of the boards in {db.path} has a profile to fit.")
 
 
 @cli.command("report", epilog="Example: mcunas predictor report --board esp32s3 --plot s3.png")
