@@ -218,8 +218,9 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.predict.fit import _graph, fit_base, refit_board
+    from mcunas.predict.fit import _graph
     from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.refit import fit_base, refit_board
 
     board = fit_base(board)  # the store holds every earlier run: start from the priors
     rows, ops = store.model_rows(board.name), store.op_records(board.name)
@@ -249,7 +250,7 @@ def calibrate(
         UserError: no model could be measured.
         FatalError: the setup broke.
     """
-    from mcunas.predict.fit import write_user_board
+    from mcunas.predict.refit import write_user_board
 
     outcomes = measure_suite(board, measurer, suite, store, progress, source)
     measured = [o for o in outcomes if o.ok]

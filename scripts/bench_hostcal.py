@@ -17,7 +17,7 @@ spread is (max - min) of those minima over their median. The per-invoke cost
 model; a single-op model's op time is its time minus that.
 
 The op fit uses the library's own code (RecordStore, opfit.fit_op_tables,
-fit.refit_board, opfit.cross_validate) on the single-op suite models only.
+refit.refit_board, opfit.cross_validate) on the single-op suite models only.
 The multi-op suite blocks and the 5 real models are held out: they are
 predicted, never fitted. Figures are host timings (a desktop CPU with caches
 and out-of-order execution, not an MCU): they test whether the predictor's
@@ -228,11 +228,11 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
 
     Returns:
         ``tables`` (opfit.fit_op_tables, scale 1), ``report``, ``refit`` (the
-        ``[latency]`` table ``mcunas calibrate`` would write, fit.refit_board),
+        ``[latency]`` table ``mcunas calibrate`` would write, refit.refit_board),
         ``cv`` (opfit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.predict.fit import refit_board
     from mcunas.predict.opfit import cross_validate, fit_op_tables
+    from mcunas.predict.refit import refit_board
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
     single = {model_hash(m.model_bytes) for m in models if m.kind == "single"}
@@ -326,7 +326,7 @@ def report(board: Any, models: list[HostModel], timings: dict[str, Timing],
           f"refit scale {fitted['refit'].get('reference', {}).get('scale', 1.0)}):")
     for label, key in (("before: default tables x factor", "before"),
                        ("after: opfit.fit_op_tables", "opfit"),
-                       ("after: fit.refit_board (calibrate)", "refit")):  # fmt: skip
+                       ("after: refit.refit_board (calibrate)", "refit")):  # fmt: skip
         print(f" {label}")
         for group, ms in (("single-op suite (fitted on)", by_kind["single"]),
                           ("held-out suite blocks", by_kind["block"]),
@@ -479,7 +479,7 @@ def main() -> int:
     print(f"\nSame fit with the clock set to {eq.clock_hz / 1e9:.1f} GHz (default tables x1 on "
           "the single-op models), so unmeasured variants' priors are in host units:")
     print(_summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
-    print(_summary_line("held-out, fit.refit_board",
+    print(_summary_line("held-out, refit.refit_board",
                         [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held]))
     return 0
 

@@ -12,9 +12,9 @@ from mcunas.commands.predictor import cli
 from mcunas.errors import UserError
 from mcunas.graph import read_graph
 from mcunas.predict.features import op_features
-from mcunas.predict.fit import fit_op_costs
 from mcunas.predict.latency import predict_latency
 from mcunas.predict.records import RecordStore
+from mcunas.predict.refit import fit_op_costs
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
 

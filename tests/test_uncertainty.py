@@ -13,9 +13,9 @@ from mcunas.commands.predictor import cli
 from mcunas.errors import BoardProfileError
 from mcunas.graph import read_graph
 from mcunas.predict.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
-from mcunas.predict.fit import FIT_SOURCE, fit_base
 from mcunas.predict.latency import NO_DATA_ERROR_PCT, predict_latency
 from mcunas.predict.records import RecordStore
+from mcunas.predict.refit import FIT_SOURCE, fit_base
 from mcunas.predict.suite import build_suite
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"

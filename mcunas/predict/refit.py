@@ -1,0 +1,293 @@
+"""Board profiles refitted from their measurements, and their honest error.
+
+A board's ``[latency]`` table comes from what the measurement store holds for
+it: per-op records of a calibration run (a joint per-op fit, see
+:mod:`mcunas.predict.opfit`) and whole-model rows (the scale, the sum
+constraint). Every refit starts from the built-in profile (:func:`fit_base`),
+so refitting twice gives the same profile; the stated errors are
+out-of-sample (leave-one-out, K-fold, leave-one-model-out).
+
+Example::
+
+    table = refit_board(load_board("esp32s3"), rows, op_records, graph_of)
+    write_user_board(load_board("esp32s3"), table)
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from pathlib import Path
+
+from mcunas.predict.fit import (
+    CalibrationRow,
+    LooResult,
+    _graph,
+    checked_variants,
+    fit_scales,
+    load_calibration,
+)
+
+__all__ = [
+    "FIT_SOURCE",
+    "board_loo",
+    "fit_base",
+    "fit_op_costs",
+    "refit_board",
+    "report_loo",
+    "write_user_board",
+]
+
+
+def _geomean(values: Sequence[float]) -> float:
+    return math.exp(statistics.fmean(math.log(v) for v in values))
+
+
+def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, float]]:  # noqa: ANN001
+    """Per-variant cycles per unit from per-op measurements on one board.
+
+    For each measured op, the cycles left after its requantization, byte and
+    dispatch terms (from the board's current table) divided by its units give
+    one estimate of its variant's cost; the median is kept. Returns the costs
+    and, per variant, the median absolute % error of the refitted model on
+    those ops (its uncertainty).
+    """
+    from mcunas.predict.features import op_features
+    from mcunas.predict.latency import op_cycles, resolve
+
+    coef = resolve(board, board.kernels)
+    per_variant: dict[str, list[tuple[float, object]]] = {}
+    for rec in records:
+        feats = {f.index: f for f in op_features(graph_of(rec.model_hash))}
+        feat = feats.get(rec.op_index)
+        if feat is None or feat.units <= 0:
+            continue
+        cycles = rec.latency_ms * rec.clock_hz / 1000.0 / (coef.factor * coef.scale)
+        rest = op_cycles(feat, coef.table) - coef.table.mac.get(feat.variant, 0.0) * feat.units
+        per_variant.setdefault(feat.variant, []).append(
+            (max(cycles - rest, 0.0) / feat.units, (feat, cycles))
+        )
+    costs = {v: statistics.median(c for c, _ in xs) for v, xs in per_variant.items()}
+    errors = {}
+    for variant, xs in per_variant.items():
+        table = coef.table.__class__(**{**coef.table.__dict__, "mac": {**coef.table.mac, **costs}})
+        errs = [abs(op_cycles(f, table) / cyc - 1) * 100 for _, (f, cyc) in xs if cyc > 0]
+        errors[variant] = round(statistics.median(errs), 1) if errs else 100.0
+    return costs, errors
+
+
+def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa: ANN001
+    """Leave-one-out on one board: each row predicted with a scale from the others.
+
+    ``board`` carries the tables in use (its ``[latency]`` overrides); a row
+    with no sibling of the same kernel library gets its code path's scale
+    fitted on the calibration rows other than itself (never its own figure).
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+
+    unit: dict[str, float] = {}
+    for row in rows:
+        lib = {**(board.latency or {}).get(row.kernels, {}), "scale": 1.0}
+        b = replace(board, kernels=row.kernels, clock_hz=row.clock_hz,
+                    latency={**(board.latency or {}), row.kernels: lib})  # fmt: skip
+        unit[row.id] = predict_latency(_graph(row.model), b).ms
+    results = []
+    for row in rows:
+        others = [
+            r.latency_ms / unit[r.id] for r in rows if r.id != row.id and r.kernels == row.kernels
+        ]
+        scale = _geomean(others) if others else _scale_without(row)
+        results.append(LooResult(row, scale * unit[row.id], scale, len(others)))
+    return results
+
+
+def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: ANN001
+    """Every whole-model row of a board, predicted by a fit that never saw it.
+
+    Rows whose models were also measured op by op (a calibration run) were what
+    the profile's per-op tables were fitted on, so they are predicted by a
+    leave-one-model-out refit of those tables (from the built-in base, as
+    :func:`refit_board` does); the other rows (published figures) by
+    :func:`board_loo`.
+    """
+    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.records import model_hash
+
+    keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
+    hashes = {r.id: model_hash(r.model.read_bytes()) for r in rows}
+    op_rows = [r for r in rows if (hashes[r.id], r.kernels, r.clock_hz) in keys]
+    others = [r for r in rows if r not in op_rows]
+    results = board_loo(board, others) if others else []
+    base = fit_base(board)
+    for kernels in sorted({r.kernels for r in op_rows}):
+        mine = [r for r in op_rows if r.kernels == kernels]
+        ops = [o for o in op_records if o.kernels == kernels]
+        models = len({hashes[r.id] for r in mine})
+        for row, predicted in cross_validate(base, ops, mine, graph_of, folds=models):
+            results.append(LooResult(row, predicted, 1.0, len(mine) - 1))
+    return results
+
+
+def _scale_without(row: CalibrationRow) -> float:
+    """The path's scale fitted on the calibration rows other than ``row`` (1 if none)."""
+    rest = [r for r in load_calibration() if r.id != row.id]
+    return fit_scales(rest).get(row.path, 1.0)
+
+
+FIT_SOURCE = "mcunas predictor fit"
+
+
+def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
+    """The profile a refit starts from: never the output of an earlier refit.
+
+    A refit uses every measurement in the store, so starting from a profile an
+    earlier refit wrote would count those measurements twice (and a K-fold
+    held-out model would leak into its own prediction). A profile whose
+    ``[latency]`` table mcunas wrote gets back the table of the built-in profile
+    that fit started from (its ``base``, e.g. ``esp32s3`` for ``esp32s3-virtual``;
+    else the built-in of the same name), or none if there is no built-in;
+    hand-written tables stay.
+    """
+    from dataclasses import replace
+
+    from mcunas.boards import builtin_boards_dir, load_board
+
+    latency = board.latency or {}
+    if board.builtin or not str(latency.get("source", "")).startswith(FIT_SOURCE):
+        return board
+    name = latency.get("base") or board.name
+    builtin = builtin_boards_dir() / f"{name}.toml"
+    if not builtin.is_file():
+        return replace(board, latency={})
+    return replace(board, latency={**(load_board(str(builtin)).latency or {}), "base": name})
+
+
+def _base_name(board) -> str | None:  # noqa: ANN001
+    """The built-in profile ``board`` is (a renamed copy of), if any."""
+    if board.builtin and board.path:
+        return Path(board.path).stem
+    return (board.latency or {}).get("base")
+
+
+def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
+    """A new ``[latency]`` table for ``board`` from its measurements.
+
+    Per kernel library: the kernel tables from per-op records (if any; a joint
+    fit of every variant, requantization and dispatch cost, see
+    :mod:`mcunas.predict.opfit`), then the scale from whole-model rows (the sum
+    constraint), and the stated error from a leave-one-out over those rows.
+    A library fitted from per-op records takes its scale only from the
+    whole-model rows of the same runs (models with op records) and states the
+    K-fold cross-validated error over them; other rows (published figures of
+    another runtime) are not mixed into its op-level costs.
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.opfit import fit_op_tables
+
+    board = fit_base(board)
+    table: dict = {"source": f"{FIT_SOURCE}: {len(rows)} model and "
+                   f"{len(op_records)} op measurements"}  # fmt: skip
+    if _base_name(board):
+        table["base"] = _base_name(board)
+    op_tables = fit_op_tables(board, op_records, rows, graph_of)[0] if op_records else {}
+    for kernels in sorted({r.kernels for r in rows} | set(op_tables)):
+        if kernels in op_tables:  # the base's costs are baked in; its errors are not ours
+            entry = dict(op_tables[kernels])
+        else:
+            entry = dict((board.latency or {}).get(kernels, {}))
+        mine = [r for r in rows if r.kernels == kernels]
+        trial = replace(board, latency={**(board.latency or {}), **op_tables, kernels: entry})
+        if kernels in op_tables:
+            _op_level_scale_and_error(board, trial, entry, mine, op_records, graph_of)
+            entry["checked_variants"] = sorted(entry.get("op_error_pct", {}))
+        elif mine:
+            loo = board_loo(trial, mine)
+            unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]
+            entry["scale"] = round(_geomean(unit), 4)
+            entry["error_pct"] = round(statistics.median(abs(r.error_pct) for r in loo), 1)
+            entry["rows"] = [r.id for r in mine]
+            entry["checked_variants"] = checked_variants(mine).get(mine[0].path, [])
+        table[kernels] = entry
+    for lib, entry in (board.latency or {}).items():  # libraries no measurement refits
+        if isinstance(entry, dict) and lib not in table:
+            table[lib] = entry
+    return table
+
+
+def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -> None:  # noqa: ANN001
+    """Scale from the rows measured with per-op times; error by K-fold over their models.
+
+    The K-fold refits start from ``prior`` (the profile before this fit), so a
+    held-out model never leaks into the costs it is predicted with.
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.records import model_hash
+
+    keys = {r.model_hash for r in op_records}
+    same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
+    if not same_runs:
+        return
+    unit = [
+        r.latency_ms
+        / predict_latency(
+            _graph(r.model), replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
+        ).ms
+        for r in same_runs
+    ]
+    entry["scale"] = round(_geomean(unit), 4)
+    entry["rows"] = [r.id for r in same_runs]
+    ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
+    cv = cross_validate(prior, ops, same_runs, graph_of)
+    if cv:
+        errs = [abs(p / r.latency_ms - 1) * 100 for r, p in cv]
+        entry["error_pct"] = round(statistics.median(errs), 1)
+        entry["within_10_pct"] = round(sum(e <= 10 for e in errs) / len(errs) * 100, 1)
+        entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
+
+
+def _toml_value(value) -> str:  # noqa: ANN001
+    if isinstance(value, dict):
+        return "{ " + ", ".join(f'"{k}" = {_toml_value(v)}' for k, v in value.items()) + " }"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return repr(value)
+    return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
+    """Write the profile with a new ``[latency]`` table into the user boards folder."""
+    from mcunas.boards import user_boards_dir
+
+    text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
+    # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids
+    own = {"": {"name": board.name, "title": board.title}, "[serial]": {"hwids": list(board.hwids)}}
+    kept, skipping, section = [], False, ""
+    for line in text.splitlines():
+        if line.strip().startswith("["):
+            section = line.split("#")[0].strip()
+            skipping = section.startswith("[latency")
+        key = line.split("=")[0].strip()
+        if "=" in line and key in own.get(section, {}):
+            line = f"{key} = {_toml_value(own[section][key])}"
+        if not skipping:
+            kept.append(line)
+    while kept and not kept[-1].strip():
+        kept.pop()  # an earlier fit's blank lines before its [latency] table
+    lines = [*kept, "", "[latency]"]
+    lines += [f"{k} = {_toml_value(v)}" for k, v in latency.items() if not isinstance(v, dict)]
+    for lib, entry in latency.items():
+        if isinstance(entry, dict):
+            lines += ["", f"[latency.{lib}]"]
+            lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
+    out = user_boards_dir() / f"{board.name}.toml"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
+    return out
