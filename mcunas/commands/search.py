@@ -22,6 +22,7 @@ EPILOG = """\b
 Examples:
   mcunas search --board esp32s3
   mcunas search --board esp32s3 --max-latency-ms 20 --max-sram-kb 128 --out runs/kws
+  mcunas search --board nucleo_f746zg --max-latency-ms 50 --safe-latency   # uncalibrated board
   mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
   mcunas search --out runs/kws --resume            # continue an interrupted search
@@ -72,6 +73,12 @@ are simulator estimates."""
 @click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
 @click.option("--max-flash-kb", type=float, help="Flash budget (KB).")
+@click.option(
+    "--safe-latency",
+    is_flag=True,
+    help="Check estimated latencies with their stated error added (e.g. 4 ms +-50% "
+    "counts as 6 ms); measured ones as they are.",
+)
 @click.option(
     "--measure",
     type=click.Choice(MEASURES),

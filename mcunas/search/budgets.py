@@ -28,6 +28,8 @@ class Budgets:
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
+    # check an *estimated* latency's upper bound (estimate + its stated error)
+    safe_latency: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
@@ -37,7 +39,8 @@ class Budgets:
         """One line such as ``latency <= 50 ms, peak SRAM <= 256 KB``."""
         parts = []
         if self.max_latency_ms is not None:
-            parts.append(f"latency <= {self.max_latency_ms:g} ms")
+            upper = " (estimates: plus their stated error)" if self.safe_latency else ""
+            parts.append(f"latency <= {self.max_latency_ms:g} ms{upper}")
         if self.max_sram_kb is not None:
             parts.append(f"peak SRAM <= {self.max_sram_kb:g} KB")
         if self.max_flash_kb is not None:
@@ -65,9 +68,14 @@ def violations(cost: CostFigures, budgets: Budgets) -> list[str]:
     """Every reason ``cost`` is infeasible: the board's own, then the user's budgets."""
     reasons = list(cost.board_reasons)
     what = "estimated" if cost.estimated else "measured"
-    if budgets.max_latency_ms is not None and cost.latency_ms > budgets.max_latency_ms:
+    latency, margin = cost.latency_ms, ""
+    if budgets.safe_latency and cost.estimated and cost.latency_error_pct:
+        latency = cost.latency_ms * (1.0 + cost.latency_error_pct / 100.0)
+        margin = f" (+{cost.latency_error_pct:.0f}% stated error: {latency:.2f} ms)"
+    if budgets.max_latency_ms is not None and latency > budgets.max_latency_ms:
         reasons.append(
-            f"{what} latency {cost.latency_ms:.2f} ms > budget {budgets.max_latency_ms:g} ms"
+            f"{what} latency {cost.latency_ms:.2f} ms{margin} > budget "
+            f"{budgets.max_latency_ms:g} ms"
         )
     if budgets.max_sram_kb is not None and cost.peak_sram_bytes > budgets.max_sram_kb * 1024:
         reasons.append(

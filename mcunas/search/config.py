@@ -20,7 +20,7 @@ DEFAULT_STRATEGY = "evolution"
 MEASURES = ("simulator", "board", "hybrid")
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
 IDENTITY = ("board", "strategy", "seed", "dataset", "families", "epochs", "max_latency_ms",
-            "max_sram_kb", "max_flash_kb", "measure")
+            "max_sram_kb", "max_flash_kb", "measure", "safe_latency")
 
 
 @dataclass
@@ -38,6 +38,7 @@ class SearchConfig:
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
+    safe_latency: bool = False
     measure: str = "simulator"
     port: str | None = None
     rack: str | None = None
@@ -48,7 +49,7 @@ class SearchConfig:
     @property
     def budgets(self) -> Budgets:
         """The user's budgets."""
-        return Budgets(self.max_latency_ms, self.max_sram_kb, self.max_flash_kb)
+        return Budgets(self.max_latency_ms, self.max_sram_kb, self.max_flash_kb, self.safe_latency)
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (kept in the store for ``--resume``)."""
