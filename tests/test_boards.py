@@ -215,3 +215,13 @@ def test_fitted_latency_tables_still_load(tmp_path):
                     'error_pct = 20.0\nrows = ["a"]\nmac = {fc = 2.5}\nop_error_pct = {fc = 3.1}\n'
                     'checked_variants = ["fc"]\nwithin_10_pct = 80.0\nerror_method = "k-fold"\n')
     assert load_board(str(path)).latency["cmsis-nn"]["mac"] == {"fc": 2.5}
+
+
+def test_board_list_says_which_latency_tables_are_fitted():
+    from click.testing import CliRunner
+
+    from mcunas.commands.boards import cli
+
+    rows = {line.split()[0]: line for line in CliRunner().invoke(cli, []).output.splitlines()}
+    assert "fitted" in rows["esp32s3"] and "+/-14%" in rows["esp32s3"]
+    assert "defaults" in rows["nucleo_f746zg"]

@@ -36,15 +36,31 @@ def cli(ctx: click.Context, as_json: bool) -> None:
         click.echo(json.dumps([b.to_dict() for b in boards], indent=2))
         return
     header = f"{'name':<15} {'core':<14} {'MHz':>5} {'SRAM KB':>8} {'model KB':>8} " \
-        f"{'flash KB':>9} {'kernels':<9} origin"
+        f"{'flash KB':>9} {'kernels':<9} {'latency':<16} origin"
     click.echo(header)
     for b in boards:
         origin = "built-in" if b.builtin else "user"
         click.echo(
             f"{b.name:<15} {b.core:<14} {b.clock_hz / 1e6:>5.0f} {_kb(b.sram_bytes):>8} "
-            f"{_kb(b.model_sram_budget_bytes):>8} {_kb(b.flash_bytes):>9} {b.kernels:<9} {origin}"
+            f"{_kb(b.model_sram_budget_bytes):>8} {_kb(b.flash_bytes):>9} {b.kernels:<9} "
+            f"{_latency_basis(b):<16} {origin}"
         )
-    click.echo(f"\nUser profiles go in {user_boards_dir()} (searched first).")
+    click.echo(f"\nUser profiles go in {user_boards_dir()} (searched first). latency: the "
+               "stated error of measured op kinds, fitted to this board or family defaults; "
+               "`mcunas calibrate` fits a board.")  # fmt: skip
+
+
+def _latency_basis(board: BoardProfile) -> str:
+    """``+/-14% fitted`` (the board's own table) or ``+/-60% defaults`` (family defaults)."""
+    from mcunas.errors import BoardProfileError
+    from mcunas.predict.latency import resolve
+
+    try:
+        coef = resolve(board, board.kernels)
+    except BoardProfileError:
+        return "invalid table"
+    own = isinstance((board.latency or {}).get(board.kernels), dict)
+    return f"+/-{coef.error_pct:.0f}% {'fitted' if own else 'defaults'}"
 
 
 def _describe(board: BoardProfile) -> list[str]:
