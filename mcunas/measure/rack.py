@@ -1,15 +1,6 @@
 """A rack of boards measuring models in parallel: one worker thread per board.
 
-``rack.toml`` lists the boards::
-
-    [rack]                  # optional
-    max_failures = 3        # failures in a row that take a board out of rotation
-
-    [[board]]
-    profile = "esp32s3"     # a board profile name or .toml path (relative: beside this file)
-    port = "/dev/ttyACM0"
-    name = "s3-left"        # optional; default "<profile>@<port>"
-
+The boards come from a ``rack.toml`` (:mod:`mcunas.measure.rack_file`).
 A board that fails ``max_failures`` times in a row (silence, crash, lost port,
 wrong CRC...) is taken out of rotation and reported; its candidate is retried
 on another board, then recorded as failed with the reason. A model the board
@@ -25,18 +16,24 @@ from __future__ import annotations
 
 import logging
 import threading
-import tomllib
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcunas.boards import BoardProfile, load_board
-from mcunas.errors import CandidateError, FatalError, McunasError, UserError
+from mcunas.boards import BoardProfile
+from mcunas.errors import CandidateError, FatalError, McunasError
 from mcunas.measure.base import Measurement
-from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer, probe_board
-from mcunas.measure.protocol import Ready
+from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+from mcunas.measure.rack_file import (
+    DEFAULT_MAX_FAILURES,
+    Rack,
+    RackBoard,
+    RackError,
+    load_rack,
+    probe_rack,
+)
 
 __all__ = [
     "DEFAULT_MAX_FAILURES",
@@ -50,113 +47,7 @@ __all__ = [
     "probe_rack",
 ]
 
-# Failures in a row after which a board leaves the rotation.
-DEFAULT_MAX_FAILURES = 3
 log = logging.getLogger("mcunas.rack")
-
-
-class RackError(UserError):
-    """A ``rack.toml`` that cannot be used."""
-
-
-@dataclass(frozen=True)
-class RackBoard:
-    """One board of the rack."""
-
-    name: str
-    profile: BoardProfile
-    port: str
-
-
-@dataclass(frozen=True)
-class Rack:
-    """The boards of a ``rack.toml``."""
-
-    path: Path
-    boards: tuple[RackBoard, ...]
-    max_failures: int = DEFAULT_MAX_FAILURES
-
-    def for_profile(self, name: str) -> tuple[RackBoard, ...]:
-        """The rack's boards of one profile."""
-        return tuple(b for b in self.boards if b.profile.name == name)
-
-
-def load_rack(path: str | Path) -> Rack:
-    """Read and check a ``rack.toml``.
-
-    Raises:
-        RackError: missing file, bad TOML, no boards, a board without profile or
-            port, an unknown profile, or a port listed twice.
-    """
-    path = Path(path)
-    if not path.is_file():
-        raise RackError(f"rack file not found: {path} (see `mcunas rack --help` for its format)")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RackError(f"{path}: cannot read rack file ({exc})") from exc
-    entries = data.get("board")
-    if not isinstance(entries, list) or not entries or not all(
-        isinstance(e, dict) for e in entries
-    ):
-        raise RackError(f"{path}: no [[board]] entries (each needs profile = and port =)")
-    _refuse_unknown(data, ("rack", "board"), f"{path}: ")
-    boards: list[RackBoard] = []
-    for i, entry in enumerate(entries, 1):
-        _refuse_unknown(entry, ("profile", "port", "name"), f"{path}: board {i}: ")
-        for key in ("profile", "port"):
-            if not isinstance(entry.get(key), str) or not entry[key]:
-                raise RackError(f"{path}: board {i}: '{key}' is missing or not a string")
-        if entry["port"] == "auto":
-            raise RackError(f"{path}: board {i}: give the port explicitly, not 'auto'")
-        try:
-            profile = load_board(_profile_ref(entry["profile"], path.parent))
-        except UserError as exc:
-            raise RackError(f"{path}: board {i}: {exc}") from exc
-        name = str(entry.get("name") or f"{profile.name}@{entry['port']}")
-        boards.append(RackBoard(name, profile, entry["port"]))
-    for attr in ("port", "name"):
-        values = [getattr(b, attr) for b in boards]
-        dup = sorted({v for v in values if values.count(v) > 1})
-        if dup:
-            raise RackError(f"{path}: {attr} listed more than once: {', '.join(dup)}")
-    settings = data.get("rack", {})
-    if not isinstance(settings, dict):
-        raise RackError(f"{path}: [rack] must be a table (e.g. [rack] max_failures = 3)")
-    _refuse_unknown(settings, ("max_failures",), f"{path}: [rack] ")
-    max_failures = settings.get("max_failures", DEFAULT_MAX_FAILURES)
-    if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 1:
-        raise RackError(f"{path}: [rack] max_failures must be a positive integer")
-    return Rack(path, tuple(boards), max_failures)
-
-
-def _refuse_unknown(table: dict[str, Any], known: tuple[str, ...], where: str) -> None:
-    """A misspelt key (``prot``, ``max_failure``) is an error, not silently ignored."""
-    unknown = sorted(set(table) - set(known))
-    if unknown:
-        raise RackError(f"{where}unknown key '{unknown[0]}' (known: {', '.join(known)})")
-
-
-def _profile_ref(ref: str, rack_dir: Path) -> str:
-    """A relative profile path is looked up beside the rack file first, then from here."""
-    if ref.endswith(".toml") and not Path(ref).is_absolute() and (rack_dir / ref).is_file():
-        return str(rack_dir / ref)
-    return ref
-
-
-def probe_rack(
-    rack: Rack, timeout_s: float = 5.0, prober: Callable[..., Ready] = probe_board
-) -> list[tuple[RackBoard, Ready | None, str | None]]:
-    """Ask every board for ``ready`` in parallel: ``(board, ready or None, error or None)``."""
-
-    def one(b: RackBoard) -> tuple[RackBoard, Ready | None, str | None]:
-        try:
-            return b, prober(b.port, b.profile.baud, timeout_s), None
-        except McunasError as exc:
-            return b, None, str(exc)
-
-    with ThreadPoolExecutor(max_workers=len(rack.boards)) as pool:
-        return list(pool.map(one, rack.boards))
 
 
 @dataclass
