@@ -35,19 +35,24 @@ import signal
 import threading
 import time
 import tty
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.boards import BoardProfile
-from mcunas.errors import MeasurementError
 from mcunas.measure.protocol import encode_line, model_crc32
+from mcunas.measure.virtual_figures import (
+    Figures,
+    FiguresProvider,
+    fixed_figures,
+    simulator_figures,
+)
+from mcunas.measure.virtual_project import VirtualBuild, VirtualProject
 
 __all__ = [
     "FAULTS",
     "Figures",
     "FiguresProvider",
     "VirtualBoard",
+    "VirtualBuild",
     "VirtualProject",
     "board_at",
     "fixed_figures",
@@ -58,56 +63,6 @@ FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
 # Invokes besides the timed runs: 3 warm-up + 3 with the per-op profiler, as the firmware does.
 EXTRA_INVOKES = 6
-
-
-@dataclass(frozen=True)
-class Figures:
-    """What the virtual firmware reports for one model (estimates, not measurements)."""
-
-    latency_ms: float
-    arena_bytes: int
-    stack_bytes: int
-    static_ram_bytes: int
-    flash_bytes: int
-    ops: tuple[tuple[str, float], ...] = ()  # (op name, ms)
-    error: tuple[str, str] | None = None  # (code, message) when the model cannot run
-
-
-FiguresProvider = Callable[[bytes, BoardProfile], Figures]
-# Simulated figures per (model CRC, size, board, kernels): a re-flashed model is not re-simulated.
-_FIGURES_CACHE: dict[tuple[str, int, str, str], Figures] = {}
-_CACHE_LOCK = threading.Lock()
-
-
-def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
-    """Figures from the simulator (``mcunas.profile.profile_model``) for a model and board.
-
-    The stack high-water mark is not simulated: a third of the firmware's stack
-    stands in for it.
-    """
-    key = (model_crc32(model_bytes), len(model_bytes), board.name, board.kernels)
-    with _CACHE_LOCK:
-        if key in _FIGURES_CACHE:
-            return _FIGURES_CACHE[key]
-    from mcunas.profile import profile_model
-
-    prof = profile_model(model_bytes, board)
-    error = None
-    if not prof.fits:
-        over = prof.memory.arena_bytes > board.model_sram_budget_bytes
-        error = ("arena_too_small" if over else "model_not_runnable", "; ".join(prof.reasons))
-    figures = Figures(
-        latency_ms=float(prof.latency.ms),
-        arena_bytes=int(prof.memory.arena_bytes),
-        stack_bytes=board.firmware_stack_bytes // 3,
-        static_ram_bytes=board.firmware_ram_bytes,
-        flash_bytes=int(prof.memory.flash_bytes),
-        ops=tuple((o.op, float(o.ms)) for o in prof.latency.ops),
-        error=error,
-    )
-    with _CACHE_LOCK:
-        _FIGURES_CACHE[key] = figures
-    return figures
 
 
 _REGISTRY: dict[str, VirtualBoard] = {}
@@ -351,76 +306,6 @@ class VirtualBoard:
                     os.close(fd)
                 except OSError:
                     pass
-
-
-def fixed_figures(latency_ms: float, arena_bytes: int) -> FiguresProvider:
-    """A provider that reports the same latency and arena for any model (no simulator)."""
-
-    def provider(model_bytes: bytes, board: BoardProfile) -> Figures:
-        return Figures(
-            latency_ms=latency_ms,
-            arena_bytes=arena_bytes,
-            stack_bytes=board.firmware_stack_bytes // 3,
-            static_ram_bytes=board.firmware_ram_bytes,
-            flash_bytes=board.firmware_flash_bytes + len(model_bytes),
-            ops=(("CONV_2D", latency_ms * 0.8), ("FULLY_CONNECTED", latency_ms * 0.2)),
-        )
-
-    return provider
-
-
-@dataclass(frozen=True)
-class VirtualBuild:
-    """What a virtual build reports (the shape of ``pio.BuildInfo``; there is no ELF)."""
-
-    elf_path: Path | None
-    static_ram_bytes: int
-    flash_bytes: int
-
-
-class VirtualProject:
-    """Stands in for ``PioProject``: "uploading" loads the model into the virtual board.
-
-    Args:
-        board: BoardProfile.
-        work_dir: Path where ``generate`` writes the model.
-        pio: str, ignored (same signature as ``PioProject``).
-        upload_s: float, time an upload takes (default 0).
-    """
-
-    def __init__(
-        self, board: BoardProfile, work_dir: Path, pio: str = "pio", *, upload_s: float = 0.0
-    ) -> None:
-        self.board = board
-        self.work_dir = Path(work_dir)
-        self.upload_s = upload_s
-        self._model: bytes | None = None
-
-    def generate(self, model_bytes: bytes) -> Path:
-        """Write the model where the firmware sources would go."""
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        path = self.work_dir / "model.tflite"
-        path.write_bytes(model_bytes)
-        self._model = model_bytes
-        return path
-
-    def build(self) -> VirtualBuild:
-        """Report the firmware baseline plus the model as the "built" image."""
-        if self._model is None:
-            raise MeasurementError("virtual build: generate() was not called")
-        return VirtualBuild(
-            elf_path=None,
-            static_ram_bytes=self.board.firmware_ram_bytes,
-            flash_bytes=self.board.firmware_flash_bytes + len(self._model),
-        )
-
-    def upload(self, port: str) -> None:
-        """Flash the virtual board listening on ``port``."""
-        target = board_at(port)
-        if target is None or self._model is None:
-            raise MeasurementError(f"upload failed: no virtual board on {port}; check --port")
-        time.sleep(self.upload_s)
-        target.flash(self._model)
 
 
 def main(argv: list[str] | None = None) -> int:

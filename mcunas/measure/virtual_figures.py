@@ -1,0 +1,83 @@
+"""What a virtual board reports for a model: the simulator's figures, or fixed ones.
+
+A :class:`mcunas.measure.virtual_board.VirtualBoard` takes a provider
+``(model_bytes, board) -> Figures``; :mod:`mcunas.measure.virtual_truth` gives a
+third, a device with hidden costs.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mcunas.boards import BoardProfile
+from mcunas.measure.protocol import model_crc32
+
+__all__ = ["Figures", "FiguresProvider", "fixed_figures", "simulator_figures"]
+
+
+@dataclass(frozen=True)
+class Figures:
+    """What the virtual firmware reports for one model (estimates, not measurements)."""
+
+    latency_ms: float
+    arena_bytes: int
+    stack_bytes: int
+    static_ram_bytes: int
+    flash_bytes: int
+    ops: tuple[tuple[str, float], ...] = ()  # (op name, ms)
+    error: tuple[str, str] | None = None  # (code, message) when the model cannot run
+
+
+FiguresProvider = Callable[[bytes, BoardProfile], Figures]
+# Simulated figures per (model CRC, size, board, kernels): a re-flashed model is not re-simulated.
+_FIGURES_CACHE: dict[tuple[str, int, str, str], Figures] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
+    """Figures from the simulator (``mcunas.profile.profile_model``) for a model and board.
+
+    The stack high-water mark is not simulated: a third of the firmware's stack
+    stands in for it.
+    """
+    key = (model_crc32(model_bytes), len(model_bytes), board.name, board.kernels)
+    with _CACHE_LOCK:
+        if key in _FIGURES_CACHE:
+            return _FIGURES_CACHE[key]
+    from mcunas.profile import profile_model
+
+    prof = profile_model(model_bytes, board)
+    error = None
+    if not prof.fits:
+        over = prof.memory.arena_bytes > board.model_sram_budget_bytes
+        error = ("arena_too_small" if over else "model_not_runnable", "; ".join(prof.reasons))
+    figures = Figures(
+        latency_ms=float(prof.latency.ms),
+        arena_bytes=int(prof.memory.arena_bytes),
+        stack_bytes=board.firmware_stack_bytes // 3,
+        static_ram_bytes=board.firmware_ram_bytes,
+        flash_bytes=int(prof.memory.flash_bytes),
+        ops=tuple((o.op, float(o.ms)) for o in prof.latency.ops),
+        error=error,
+    )
+    with _CACHE_LOCK:
+        _FIGURES_CACHE[key] = figures
+    return figures
+
+
+def fixed_figures(latency_ms: float, arena_bytes: int) -> FiguresProvider:
+    """A provider that reports the same latency and arena for any model (no simulator)."""
+
+    def provider(model_bytes: bytes, board: BoardProfile) -> Figures:
+        return Figures(
+            latency_ms=latency_ms,
+            arena_bytes=arena_bytes,
+            stack_bytes=board.firmware_stack_bytes // 3,
+            static_ram_bytes=board.firmware_ram_bytes,
+            flash_bytes=board.firmware_flash_bytes + len(model_bytes),
+            ops=(("CONV_2D", latency_ms * 0.8), ("FULLY_CONNECTED", latency_ms * 0.2)),
+        )
+
+    return provider
