@@ -66,10 +66,14 @@ def _print_profile(model: str, prof: Any) -> None:
         shape = _shape(op.output_shape)
         click.echo(f"{op.index:>3}  {op.name:<20} {shape:<14} {op.macs:>11,} {ms}  {accel}")
     click.echo("")
+    own = isinstance((board.latency or {}).get(board.kernels), dict)
+    basis = (
+        "this board's fitted table" if own
+        else "family defaults, error measured on other boards; `mcunas calibrate` fits this one"
+    )  # fmt: skip
     click.echo(
         f"latency (estimate)  {lat.ms:.2f} ms +/- {lat.error_pct:.0f}% "
-        f"(measured error of the latency model on this board, by op kind; "
-        f"50%+ where no measurement covers the kind)"
+        f"({basis}; error by op kind, 50%+ where no measurement covers the kind)"
     )
     click.echo(
         f"lower bound         {lat.lower_bound_ms:.2f} ms at {board.peak_macs_per_cycle:g} "
