@@ -145,6 +145,11 @@ class BoardProfile:
         """Flash left to the model and its kernels after the firmware."""
         return self.usable_flash_bytes - self.firmware_flash_bytes
 
+    @property
+    def latency_fitted(self) -> bool:
+        """True when the profile has its own ``[latency]`` table for its kernel library."""
+        return isinstance((self.latency or {}).get(self.kernels), dict)
+
     def with_kernels(self, kernels: str) -> BoardProfile:
         """Return a copy of this profile using another kernel library."""
         _check_choice("kernels", kernels, KERNEL_LIBRARIES, self.path or self.name)

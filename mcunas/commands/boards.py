@@ -59,8 +59,7 @@ def _latency_basis(board: BoardProfile) -> str:
         coef = resolve(board, board.kernels)
     except BoardProfileError:
         return "invalid table"
-    own = isinstance((board.latency or {}).get(board.kernels), dict)
-    return f"+/-{coef.error_pct:.0f}% {'fitted' if own else 'defaults'}"
+    return f"+/-{coef.error_pct:.0f}% {'fitted' if board.latency_fitted else 'defaults'}"
 
 
 def _describe(board: BoardProfile) -> list[str]:

@@ -66,9 +66,8 @@ def _print_profile(model: str, prof: Any) -> None:
         shape = _shape(op.output_shape)
         click.echo(f"{op.index:>3}  {op.name:<20} {shape:<14} {op.macs:>11,} {ms}  {accel}")
     click.echo("")
-    own = isinstance((board.latency or {}).get(board.kernels), dict)
     basis = (
-        "this board's fitted table" if own
+        "this board's fitted table" if board.latency_fitted
         else "family defaults, error measured on other boards; `mcunas calibrate` fits this one"
     )  # fmt: skip
     click.echo(
