@@ -92,7 +92,8 @@ are simulator estimates."""
     "--time-budget",
     "time_budget_s",
     type=float,
-    help="Seconds; stop cleanly after the current trial and report.",
+    help="Seconds for this run (a --resume gets its own); stop cleanly after the current "
+    "trial and report.",
 )
 @click.option("--resume", is_flag=True, help="Continue the search in --out.")
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
