@@ -245,9 +245,7 @@ def leave_one_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
     for i, row in enumerate(rows):
         rest = [r for j, r in enumerate(rows) if j != i]
         mine = [r for r in rest if r.board == row.board and r.path == row.path]
-        scales = fit_scales(mine or rest)
-        used = len(mine) or sum(r.path == row.path for r in rest)
-        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used))
+        results.append(_predicted_from(row, mine or rest))
     return results
 
 
@@ -257,13 +255,14 @@ def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
     This is what a profile giving only core, clock and kernel library gets: no
     row of its own board informs the prediction.
     """
-    results = []
-    for row in rows:
-        rest = [r for r in rows if r.board != row.board]
-        scales = fit_scales(rest)
-        used = sum(r.path == row.path for r in rest)
-        results.append(LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used))
-    return results
+    return [_predicted_from(row, [r for r in rows if r.board != row.board]) for row in rows]
+
+
+def _predicted_from(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> LooResult:
+    """``row`` predicted with scales fitted on ``fit_rows`` (which must not hold it)."""
+    scales = fit_scales(fit_rows)
+    used = sum(r.path == row.path for r in fit_rows)
+    return LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used)
 
 
 def summarize(results: Sequence[LooResult]) -> dict[str, float]:

@@ -191,8 +191,9 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     board = fit_base(board)
     table: dict = {"source": f"{FIT_SOURCE}: {len(rows)} model and "
                    f"{len(op_records)} op measurements"}  # fmt: skip
-    if _base_name(board):
-        table["base"] = _base_name(board)
+    base = _base_name(board)
+    if base:
+        table["base"] = base
     op_tables = fit_op_tables(board, op_records, rows, graph_of)[0] if op_records else {}
     for kernels in sorted({r.kernels for r in rows} | set(op_tables)):
         if kernels in op_tables:  # the base's costs are baked in; its errors are not ours
