@@ -146,7 +146,9 @@ def wav_features(paths: list[Path]) -> tuple[np.ndarray, str]:
         fixed[: len(samples)] = samples[:length]
         feats.append(log_mel(fixed, rate))
     x = np.stack(feats)[..., None]
-    note = (f"wav: mono, {rate} Hz, {length} samples (zero-padded), log-mel "
-            f"{FRAME_MS:g} ms frame / {HOP_MS:g} ms hop, {N_MELS} mel bands "
-            f"{FMIN_HZ:g}-{rate / 2:g} Hz, ln(energy + {LOG_FLOOR:g}) -> {x.shape[1]}x{N_MELS}")
+    note = (
+        f"wav: mono, {rate} Hz, {length} samples (zero-padded), log-mel "
+        f"{FRAME_MS:g} ms frame / {HOP_MS:g} ms hop, {N_MELS} mel bands "
+        f"{FMIN_HZ:g}-{rate / 2:g} Hz, ln(energy + {LOG_FLOOR:g}) -> {x.shape[1]}x{N_MELS}"
+    )
     return x, note

@@ -53,17 +53,20 @@ class AuditReport:
         lines = []
         if self.unsupported:
             lines.append(
-                "TFLite Micro has no kernel for: " + ", ".join(self.unsupported)
+                "TFLite Micro has no kernel for: "
+                + ", ".join(self.unsupported)
                 + " (the model cannot run; replace these layers)"
             )
         if self.float_ops:
             lines.append(
-                "float ops in an INT8 model: " + ", ".join(self.float_ops)
+                "float ops in an INT8 model: "
+                + ", ".join(self.float_ops)
                 + " (they run as float code on the device)"
             )
         if self.unaccelerated:
             lines.append(
-                f"not accelerated by {self.kernels}: " + ", ".join(self.unaccelerated)
+                f"not accelerated by {self.kernels}: "
+                + ", ".join(self.unaccelerated)
                 + " (reference kernels)"
             )
         return lines
@@ -82,8 +85,7 @@ class AuditReport:
 def _is_float_op(op: Op) -> bool:
     tensors = (*op.inputs, *op.outputs)
     return any(t is not None and not t.is_constant and t.is_float for t in tensors) or any(
-        t is not None and t.is_constant and t.is_float and op.name in HEAVY_OPS
-        for t in op.inputs
+        t is not None and t.is_constant and t.is_float and op.name in HEAVY_OPS for t in op.inputs
     )
 
 

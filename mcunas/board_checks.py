@@ -17,9 +17,18 @@ from mcunas.errors import BoardProfileError
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
 TOP_KEYS = (
-    *REQUIRED_KEYS, "title", "mcu", "usable_sram_bytes", "usable_flash_bytes",
-    "peak_macs_per_cycle", "max_arena_bytes",
-    "firmware", "platformio", "serial", "latency", "sources",
+    *REQUIRED_KEYS,
+    "title",
+    "mcu",
+    "usable_sram_bytes",
+    "usable_flash_bytes",
+    "peak_macs_per_cycle",
+    "max_arena_bytes",
+    "firmware",
+    "platformio",
+    "serial",
+    "latency",
+    "sources",
 )
 # keys of the sub-tables mcunas reads ([latency]: check_latency; [sources] is free-form)
 TABLE_KEYS = {
@@ -39,7 +48,12 @@ def positive_int(data: dict[str, Any], key: str, where: str) -> int:
 
 
 def optional_int(
-    data: dict[str, Any], key: str, default: int, where: str, *, minimum: int = 1,
+    data: dict[str, Any],
+    key: str,
+    default: int,
+    where: str,
+    *,
+    minimum: int = 1,
     label: str = "",
 ) -> int:
     """An optional integer key: absent gives ``default``, else an int >= ``minimum``."""
@@ -65,8 +79,13 @@ def check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: 
 # [latency] is read by mcunas/predict/latency.py and written by `predictor fit`/`calibrate`
 _LATENCYTOP_KEYS = ("source", "runtime", "base")  # base: the built-in a fit started from
 _LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
-    "scale": 0.0, "error_pct": 0.0, "within_10_pct": 0.0,
-    "requant": 0.0, "op_overhead": 0.0, "invoke_overhead": 0.0, "byte": 0.0,
+    "scale": 0.0,
+    "error_pct": 0.0,
+    "within_10_pct": 0.0,
+    "requant": 0.0,
+    "op_overhead": 0.0,
+    "invoke_overhead": 0.0,
+    "byte": 0.0,
 }
 _LATENCY_TABLES = ("mac", "op_error_pct")  # variant -> cycles per unit / error %
 _LATENCY_TEXT = ("source", "runtime", "error_method", "rows", "checked_variants")
@@ -83,12 +102,15 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
     for key, value in latency.items():
         if not isinstance(value, dict):
             if key not in _LATENCYTOP_KEYS:
-                raise BoardProfileError(f"{where}: unknown key [latency] {key!r}; give the "
-                                        "coefficients per library, e.g. [latency.cmsis-nn]")
+                raise BoardProfileError(
+                    f"{where}: unknown key [latency] {key!r}; give the "
+                    "coefficients per library, e.g. [latency.cmsis-nn]"
+                )
             continue
         if key not in KERNEL_LIBRARIES:
-            raise BoardProfileError(f"{where}: [latency.{key}] is not a kernel library "
-                                    f"({', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
+            raise BoardProfileError(
+                f"{where}: [latency.{key}] is not a kernel library ({', '.join(KERNEL_LIBRARIES)})"
+            )
         known = (*_LATENCY_NUMBERS, *_LATENCY_TABLES, *_LATENCY_TEXT)
         check_keys(value, known, where, f"[latency.{key}] ")
         for name, low in _LATENCY_NUMBERS.items():
@@ -102,8 +124,11 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
             if not isinstance(table, dict):
                 bad = [f"{name} = {table!r}"]
             else:
-                bad = [f"{name}.{k} = {v!r}" for k, v in table.items()
-                       if not _number_ok(v, 0, strict=False)]  # fmt: skip
+                bad = [
+                    f"{name}.{k} = {v!r}"
+                    for k, v in table.items()
+                    if not _number_ok(v, 0, strict=False)
+                ]
             if bad:
                 raise BoardProfileError(
                     f"{where}: [latency.{key}] {bad[0]}: must be a table of numbers >= 0"

@@ -232,9 +232,7 @@ def load_board(name_or_path: str) -> BoardProfile:
 
 def _check_choice(key: str, value: Any, choices: tuple[str, ...], where: str) -> None:
     if value not in choices:
-        raise BoardProfileError(
-            f"{where}: {key} = {value!r} is not one of {', '.join(choices)}"
-        )
+        raise BoardProfileError(f"{where}: {key} = {value!r} is not one of {', '.join(choices)}")
 
 
 def _check_kernels_fit_core(kernels: str, core: str, where: str) -> None:
@@ -302,12 +300,15 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             )
     firmware = {
         f"firmware_{k}": optional_int(fw, k, d, where, minimum=0, label=f"[firmware] {k}")
-        for k, d in (("ram_bytes", fam_ram), ("stack_bytes", fam_stack),
-                     ("flash_bytes", fam_flash))
+        for k, d in (("ram_bytes", fam_ram), ("stack_bytes", fam_stack), ("flash_bytes", fam_flash))
     }
     peak = data.get("peak_macs_per_cycle", _PEAK_MACS_PER_CYCLE[data["core"]])
-    if (not isinstance(peak, (int, float)) or isinstance(peak, bool)
-            or not math.isfinite(peak) or peak <= 0):
+    if (
+        not isinstance(peak, (int, float))
+        or isinstance(peak, bool)
+        or not math.isfinite(peak)
+        or peak <= 0
+    ):
         raise BoardProfileError(
             f"{where}: peak_macs_per_cycle must be a positive number, got {peak!r}"
         )
@@ -335,8 +336,10 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         )
     except (TypeError, ValueError) as exc:
         raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
-    for what, left in (("SRAM", board.model_sram_budget_bytes),
-                       ("flash", board.model_flash_budget_bytes)):
+    for what, left in (
+        ("SRAM", board.model_sram_budget_bytes),
+        ("flash", board.model_flash_budget_bytes),
+    ):
         if left <= 0:
             raise BoardProfileError(
                 f"{where}: no {what} left to the model ({left} B) after the firmware "

@@ -84,8 +84,13 @@ def error_summary(pairs: Sequence[tuple[float, float]]) -> dict[str, float]:
     """``(predicted, measured)`` pairs -> n, median |%|, share within 10% and 25%, worst."""
     errs = [abs(p / m - 1.0) * 100.0 for p, m in pairs if m > 0]
     if not errs:
-        return {"n": 0, "median_abs_pct": float("nan"), "within_10": 0.0, "within_25": 0.0,
-                "worst_pct": float("nan")}  # fmt: skip
+        return {
+            "n": 0,
+            "median_abs_pct": float("nan"),
+            "within_10": 0.0,
+            "within_25": 0.0,
+            "worst_pct": float("nan"),
+        }
     return {
         "n": len(errs),
         "median_abs_pct": round(statistics.median(errs), 2),
@@ -124,11 +129,18 @@ def open_measurer(
         from mcunas.measure.virtual_truth import truth_figures
 
         figures = simulator_figures if truth_seed is None else truth_figures(truth_seed)
-        vb = VirtualBoard(board, None, figures=figures, runs=VIRTUAL_RUNS,
-                          time_scale=VIRTUAL_TIME_SCALE)  # fmt: skip
+        vb = VirtualBoard(
+            board, None, figures=figures, runs=VIRTUAL_RUNS, time_scale=VIRTUAL_TIME_SCALE
+        )
         with vb, tempfile.TemporaryDirectory(prefix="mcunas-vboard-") as work:
-            measurer = BoardMeasurer(board, port=vb.port, flash=True, timeout_s=timeout,
-                                     project_factory=VirtualProject, work_dir=work)  # fmt: skip
+            measurer = BoardMeasurer(
+                board,
+                port=vb.port,
+                flash=True,
+                timeout_s=timeout,
+                project_factory=VirtualProject,
+                work_dir=work,
+            )
             measurer.calibration_source = f"virtual:truth-{truth_seed}"
             yield measurer
     elif rack is not None:
@@ -167,8 +179,9 @@ class _Deferred:
         return self._measurer.measure(self._bytes)
 
 
-def _store_one(store: Any, board: BoardProfile, model: SuiteModel, m: Measurement,
-               source: str | None) -> int:  # fmt: skip
+def _store_one(
+    store: Any, board: BoardProfile, model: SuiteModel, m: Measurement, source: str | None
+) -> int:
     from mcunas.graph import read_graph
 
     graph = read_graph(model.model_bytes)
@@ -177,15 +190,28 @@ def _store_one(store: Any, board: BoardProfile, model: SuiteModel, m: Measuremen
     truncated = bool((m.details.get("result") or {}).get("ops_truncated"))
     if not names_match or truncated:
         ops = []  # a profile that does not line up op for op cannot be attributed
-    store.add_measurement(model.model_bytes, board.name, board.core, board.kernels,
-                          board.clock_hz, m.latency_ms, f"calibrate:{source or m.source}",
-                          label=f"suite:{model.name}", ops=ops)  # fmt: skip
+    store.add_measurement(
+        model.model_bytes,
+        board.name,
+        board.core,
+        board.kernels,
+        board.clock_hz,
+        m.latency_ms,
+        f"calibrate:{source or m.source}",
+        label=f"suite:{model.name}",
+        ops=ops,
+    )
     return len(ops)
 
 
-def measure_suite(board: BoardProfile, measurer: Any, suite: Sequence[SuiteModel], store: Any,
-                  progress: Progress | None = None, source: str | None = None,
-                  ) -> list[ModelOutcome]:  # fmt: skip
+def measure_suite(
+    board: BoardProfile,
+    measurer: Any,
+    suite: Sequence[SuiteModel],
+    store: Any,
+    progress: Progress | None = None,
+    source: str | None = None,
+) -> list[ModelOutcome]:
     """Measure and store every suite model; a model that fails is recorded and skipped.
 
     ``source`` names where the figures come from in the store (default: the
@@ -230,8 +256,9 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
 
     table = refit_board(board, rows, ops, graph_of)
     mine = [r for r in rows if r.kernels == board.kernels]
-    cv = cross_validate(board, [o for o in ops if o.kernels == board.kernels], mine, graph_of,
-                        folds=CV_FOLDS)  # fmt: skip
+    cv = cross_validate(
+        board, [o for o in ops if o.kernels == board.kernels], mine, graph_of, folds=CV_FOLDS
+    )
     return table, error_summary([(p, r.latency_ms) for r, p in cv])
 
 
@@ -264,8 +291,11 @@ def calibrate(
     return CalibrationResult(board.name, source, outcomes, before, after, table, path)
 
 
-def check_models(board: BoardProfile, truth: Any, models: Sequence[tuple[str, bytes]],
-                 ) -> list[tuple[str, float, float]]:  # fmt: skip
+def check_models(
+    board: BoardProfile,
+    truth: Any,
+    models: Sequence[tuple[str, bytes]],
+) -> list[tuple[str, float, float]]:
     """``(name, predicted_ms, true_ms)`` of held-out models against a ground truth."""
     from mcunas.graph import read_graph
     from mcunas.predict.latency import predict_latency
@@ -275,5 +305,3 @@ def check_models(board: BoardProfile, truth: Any, models: Sequence[tuple[str, by
         graph = read_graph(data)
         out.append((name, predict_latency(graph, board).ms, truth.latency_ms(graph, board)))
     return out
-
-

@@ -153,8 +153,17 @@ def _digits(seed: int, val_fraction: float) -> Dataset:
     x = (bunch.images.astype(np.float32) / 16.0)[..., None]
     y = bunch.target.astype(np.int32)
     names = tuple(str(n) for n in bunch.target_names)
-    return _finish("digits", x, y, None, None, names, seed, val_fraction,
-                   "scikit-learn digits: 8x8 grayscale, pixel/16 -> [0, 1]")
+    return _finish(
+        "digits",
+        x,
+        y,
+        None,
+        None,
+        names,
+        seed,
+        val_fraction,
+        "scikit-learn digits: 8x8 grayscale, pixel/16 -> [0, 1]",
+    )
 
 
 def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
@@ -179,8 +188,9 @@ def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
     num = len(np.unique(_labels(arrays["y_train"], "y_train")))
     names = tuple(str(i) for i in range(num))
     note = "npz: uint8 inputs / 255" if scaled else "npz: inputs used as given (float32)"
-    return _finish(str(path), x_train, arrays["y_train"], x_val, y_val, names, seed,
-                   val_fraction, note)
+    return _finish(
+        str(path), x_train, arrays["y_train"], x_val, y_val, names, seed, val_fraction, note
+    )
 
 
 def _npz_inputs(x: np.ndarray, key: str) -> np.ndarray:
@@ -242,7 +252,11 @@ def _finish(
     if x_val is None:
         train_idx, val_idx = stratified_split(y_train, val_fraction, seed)
         x_train, y_train, x_val, y_val = (
-            x_train[train_idx], y_train[train_idx], x_train[val_idx], y_train[val_idx])
+            x_train[train_idx],
+            y_train[train_idx],
+            x_train[val_idx],
+            y_train[val_idx],
+        )
     else:
         y_val = _labels(y_val, "y_val")
         if len(x_val) != len(y_val):
@@ -275,7 +289,8 @@ def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
     files: list[tuple[Path, int]] = []
     for label, folder in enumerate(classes):
         found = sorted(
-            f for f in folder.iterdir()
+            f
+            for f in folder.iterdir()
             if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES + AUDIO_SUFFIXES
         )
         if not found:
@@ -323,6 +338,8 @@ def _read_images(paths: list[Path]) -> tuple[np.ndarray, str]:
         except Exception as exc:  # truncated files fail here
             raise DatasetError(f"Cannot read image {p}: {exc}") from None
         out[i] = arr.reshape(out.shape[1:])
-    note = (f"images: {'grayscale' if gray else 'RGB'}, resized (bilinear) to "
-            f"{size[0]}x{size[1]}, pixel/255 -> [0, 1]")
+    note = (
+        f"images: {'grayscale' if gray else 'RGB'}, resized (bilinear) to "
+        f"{size[0]}x{size[1]}, pixel/255 -> [0, 1]"
+    )
     return out, note

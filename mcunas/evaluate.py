@@ -77,8 +77,10 @@ def _crash_hint(model_bytes: bytes) -> str:
     for op in read_graph(model_bytes).ops:
         scale = op.inputs[0].scale if op.inputs and op.inputs[0] is not None else None
         if op.name == "SOFTMAX" and scale is not None and scale < MIN_SOFTMAX_INPUT_SCALE:
-            return (f": SOFTMAX input scale {scale:.3g} < 2**-26 (collapsed logits, "
-                    "e.g. an untrained model)")
+            return (
+                f": SOFTMAX input scale {scale:.3g} < 2**-26 (collapsed logits, "
+                "e.g. an untrained model)"
+            )
     return " (a kernel's Prepare check failed)"
 
 
@@ -102,8 +104,7 @@ def int8_predict(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
     check_runtime_loads(model_bytes)
     try:
         with capture_fd2() as log:  # the runtime explains failures on fd 2 only
-            interp = runtime.Interpreter.from_bytes(bytes(model_bytes),
-                                                    arena_size=HOST_ARENA_BYTES)
+            interp = runtime.Interpreter.from_bytes(bytes(model_bytes), arena_size=HOST_ARENA_BYTES)
         details = interp.get_input_details(0)
     except Exception as exc:  # the runtime raises RuntimeError/ValueError with C++ text
         missing = missing_ops_in_log(log[0] if log else "")
@@ -113,8 +114,10 @@ def int8_predict(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
     dtype = np.dtype(details["dtype"]).type
     if int(np.prod(shape)) != int(np.prod(x.shape[1:])):
         raise CandidateError(f"Inputs of shape {x.shape[1:]} do not fit the model input {shape}")
-    scale, zero_point = details["quantization_parameters"]["scales"], details[
-        "quantization_parameters"]["zero_points"]
+    scale, zero_point = (
+        details["quantization_parameters"]["scales"],
+        details["quantization_parameters"]["zero_points"],
+    )
     if np.issubdtype(dtype, np.integer):
         q = quantize_inputs(x, float(scale[0]), int(zero_point[0]), dtype)
     else:

@@ -26,36 +26,107 @@ __all__ = ["Graph", "Op", "Tensor", "load_model_bytes", "read_graph"]
 TFLITE_IDENTIFIER = b"TFL3"  # flatbuffer file identifier at bytes 4..8 of every .tflite
 
 _DTYPE_BYTES = {
-    "float32": 4, "float16": 2, "int32": 4, "uint8": 1, "int64": 8, "bool": 1, "int16": 2,
-    "complex64": 8, "int8": 1, "float64": 8, "complex128": 16, "uint64": 8, "uint32": 4,
-    "uint16": 2, "int4": 0.5, "bfloat16": 2, "int2": 0.25,
+    "float32": 4,
+    "float16": 2,
+    "int32": 4,
+    "uint8": 1,
+    "int64": 8,
+    "bool": 1,
+    "int16": 2,
+    "complex64": 8,
+    "int8": 1,
+    "float64": 8,
+    "complex128": 16,
+    "uint64": 8,
+    "uint32": 4,
+    "uint16": 2,
+    "int4": 0.5,
+    "bfloat16": 2,
+    "int2": 0.25,
 }
 _FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 # Ops that only move or re-describe data: no arithmetic, zero MACs.
-_DATA_MOVEMENT = frozenset({
-    "RESHAPE", "SQUEEZE", "EXPAND_DIMS", "TRANSPOSE", "CONCATENATION", "PACK", "UNPACK",
-    "SPLIT", "SPLIT_V", "SLICE", "STRIDED_SLICE", "GATHER", "GATHER_ND", "PAD", "PADV2",
-    "MIRROR_PAD", "SHAPE", "BROADCAST_TO", "BROADCAST_ARGS", "FILL", "ZEROS_LIKE",
-    "DEPTH_TO_SPACE", "SPACE_TO_DEPTH", "BATCH_TO_SPACE_ND", "SPACE_TO_BATCH_ND",
-    "REVERSE_V2", "EMBEDDING_LOOKUP", "CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE",
-    "ASSIGN_VARIABLE", "IF", "WHILE",
-})
+_DATA_MOVEMENT = frozenset(
+    {
+        "RESHAPE",
+        "SQUEEZE",
+        "EXPAND_DIMS",
+        "TRANSPOSE",
+        "CONCATENATION",
+        "PACK",
+        "UNPACK",
+        "SPLIT",
+        "SPLIT_V",
+        "SLICE",
+        "STRIDED_SLICE",
+        "GATHER",
+        "GATHER_ND",
+        "PAD",
+        "PADV2",
+        "MIRROR_PAD",
+        "SHAPE",
+        "BROADCAST_TO",
+        "BROADCAST_ARGS",
+        "FILL",
+        "ZEROS_LIKE",
+        "DEPTH_TO_SPACE",
+        "SPACE_TO_DEPTH",
+        "BATCH_TO_SPACE_ND",
+        "SPACE_TO_BATCH_ND",
+        "REVERSE_V2",
+        "EMBEDDING_LOOKUP",
+        "CALL_ONCE",
+        "VAR_HANDLE",
+        "READ_VARIABLE",
+        "ASSIGN_VARIABLE",
+        "IF",
+        "WHILE",
+    }
+)
 # Ops that reduce a window or an axis: one operation per input element.
-_WINDOW_INPUT = frozenset({
-    "MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY", "REDUCE_ALL",
-    "ARG_MAX", "ARG_MIN", "L2_NORMALIZATION", "CUMSUM",
-})
+_WINDOW_INPUT = frozenset(
+    {
+        "MEAN",
+        "SUM",
+        "REDUCE_MAX",
+        "REDUCE_MIN",
+        "REDUCE_PROD",
+        "REDUCE_ANY",
+        "REDUCE_ALL",
+        "ARG_MAX",
+        "ARG_MIN",
+        "L2_NORMALIZATION",
+        "CUMSUM",
+    }
+)
 _POOLS = frozenset({"AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"})
 _PADDING = {0: "SAME", 1: "VALID"}
-_ACTIVATION = {0: "NONE", 1: "RELU", 2: "RELU_N1_TO_1", 3: "RELU6", 4: "TANH",
-               5: "SIGN_BIT", 6: "SIGMOID"}
+_ACTIVATION = {
+    0: "NONE",
+    1: "RELU",
+    2: "RELU_N1_TO_1",
+    3: "RELU6",
+    4: "TANH",
+    5: "SIGN_BIT",
+    6: "SIGMOID",
+}
 # flatbuffer option field -> our option key
 _OPTION_KEYS = {
-    "strideH": "stride_h", "strideW": "stride_w", "filterHeight": "filter_h",
-    "filterWidth": "filter_w", "dilationHFactor": "dilation_h", "dilationWFactor": "dilation_w",
-    "depthMultiplier": "depth_multiplier", "fusedActivationFunction": "fused_activation",
-    "padding": "padding", "adjX": "adj_x", "adjY": "adj_y", "keepDims": "keep_dims",
-    "keepNumDims": "keep_num_dims", "axis": "axis", "beta": "beta",
+    "strideH": "stride_h",
+    "strideW": "stride_w",
+    "filterHeight": "filter_h",
+    "filterWidth": "filter_w",
+    "dilationHFactor": "dilation_h",
+    "dilationWFactor": "dilation_w",
+    "depthMultiplier": "depth_multiplier",
+    "fusedActivationFunction": "fused_activation",
+    "padding": "padding",
+    "adjX": "adj_x",
+    "adjY": "adj_y",
+    "keepDims": "keep_dims",
+    "keepNumDims": "keep_num_dims",
+    "axis": "axis",
+    "beta": "beta",
 }
 
 
@@ -197,9 +268,7 @@ def _build_graph(model: Any, fb: Any, size: int) -> Graph:
     type_names = {k: v.lower() for k, v in _enum_names(fb.TensorType).items()}
     sub = model.subgraphs[0]
     buffers = model.buffers or []
-    tensors = tuple(
-        _tensor(i, t, type_names, buffers) for i, t in enumerate(sub.tensors or [])
-    )
+    tensors = tuple(_tensor(i, t, type_names, buffers) for i, t in enumerate(sub.tensors or []))
     ops = []
     for index, raw in enumerate(sub.operators or []):
         code = model.operatorCodes[raw.opcodeIndex]

@@ -181,4 +181,3 @@ def profile_model(
         reasons=tuple(reasons),
         source=f"simulator:{latency.version}",
     )
-

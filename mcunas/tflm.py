@@ -140,9 +140,7 @@ def run_forked(fn: Callable[..., Any], *args: Any) -> Any:
         log_file.seek(0)
         log = log_file.read().decode("utf-8", "replace")
     if os.WIFSIGNALED(status) or not data:
-        name = (
-            signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "exit"
-        )
+        name = signal.Signals(os.WTERMSIG(status)).name if os.WIFSIGNALED(status) else "exit"
         tail = [ln.strip() for ln in log.splitlines() if ln.strip()]
         raise NativeCrash(f"{name}" + (f": {tail[-1][:200]}" if tail else ""))
     ok, value = pickle.loads(data)

@@ -67,13 +67,16 @@ def main() -> int:
             truth = GroundTruth.from_seed(seed)
             before = check_models(board, truth, models)
             with open_measurer(board, virtual=True, truth_seed=seed) as m:
-                res = calibrate(board, m, load_suite(args.suite), RecordStore(),
-                                source=m.calibration_source)  # fmt: skip
+                res = calibrate(
+                    board, m, load_suite(args.suite), RecordStore(), source=m.calibration_source
+                )
             after = check_models(load_board(args.board), truth, models)
             took = time.perf_counter() - start
-        print(f"\n{args.board}, truth seed {seed}, {args.suite} suite ({took:.1f} s): "
-              f"suite CV median {res.after['median_abs_pct']:.1f}%, "
-              f"within 10% {res.after['within_10']:.0%}")  # fmt: skip
+        print(
+            f"\n{args.board}, truth seed {seed}, {args.suite} suite ({took:.1f} s): "
+            f"suite CV median {res.after['median_abs_pct']:.1f}%, "
+            f"within 10% {res.after['within_10']:.0%}"
+        )
         print(f"  {'held-out model':<42} {'true ms':>9} {'before':>8} {'after':>8}")
         for (name, p0, t), (_, p1, _) in zip(before, after, strict=True):
             e0, e1 = (p0 / t - 1) * 100, (p1 / t - 1) * 100
@@ -82,8 +85,10 @@ def main() -> int:
             errs = [abs(p / t - 1) * 100 for _, p, t in rows]
             share = sum(e <= 10 for e in errs) / len(errs)
             med = statistics.median(errs)
-            print(f"  {label:<6}: within 10% {share:4.0%}, median |err| {med:5.1f}%, "
-                  f"worst {max(errs):5.1f}%")  # fmt: skip
+            print(
+                f"  {label:<6}: within 10% {share:4.0%}, median |err| {med:5.1f}%, "
+                f"worst {max(errs):5.1f}%"
+            )
     return 0
 
 

@@ -81,8 +81,9 @@ def host_board() -> Any:
     """The esp32s3 profile renamed host-cpu: reference kernels, 1 GHz, no fitted tables."""
     from mcunas.boards import load_board
 
-    return dataclasses.replace(load_board("esp32s3"), name="host-cpu", kernels="reference",
-                               clock_hz=CLOCK_HZ, latency={})  # fmt: skip
+    return dataclasses.replace(
+        load_board("esp32s3"), name="host-cpu", kernels="reference", clock_hz=CLOCK_HZ, latency={}
+    )
 
 
 def reshape_model() -> bytes:
@@ -90,11 +91,14 @@ def reshape_model() -> bytes:
     from mcunas.tflm import build_model
 
     act = {"dtype": "int8", "scale": 0.05, "zero_point": 0}
-    tensors = [{"shape": [1, 8, 8], **act},
-               {"shape": [2], "dtype": "int32", "data": np.array([1, 64], np.int32)},
-               {"shape": [1, 64], **act}]  # fmt: skip
-    return build_model([("RESHAPE", [0, 1], [2], "ReshapeOptions", {"newShape": [1, 64]})],
-                       tensors, [0], [2])  # fmt: skip
+    tensors = [
+        {"shape": [1, 8, 8], **act},
+        {"shape": [2], "dtype": "int32", "data": np.array([1, 64], np.int32)},
+        {"shape": [1, 64], **act},
+    ]
+    return build_model(
+        [("RESHAPE", [0, 1], [2], "ReshapeOptions", {"newShape": [1, 64]})], tensors, [0], [2]
+    )
 
 
 def _time_in_child(model_bytes: bytes, batches: int, batch_ms: float) -> tuple:
@@ -146,8 +150,9 @@ def _timing(minima: list[float], times: list[float]) -> Timing:
     times = sorted(times)
     cut = len(times) // 5
     trimmed = statistics.fmean(times[cut : len(times) - cut] or times)
-    return Timing(statistics.median(minima) / 1e6, tuple(m / 1e6 for m in minima),
-                  trimmed / 1e6, len(times))  # fmt: skip
+    return Timing(
+        statistics.median(minima) / 1e6, tuple(m / 1e6 for m in minima), trimmed / 1e6, len(times)
+    )
 
 
 def host_models(suite_size: str = "full") -> list[HostModel]:
@@ -176,8 +181,11 @@ def isolate_ops(model_bytes: bytes) -> list[bytes]:
 
     model = fb.ModelT.InitFromPackedBuf(bytearray(model_bytes), 0)
     sub = model.subgraphs[0]
-    const = {i for i, t in enumerate(sub.tensors)
-             if t.buffer and model.buffers[t.buffer].data is not None}  # fmt: skip
+    const = {
+        i
+        for i, t in enumerate(sub.tensors)
+        if t.buffer and model.buffers[t.buffer].data is not None
+    }
     out = []
     for op in sub.operators:
         one, graph = copy.copy(model), copy.copy(sub)
@@ -201,8 +209,13 @@ def op_models(models: list[HostModel]) -> list[HostModel]:
     return out
 
 
-def store_timings(store: RecordStore, board: Any, models: list[HostModel],
-                  timings: dict[str, Timing], overhead_ms: float) -> int:  # fmt: skip
+def store_timings(
+    store: RecordStore,
+    board: Any,
+    models: list[HostModel],
+    timings: dict[str, Timing],
+    overhead_ms: float,
+) -> int:
     """Store every whole-model time; single-op models also get op time = time - overhead.
 
     Returns:
@@ -217,8 +230,17 @@ def store_timings(store: RecordStore, board: Any, models: list[HostModel],
         ops = []
         if m.kind == "single" and ms - overhead_ms > 0:
             ops = [(0, read_graph(m.model_bytes).ops[0].name, ms - overhead_ms)]
-        store.add_measurement(m.model_bytes, board.name, board.core, board.kernels,
-                              board.clock_hz, ms, SOURCE, label=m.name, ops=ops)  # fmt: skip
+        store.add_measurement(
+            m.model_bytes,
+            board.name,
+            board.core,
+            board.kernels,
+            board.clock_hz,
+            ms,
+            SOURCE,
+            label=m.name,
+            ops=ops,
+        )
         n_ops += len(ops)
     return n_ops
 
@@ -248,8 +270,9 @@ def _geomean(values: list[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def predictions(board: Any, models: list[HostModel], timings: dict[str, Timing],
-                fitted: dict[str, Any]) -> dict[str, dict[str, float]]:  # fmt: skip
+def predictions(
+    board: Any, models: list[HostModel], timings: dict[str, Timing], fitted: dict[str, Any]
+) -> dict[str, dict[str, float]]:
     """Predicted ms per model: ``before`` (default tables x one factor), ``opfit``, ``refit``.
 
     The one factor is the geometric mean of measured / predicted over the
@@ -258,16 +281,28 @@ def predictions(board: Any, models: list[HostModel], timings: dict[str, Timing],
     from mcunas.predict.latency import predict_latency
 
     def predict(b: Any) -> dict[str, float]:
-        return {m.name: predict_latency(read_graph(m.model_bytes), b).ms for m in models
-                if m.name in timings}  # fmt: skip
+        return {
+            m.name: predict_latency(read_graph(m.model_bytes), b).ms
+            for m in models
+            if m.name in timings
+        }
 
     prior = predict(board)
-    factor = _geomean([timings[m.name].ms / prior[m.name] for m in models
-                       if m.kind == "single" and m.name in prior])  # fmt: skip
+    factor = _geomean(
+        [
+            timings[m.name].ms / prior[m.name]
+            for m in models
+            if m.kind == "single" and m.name in prior
+        ]
+    )
     opfit = predict(dataclasses.replace(board, latency=fitted["tables"]))
     refit = predict(dataclasses.replace(board, latency=fitted["refit"]))
-    return {"before": {k: v * factor for k, v in prior.items()}, "opfit": opfit,
-            "refit": refit, "factor": {"value": factor}}  # fmt: skip
+    return {
+        "before": {k: v * factor for k, v in prior.items()},
+        "opfit": opfit,
+        "refit": refit,
+        "factor": {"value": factor},
+    }
 
 
 def _err(pred: float, meas: float) -> float:
@@ -278,9 +313,11 @@ def _summary_line(label: str, pairs: list[tuple[float, float]]) -> str:
     s = error_summary(pairs)
     if not s["n"]:
         return f"  {label:<34} (no models)"
-    return (f"  {label:<34} n={s['n']:<3} median |err| {s['median_abs_pct']:5.1f}%  "
-            f"within 10% {s['within_10']:4.0%}  within 25% {s['within_25']:4.0%}  "
-            f"worst {s['worst_pct']:6.1f}%")  # fmt: skip
+    return (
+        f"  {label:<34} n={s['n']:<3} median |err| {s['median_abs_pct']:5.1f}%  "
+        f"within 10% {s['within_10']:4.0%}  within 25% {s['within_25']:4.0%}  "
+        f"worst {s['worst_pct']:6.1f}%"
+    )
 
 
 def _variant_table(board: Any, fitted: dict[str, Any], factor: float) -> None:
@@ -289,14 +326,18 @@ def _variant_table(board: Any, fitted: dict[str, Any], factor: float) -> None:
     prior = resolve(board, "reference")
     new = resolve(dataclasses.replace(board, latency=fitted["tables"]), "reference")
     errs = fitted["report"].op_error_pct.get("reference", {})
-    print("\nFitted reference-kernel costs on the host (cycles at 1 GHz = ns) vs the default "
-          "table x the one factor:")  # fmt: skip
+    print(
+        "\nFitted reference-kernel costs on the host (cycles at 1 GHz = ns) vs the default "
+        "table x the one factor:"
+    )
     print(f"  {'variant':<14} {'default x f':>12} {'fitted':>10} {'ratio':>7} {'op fit |err|':>13}")
     for v in fitted["report"].variants.get("reference", []):
         p = prior.table.mac.get(v, prior.table.mac.get("other", 40.0)) * prior.scale * factor
         f = new.table.mac[v]
-        print(f"  {v:<14} {p:12.4f} {f:10.4f} {f / p if p else float('nan'):7.2f} "
-              f"{errs.get(v, float('nan')):12.1f}%")  # fmt: skip
+        print(
+            f"  {v:<14} {p:12.4f} {f:10.4f} {f / p if p else float('nan'):7.2f} "
+            f"{errs.get(v, float('nan')):12.1f}%"
+        )
     for key in ("requant", "op_overhead", "invoke_overhead"):
         p, f = getattr(prior.table, key) * prior.scale * factor, getattr(new.table, key)
         print(f"  {key:<14} {p:12.1f} {f:10.1f} {f / p if p else float('nan'):7.2f}")
@@ -314,24 +355,37 @@ def _breakdown(board: Any, model: HostModel) -> str:
     return ", ".join(f"{v} {s:.0%}" for v, s in top)
 
 
-def report(board: Any, models: list[HostModel], timings: dict[str, Timing],
-           fitted: dict[str, Any], preds: dict[str, dict[str, float]], show_all: bool,
-           ) -> None:  # fmt: skip
+def report(
+    board: Any,
+    models: list[HostModel],
+    timings: dict[str, Timing],
+    fitted: dict[str, Any],
+    preds: dict[str, dict[str, float]],
+    show_all: bool,
+) -> None:
     """Print the figures: error summaries, CV, fitted costs, per-model table."""
     factor = preds["factor"]["value"]
-    by_kind = {k: [m for m in models if m.kind == k and m.name in timings]
-               for k in ("single", "block", "real")}  # fmt: skip
+    by_kind = {
+        k: [m for m in models if m.kind == k and m.name in timings]
+        for k in ("single", "block", "real")
+    }
     held = by_kind["block"] + by_kind["real"]
-    print(f"\nWhole-model error (one factor on the default tables: x{factor:.4f}; "
-          f"refit scale {fitted['refit'].get('reference', {}).get('scale', 1.0)}):")
-    for label, key in (("before: default tables x factor", "before"),
-                       ("after: opfit.fit_op_tables", "opfit"),
-                       ("after: refit.refit_board (calibrate)", "refit")):  # fmt: skip
+    print(
+        f"\nWhole-model error (one factor on the default tables: x{factor:.4f}; "
+        f"refit scale {fitted['refit'].get('reference', {}).get('scale', 1.0)}):"
+    )
+    for label, key in (
+        ("before: default tables x factor", "before"),
+        ("after: opfit.fit_op_tables", "opfit"),
+        ("after: refit.refit_board (calibrate)", "refit"),
+    ):
         print(f" {label}")
-        for group, ms in (("single-op suite (fitted on)", by_kind["single"]),
-                          ("held-out suite blocks", by_kind["block"]),
-                          ("held-out real models", by_kind["real"]),
-                          ("HELD-OUT blocks + real", held)):  # fmt: skip
+        for group, ms in (
+            ("single-op suite (fitted on)", by_kind["single"]),
+            ("held-out suite blocks", by_kind["block"]),
+            ("held-out real models", by_kind["real"]),
+            ("HELD-OUT blocks + real", held),
+        ):
             pairs = [(preds[key][m.name], timings[m.name].ms) for m in ms]
             print(_summary_line(group, pairs))
     cv = fitted["cv"]
@@ -341,30 +395,45 @@ def report(board: Any, models: list[HostModel], timings: dict[str, Timing],
     print("  worst: " + ", ".join(f"{r.id} {_err(p, r.latency_ms):+.0f}%" for r, p in cv_worst))
     _variant_table(board, fitted, factor)
     worst = sorted(held, key=lambda m: -abs(_err(preds["refit"][m.name], timings[m.name].ms)))
-    print("\nWorst 3 held-out after the fit: " + ", ".join(
-        f"{m.name} {_err(preds['refit'][m.name], timings[m.name].ms):+.1f}%" for m in worst[:3]))
+    print(
+        "\nWorst 3 held-out after the fit: "
+        + ", ".join(
+            f"{m.name} {_err(preds['refit'][m.name], timings[m.name].ms):+.1f}%" for m in worst[:3]
+        )
+    )
     rows = models if show_all else held
     fitted_board = dataclasses.replace(board, latency=fitted["refit"])
-    print(f"\n  {'model':<30} {'kind':<6} {'host ms':>9} {'spread':>7} {'before':>8} "
-          f"{'after':>8}  fitted prediction's top variants")  # fmt: skip
+    print(
+        f"\n  {'model':<30} {'kind':<6} {'host ms':>9} {'spread':>7} {'before':>8} "
+        f"{'after':>8}  fitted prediction's top variants"
+    )
     for m in rows:
         if m.name not in timings:
             continue
         t = timings[m.name]
-        print(f"  {m.name[:30]:<30} {m.kind:<6} {t.ms:9.4f} {t.spread_pct:6.1f}% "
-              f"{_err(preds['before'][m.name], t.ms):+7.1f}% "
-              f"{_err(preds['refit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}")
+        print(
+            f"  {m.name[:30]:<30} {m.kind:<6} {t.ms:9.4f} {t.spread_pct:6.1f}% "
+            f"{_err(preds['before'][m.name], t.ms):+7.1f}% "
+            f"{_err(preds['refit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}"
+        )
 
 
-def op_report(board: Any, models: list[HostModel], ops: list[HostModel],
-              timings: dict[str, Timing], overhead_ms: float, fitted: dict[str, Any],
-              ) -> None:  # fmt: skip
+def op_report(
+    board: Any,
+    models: list[HostModel],
+    ops: list[HostModel],
+    timings: dict[str, Timing],
+    overhead_ms: float,
+    fitted: dict[str, Any],
+) -> None:
     """Real models op by op: additivity of isolated op times, fitted per-op error by variant."""
     from mcunas.predict.latency import predict_latency
 
     fitted_board = dataclasses.replace(board, latency=fitted["refit"])
-    print("\nReal models op by op (each op timed alone with the model's own tensors; "
-          "op time = time - per-invoke overhead):")  # fmt: skip
+    print(
+        "\nReal models op by op (each op timed alone with the model's own tensors; "
+        "op time = time - per-invoke overhead):"
+    )
     print(f"  {'model':<24} {'ops':>4} {'whole ms':>9} {'overhead + sum of ops':>22} {'gap':>7}")
     by_variant: dict[str, list[tuple[float, float]]] = {}
     for m in models:
@@ -379,8 +448,10 @@ def op_report(board: Any, models: list[HostModel], ops: list[HostModel],
             if measured > 0 and est.variant != "free":
                 by_variant.setdefault(est.variant, []).append((est.ms, measured))
         whole = timings[m.name].ms
-        print(f"  {m.name[:24]:<24} {len(mine):4d} {whole:9.4f} {total:22.4f} "
-              f"{_err(total, whole):+6.1f}%")  # fmt: skip
+        print(
+            f"  {m.name[:24]:<24} {len(mine):4d} {whole:9.4f} {total:22.4f} "
+            f"{_err(total, whole):+6.1f}%"
+        )
     print("  fitted per-op prediction of those ops (held out), by variant:")
     everything = [pair for pairs in by_variant.values() for pair in pairs]
     for variant, pairs in sorted(by_variant.items(), key=lambda kv: -sum(m for _, m in kv[1])):
@@ -388,8 +459,11 @@ def op_report(board: Any, models: list[HostModel], ops: list[HostModel],
     print(_summary_line("  all real-model ops", everything))
 
 
-def measure_all(models: list[HostModel], rounds: int, batch_ms: float,
-                ) -> tuple[dict[str, Timing], dict[str, str]]:  # fmt: skip
+def measure_all(
+    models: list[HostModel],
+    rounds: int,
+    batch_ms: float,
+) -> tuple[dict[str, Timing], dict[str, str]]:
     """Time every model in ``rounds`` interleaved rounds (one batch per model per round).
 
     A busy spell on the shared machine then slows one round of many models
@@ -416,8 +490,9 @@ def measure_all(models: list[HostModel], rounds: int, batch_ms: float,
     return timings, failed
 
 
-def fit_and_predict(board: Any, models: list[HostModel], timings: dict[str, Timing],
-                    overhead_ms: float) -> tuple[dict[str, Any], dict[str, Any], int]:  # fmt: skip
+def fit_and_predict(
+    board: Any, models: list[HostModel], timings: dict[str, Timing], overhead_ms: float
+) -> tuple[dict[str, Any], dict[str, Any], int]:
     """Store the timings in a fresh temporary store, fit, predict: (fitted, preds, op records)."""
     with tempfile.TemporaryDirectory(prefix="mcunas-hostcal-") as tmp:
         store = RecordStore(Path(tmp) / "predictor.sqlite")
@@ -429,16 +504,20 @@ def fit_and_predict(board: Any, models: list[HostModel], timings: dict[str, Timi
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=5,
-                        help="interleaved rounds (one timed batch per model each)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=5, help="interleaved rounds (one timed batch per model each)"
+    )
     parser.add_argument("--batch-ms", type=float, default=40.0, help="target length of a batch")
-    parser.add_argument("--quick", action="store_true",
-                        help="small suite, 3 batches of 10 ms (a smoke run)")
+    parser.add_argument(
+        "--quick", action="store_true", help="small suite, 3 batches of 10 ms (a smoke run)"
+    )
     parser.add_argument("--all", action="store_true", help="list the single-op models too")
-    parser.add_argument("--no-ops", action="store_true",
-                        help="skip timing the real models' ops one by one")
+    parser.add_argument(
+        "--no-ops", action="store_true", help="skip timing the real models' ops one by one"
+    )
     args = parser.parse_args()
     batches = 3 if args.quick else max(args.repeat, 1)
     batch_ms = 10.0 if args.quick else args.batch_ms
@@ -452,21 +531,29 @@ def main() -> int:
     took = time.perf_counter() - start
     spreads = [t.spread_pct for t in timings.values()]
     trim = [t.trimmed_ms / t.ms for t in timings.values()]
-    print(f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(models)} models and "
-          f"{len(ops)} isolated ops of the real models timed "
-          f"in {took:.1f} s: {batches} interleaved rounds, one ~{batch_ms:g} ms batch each")
+    print(
+        f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(models)} models and "
+        f"{len(ops)} isolated ops of the real models timed "
+        f"in {took:.1f} s: {batches} interleaved rounds, one ~{batch_ms:g} ms batch each"
+    )
     print("statistic: median over rounds of the batch's minimum invoke time (perf_counter_ns)")
-    print(f"per-invoke overhead (RESHAPE-only model): {overhead.ms * 1e3:.2f} us "
-          f"(batch minima {', '.join(f'{v * 1e3:.2f}' for v in overhead.batch_min_ms)} us)")
-    print(f"spread of batch minima: median {statistics.median(spreads):.1f}%, "
-          f"max {max(spreads):.1f}%; 20% trimmed mean / statistic: median "
-          f"{statistics.median(trim):.3f}, max {max(trim):.3f}")  # fmt: skip
+    print(
+        f"per-invoke overhead (RESHAPE-only model): {overhead.ms * 1e3:.2f} us "
+        f"(batch minima {', '.join(f'{v * 1e3:.2f}' for v in overhead.batch_min_ms)} us)"
+    )
+    print(
+        f"spread of batch minima: median {statistics.median(spreads):.1f}%, "
+        f"max {max(spreads):.1f}%; 20% trimmed mean / statistic: median "
+        f"{statistics.median(trim):.3f}, max {max(trim):.3f}"
+    )
     for name, why in failed.items():
         print(f"  not timed: {name}: {why}")
     fitted, preds, n_ops = fit_and_predict(board, models, timings, overhead.ms)
     n_rows = sum(m.name in timings for m in models)
-    print(f"store: {n_rows} whole-model and {n_ops} per-op records; op fit on "
-          f"{fitted['report'].op_rows} op rows")  # fmt: skip
+    print(
+        f"store: {n_rows} whole-model and {n_ops} per-op records; op fit on "
+        f"{fitted['report'].op_rows} op rows"
+    )
     report(board, models, timings, fitted, preds, args.all)
     if ops:
         op_report(board, models, ops, timings, overhead.ms, fitted)
@@ -476,11 +563,17 @@ def main() -> int:
     eq = dataclasses.replace(board, name="host-cpu-eq", clock_hz=round(CLOCK_HZ / factor))
     fitted_eq, preds_eq, _ = fit_and_predict(eq, models, timings, overhead.ms)
     held = [m for m in models if m.kind != "single" and m.name in timings]
-    print(f"\nSame fit with the clock set to {eq.clock_hz / 1e9:.1f} GHz (default tables x1 on "
-          "the single-op models), so unmeasured variants' priors are in host units:")
+    print(
+        f"\nSame fit with the clock set to {eq.clock_hz / 1e9:.1f} GHz (default tables x1 on "
+        "the single-op models), so unmeasured variants' priors are in host units:"
+    )
     print(_summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
-    print(_summary_line("held-out, refit.refit_board",
-                        [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held]))
+    print(
+        _summary_line(
+            "held-out, refit.refit_board",
+            [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
+        )
+    )
     return 0
 
 

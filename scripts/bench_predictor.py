@@ -86,8 +86,11 @@ def main() -> int:
         by_path[r.row.path].append(r)
     for name, group in sorted(by_path.items()):
         print(_line(name, summarize(group)))
-    conv = [r for r in bare if any(op.name.startswith(("CONV", "DEPTHWISE")) for op in
-                                   read_graph(r.row.model).ops)]  # fmt: skip
+    conv = [
+        r
+        for r in bare
+        if any(op.name.startswith(("CONV", "DEPTHWISE")) for op in read_graph(r.row.model).ops)
+    ]
     within = [r for r in conv if abs(r.error_pct) <= 30]
     print(f"Bare profile, conv models: {len(within)}/{len(conv)} within ±30%")
     if args.emit_defaults:
@@ -96,8 +99,10 @@ def main() -> int:
         for r in bare:
             errors[r.row.path].append(abs(r.error_pct))
         print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
-        print("DEFAULT_ERRORS = "
-              + repr({p: round(statistics.median(e), 1) for p, e in sorted(errors.items())}))
+        print(
+            "DEFAULT_ERRORS = "
+            + repr({p: round(statistics.median(e), 1) for p, e in sorted(errors.items())})
+        )
         print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
         by_board: dict[tuple[str, str], list] = defaultdict(list)
         for r in results:

@@ -27,7 +27,11 @@ from mcunas.cli import cli  # noqa: E402
 
 MODELS = ROOT / "mcunas" / "calibration" / "models"
 NAMES = (
-    "kws_ref_model", "vww_96_int8", "pretrainedResnet_quant", "ad01_int8", "person_detect_int8"
+    "kws_ref_model",
+    "vww_96_int8",
+    "pretrainedResnet_quant",
+    "ad01_int8",
+    "person_detect_int8",
 )
 
 
@@ -62,11 +66,17 @@ def _startup(runs: int) -> tuple[float, float, bool]:
     helps = [timed([sys.executable, "-m", "mcunas", "--help"]) for _ in range(runs)]
     bare = [timed([sys.executable, "-c", "pass"]) for _ in range(runs)]
     probe = subprocess.run(
-        [sys.executable, "-c",
-         "import sys; from mcunas.cli import main\n"
-         "try: main(['--help'])\nexcept SystemExit: pass\n"
-         "print('tensorflow' in sys.modules, file=sys.stderr)"],
-        capture_output=True, text=True, cwd=ROOT, check=False,
+        [
+            sys.executable,
+            "-c",
+            "import sys; from mcunas.cli import main\n"
+            "try: main(['--help'])\nexcept SystemExit: pass\n"
+            "print('tensorflow' in sys.modules, file=sys.stderr)",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
     )
     return statistics.median(helps), statistics.median(bare), "True" in probe.stderr
 

@@ -29,10 +29,17 @@ def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None
     from mcunas.search.store import TrialStatus
 
     trials = args.trials if time_budget_s is None else 5 * args.trials
-    cfg = SearchConfig(board=args.board, out=str(out), strategy="random",
-                       max_trials=trials, epochs=args.epochs, seed=args.seed,
-                       max_latency_ms=args.max_latency_ms, max_sram_kb=args.max_sram_kb,
-                       time_budget_s=time_budget_s)
+    cfg = SearchConfig(
+        board=args.board,
+        out=str(out),
+        strategy="random",
+        max_trials=trials,
+        epochs=args.epochs,
+        seed=args.seed,
+        max_latency_ms=args.max_latency_ms,
+        max_sram_kb=args.max_sram_kb,
+        time_budget_s=time_budget_s,
+    )
     start = time.monotonic()
     result = run_search(cfg, stream=sys.stderr)
     ok = [r for r in result.trials if r.status == TrialStatus.OK]
@@ -40,7 +47,8 @@ def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None
         "wall_s": time.monotonic() - start,
         "train_s": sum(r.train_s for r in result.trials),
         "infeasible_train_s": infeasible_train_s(result.trials),
-        "feasible": len(ok), "trials": len(result.trials),
+        "feasible": len(ok),
+        "trials": len(result.trials),
         "best": max((r.int8_accuracy or 0 for r in ok), default=None),
         "points": [(r.int8_accuracy, r.latency_ms, r.peak_sram_bytes) for r in ok],
     }
@@ -82,28 +90,50 @@ def baseline(args: argparse.Namespace, out: Path) -> dict:
             except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
                 row["error"] = str(exc)
                 return {"val_accuracy": 0.0}
-            cost = CostFigures(prof["latency_ms"], prof["arena_bytes"], prof["peak_sram_bytes"],
-                               prof["flash_bytes"], board_reasons=() if prof["fits"] else ("x",))
-            row.update(feasible=not violations(cost, budgets), acc=acc,
-                       point=(acc, cost.latency_ms, cost.peak_sram_bytes))
+            cost = CostFigures(
+                prof["latency_ms"],
+                prof["arena_bytes"],
+                prof["peak_sram_bytes"],
+                prof["flash_bytes"],
+                board_reasons=() if prof["fits"] else ("x",),
+            )
+            row.update(
+                feasible=not violations(cost, budgets),
+                acc=acc,
+                point=(acc, cost.latency_ms, cost.peak_sram_bytes),
+            )
             return {"val_accuracy": acc}
 
-    tuner = PostHoc(space, objective="val_accuracy", max_trials=args.trials, seed=args.seed + 1,
-                    directory=str(out), project_name="baseline", overwrite=True,
-                    max_consecutive_failed_trials=10**9)
+    tuner = PostHoc(
+        space,
+        objective="val_accuracy",
+        max_trials=args.trials,
+        seed=args.seed + 1,
+        directory=str(out),
+        project_name="baseline",
+        overwrite=True,
+        max_consecutive_failed_trials=10**9,
+    )
     tuner.oracle.verbose = 0
-    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=3,
-                                         restore_best_weights=True)
+    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True)
     start = time.monotonic()
-    tuner.search(data.x_train, data.y_train, validation_data=(data.x_val, data.y_val),
-                 epochs=args.epochs, batch_size=32, callbacks=[stop], verbose=0)
+    tuner.search(
+        data.x_train,
+        data.y_train,
+        validation_data=(data.x_val, data.y_val),
+        epochs=args.epochs,
+        batch_size=32,
+        callbacks=[stop],
+        verbose=0,
+    )
     worker.close()
     ok = [r for r in rows if r["feasible"]]
     return {
         "wall_s": time.monotonic() - start,
         "train_s": sum(r["train_s"] for r in rows),
         "infeasible_train_s": sum(r["train_s"] for r in rows if not r["feasible"]),
-        "feasible": len(ok), "trials": len(rows),
+        "feasible": len(ok),
+        "trials": len(rows),
         "best": max((r["acc"] for r in ok), default=None),
         "points": [r["point"] for r in ok],
     }
@@ -126,25 +156,29 @@ def main() -> None:
         b = baseline(args, Path(tmp) / "baseline")
         c = ours(args, Path(tmp) / "timed", time_budget_s=b["wall_s"])
     ref = reference_point(args.max_latency_ms, args.max_sram_kb * 1024)
-    print(f"\nboard {args.board}, budgets: latency <= {args.max_latency_ms:g} ms, peak SRAM <= "
-          f"{args.max_sram_kb:g} KB; {args.trials} trials x <= {args.epochs} epochs, seed "
-          f"{args.seed}, digits; same random oracle for both")
+    print(
+        f"\nboard {args.board}, budgets: latency <= {args.max_latency_ms:g} ms, peak SRAM <= "
+        f"{args.max_sram_kb:g} KB; {args.trials} trials x <= {args.epochs} epochs, seed "
+        f"{args.seed}, digits; same random oracle for both"
+    )
     print(f"{'':38}{'hardware-aware':>16}{'post-hoc random':>17}{'ours, same time':>17}")
     for label, key, fmt in [
-        ("wall time (s)", "wall_s", "{:.1f}"), ("training time, all (s)", "train_s", "{:.1f}"),
+        ("wall time (s)", "wall_s", "{:.1f}"),
+        ("training time, all (s)", "train_s", "{:.1f}"),
         ("training time on infeasible (s)", "infeasible_train_s", "{:.1f}"),
-        ("trials run", "trials", "{}"), ("feasible trials", "feasible", "{}"),
+        ("trials run", "trials", "{}"),
+        ("feasible trials", "feasible", "{}"),
     ]:
-        print(f"{label:38}{fmt.format(a[key]):>16}{fmt.format(b[key]):>17}"
-              f"{fmt.format(c[key]):>17}")
+        print(f"{label:38}{fmt.format(a[key]):>16}{fmt.format(b[key]):>17}{fmt.format(c[key]):>17}")
     acc = ["-" if r["best"] is None else f"{100 * r['best']:.1f}%" for r in (a, b, c)]
     print(f"{'best feasible INT8 accuracy':38}{acc[0]:>16}{acc[1]:>17}{acc[2]:>17}")
     hv = [normalized_hypervolume([Point(*p) for p in r["points"]], ref) for r in (a, b, c)]
-    print(f"{'hypervolume of feasible front (norm.)':38}{hv[0]:>16.4f}{hv[1]:>17.4f}"
-          f"{hv[2]:>17.4f}")
+    print(f"{'hypervolume of feasible front (norm.)':38}{hv[0]:>16.4f}{hv[1]:>17.4f}{hv[2]:>17.4f}")
     print("(ours, same time: the same search given the baseline's wall time as --time-budget)")
-    print("(hypervolume reference: accuracy 0, the latency budget, the SRAM budget; estimates "
-          "from the simulator)")
+    print(
+        "(hypervolume reference: accuracy 0, the latency budget, the SRAM budget; estimates "
+        "from the simulator)"
+    )
 
 
 if __name__ == "__main__":

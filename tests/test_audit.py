@@ -74,7 +74,11 @@ def test_unaccelerated_ops_depend_on_the_kernel_library() -> None:
     ref = audit_graph(graph, board, kernels="reference")
     # RESHAPE costs nothing and is never listed.
     assert ref.unaccelerated == (
-        "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "FULLY_CONNECTED", "SOFTMAX"
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "AVERAGE_POOL_2D",
+        "FULLY_CONNECTED",
+        "SOFTMAX",
     )
     resnet = audit_graph(read_graph(MODELS / "pretrainedResnet_quant.tflite"), board)
     assert resnet.unaccelerated == ()

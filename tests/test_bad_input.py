@@ -33,8 +33,20 @@ def test_resume_on_a_corrupt_store(tmp_path, capsys):
 
 def test_trace_into_a_missing_folder(tmp_path, capsys):
     model = str(MODEL / "ad01_int8.tflite")
-    err = _run(capsys, "bench", model, "--board", "esp32s3", "--port", "/dev/null",
-               "--no-flash", "--timeout", "1", "--trace", str(tmp_path / "no" / "dir" / "log"))
+    err = _run(
+        capsys,
+        "bench",
+        model,
+        "--board",
+        "esp32s3",
+        "--port",
+        "/dev/null",
+        "--no-flash",
+        "--timeout",
+        "1",
+        "--trace",
+        str(tmp_path / "no" / "dir" / "log"),
+    )
     assert "serial trace" in err
 
 
@@ -72,8 +84,13 @@ def test_click_usage_errors_are_one_line(capsys, args, expected):
 )
 def test_a_missing_serial_port_is_named_before_any_build(tmp_path, capsys, args):
     missing = str(tmp_path / "ttyUSB9")
-    err = _run(capsys, *args, "--port", missing, *(("--out", str(tmp_path / "r"))
-                                                    if args[0] == "search" else ()))
+    err = _run(
+        capsys,
+        *args,
+        "--port",
+        missing,
+        *(("--out", str(tmp_path / "r")) if args[0] == "search" else ()),
+    )
     assert f"serial port {missing} does not exist" in err
     assert not (tmp_path / "r").exists()
 

@@ -174,22 +174,37 @@ def test_bench_bad_model_files(tmp_path, capsys):
     fails_with(["bench", str(junk), "--board", "esp32s3"], capsys, "not a .tflite model")
     flt = tmp_path / "float.tflite"
     f32 = {"dtype": "float32"}
-    flt.write_bytes(build_model(
-        [("FULLY_CONNECTED", [0, 1], [2])],
-        [{**f32, "shape": [1, 4]}, {**f32, "shape": [4, 4], "data": bytes(64)},
-         {**f32, "shape": [1, 4]}],
-        [0], [2],
-    ))
-    fails_with(["bench", str(flt), "--board", "esp32s3", "--no-flash", "--port", "/dev/null"],
-               capsys, "is a float model")
+    flt.write_bytes(
+        build_model(
+            [("FULLY_CONNECTED", [0, 1], [2])],
+            [
+                {**f32, "shape": [1, 4]},
+                {**f32, "shape": [4, 4], "data": bytes(64)},
+                {**f32, "shape": [1, 4]},
+            ],
+            [0],
+            [2],
+        )
+    )
+    fails_with(
+        ["bench", str(flt), "--board", "esp32s3", "--no-flash", "--port", "/dev/null"],
+        capsys,
+        "is a float model",
+    )
     big = tmp_path / "big.tflite"  # a real INT8 model with 4 MB of weights
     t = {"dtype": "int8", "scale": 0.1, "zero_point": 0}
-    big.write_bytes(build_model(
-        [("FULLY_CONNECTED", [0, 1], [2])],
-        [{**t, "shape": [1, 2048]}, {**t, "shape": [2048, 2048], "data": bytes(2048 * 2048)},
-         {**t, "shape": [1, 2048]}],
-        [0], [2],
-    ))
+    big.write_bytes(
+        build_model(
+            [("FULLY_CONNECTED", [0, 1], [2])],
+            [
+                {**t, "shape": [1, 2048]},
+                {**t, "shape": [2048, 2048], "data": bytes(2048 * 2048)},
+                {**t, "shape": [1, 2048]},
+            ],
+            [0],
+            [2],
+        )
+    )
     fails_with(
         ["bench", str(big), "--board", "esp32s3", "--port", "/dev/null"],
         capsys,

@@ -26,10 +26,17 @@ def hostcal():
 
 @pytest.fixture(scope="module")
 def tiny(hostcal):
-    wanted = {"conv1x1_6x64to128": "single", "dw3x3s2_24x16": "single", "fc_256to64": "single",
-              "block_ds_24x16": "block"}  # fmt: skip
-    return [hostcal.HostModel(m.name, wanted[m.name], m.model_bytes)
-            for m in build_suite("small") if m.name in wanted]  # fmt: skip
+    wanted = {
+        "conv1x1_6x64to128": "single",
+        "dw3x3s2_24x16": "single",
+        "fc_256to64": "single",
+        "block_ds_24x16": "block",
+    }
+    return [
+        hostcal.HostModel(m.name, wanted[m.name], m.model_bytes)
+        for m in build_suite("small")
+        if m.name in wanted
+    ]
 
 
 def test_time_model_gives_one_minimum_per_batch(hostcal):
@@ -55,7 +62,10 @@ def test_records_reach_the_store_and_the_fit_runs(hostcal, tiny, tmp_path):
     assert n_ops == 3  # the block gets a whole-model row only
     assert len(store.model_rows("host-cpu")) == 4
     assert {r.op_name for r in store.op_records("host-cpu")} == {
-        "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED"}  # fmt: skip
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "FULLY_CONNECTED",
+    }
     fitted = hostcal.fit_host(board, store, tiny)
     store.close()
     assert fitted["report"].op_rows == 3

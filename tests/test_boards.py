@@ -10,8 +10,14 @@ from mcunas.cli import cli, main
 from mcunas.errors import BoardProfileError, UnknownBoard
 
 BUILTIN = {
-    "esp32s3", "esp32", "esp32c3", "nucleo_f746zg", "nucleo_h743zi",
-    "nucleo_l4r5zi", "nano33ble", "rp2040",
+    "esp32s3",
+    "esp32",
+    "esp32c3",
+    "nucleo_f746zg",
+    "nucleo_h743zi",
+    "nucleo_l4r5zi",
+    "nano33ble",
+    "rp2040",
 }
 
 MINIMAL = """
@@ -99,9 +105,11 @@ def test_unknown_board_one_line_exit_2(capsys):
 
 
 def test_cli_subprocess_help_is_light():
-    code = "import sys, mcunas.cli as c; sys.argv=['mcunas','--help']\n" \
-        "try:\n c.main()\nexcept SystemExit: pass\n" \
+    code = (
+        "import sys, mcunas.cli as c; sys.argv=['mcunas','--help']\n"
+        "try:\n c.main()\nexcept SystemExit: pass\n"
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
 
@@ -172,7 +180,7 @@ def test_cmsis_nn_is_refused_off_cortex_m():
         ("[firmware]\nram_bytes = -100000\n", r"\[firmware\] ram_bytes must be an integer >= 0"),
         ("[firmware]\nram = 1000\n", r"unknown key \[firmware\] 'ram'; did you mean 'ram_bytes'"),
         ("[serial]\nbaud = 0\n", r"\[serial\] baud must be a positive integer"),
-        ('[serial]\nhwids = ["nonsense"]\n', "not a USB \"VID:PID\""),
+        ('[serial]\nhwids = ["nonsense"]\n', 'not a USB "VID:PID"'),
     ],
 )
 def test_bad_optional_values_are_refused(tmp_path, extra, fragment):
@@ -184,8 +192,10 @@ def test_bad_optional_values_are_refused(tmp_path, extra, fragment):
 
 def test_optional_values_given_right_are_used(tmp_path):
     path = tmp_path / "good.toml"
-    path.write_text(MINIMAL + "usable_sram_bytes = 200000\npeak_macs_per_cycle = 1\n"
-                    '[firmware]\nram_bytes = 0\n[serial]\nbaud = 921600\nhwids = ["2e8a:000a"]\n')
+    path.write_text(
+        MINIMAL + "usable_sram_bytes = 200000\npeak_macs_per_cycle = 1\n"
+        '[firmware]\nram_bytes = 0\n[serial]\nbaud = 921600\nhwids = ["2e8a:000a"]\n'
+    )
     board = load_board(str(path))
     assert (board.usable_sram_bytes, board.peak_macs_per_cycle) == (200000, 1.0)
     assert (board.firmware_ram_bytes, board.baud, board.hwids) == (0, 921600, ("2E8A:000A",))
@@ -211,9 +221,11 @@ def test_bad_latency_tables_are_refused_at_load(tmp_path, extra, fragment):
 
 def test_fitted_latency_tables_still_load(tmp_path):
     path = tmp_path / "fitted.toml"
-    path.write_text(MINIMAL + '[latency]\nsource = "fit"\n[latency.cmsis-nn]\nscale = 2.0\n'
-                    'error_pct = 20.0\nrows = ["a"]\nmac = {fc = 2.5}\nop_error_pct = {fc = 3.1}\n'
-                    'checked_variants = ["fc"]\nwithin_10_pct = 80.0\nerror_method = "k-fold"\n')
+    path.write_text(
+        MINIMAL + '[latency]\nsource = "fit"\n[latency.cmsis-nn]\nscale = 2.0\n'
+        'error_pct = 20.0\nrows = ["a"]\nmac = {fc = 2.5}\nop_error_pct = {fc = 3.1}\n'
+        'checked_variants = ["fc"]\nwithin_10_pct = 80.0\nerror_method = "k-fold"\n'
+    )
     assert load_board(str(path)).latency["cmsis-nn"]["mac"] == {"fc": 2.5}
 
 

@@ -25,17 +25,41 @@ from mcunas.tflm import create_interpreter
 
 CAL_MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 COVERED = {
-    "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2", "dw_kxk", "dw_mult",
-    "fc", "bmm", "softmax", "add", "mul", "mean", "transpose", "pool_max", "pool_avg",
-}  # fmt: skip
+    "conv_1x1",
+    "conv_kxk",
+    "conv_shallow",
+    "dw_3x3_s1",
+    "dw_3x3_s2",
+    "dw_kxk",
+    "dw_mult",
+    "fc",
+    "bmm",
+    "softmax",
+    "add",
+    "mul",
+    "mean",
+    "transpose",
+    "pool_max",
+    "pool_avg",
+}
 
 
 def _dscnn(n, x):  # noqa: ANN001, ANN202 - a KWS-like DS-CNN, not in the suite
     x = n.conv(x, 40, 3, 2)
     for _ in range(3):
         x = n.conv(n.dwconv(x, 3), 40, 1)
-    return n.softmax(n.fc(n.op("RESHAPE", [n.mean(x), n.const_i32([1, 40])], [1, 40],
-                                "ReshapeOptions", newShape=[1, 40]), 12))  # fmt: skip
+    return n.softmax(
+        n.fc(
+            n.op(
+                "RESHAPE",
+                [n.mean(x), n.const_i32([1, 40])],
+                [1, 40],
+                "ReshapeOptions",
+                newShape=[1, 40],
+            ),
+            12,
+        )
+    )
 
 
 def _mbnet(n, x):  # noqa: ANN001, ANN202 - inverted residuals at 40x40x3
@@ -51,8 +75,11 @@ def _transformer(n, x):  # noqa: ANN001, ANN202 - one attention block, 24 tokens
     return n.fc(n.binary("MUL", y, y), 48)
 
 
-HELD_OUT = [("dscnn_50x10", [1, 50, 10, 1], _dscnn), ("mbnet_40", [1, 40, 40, 3], _mbnet),
-            ("transformer_24x48", [1, 24, 48], _transformer)]  # fmt: skip
+HELD_OUT = [
+    ("dscnn_50x10", [1, 50, 10, 1], _dscnn),
+    ("mbnet_40", [1, 40, 40, 3], _mbnet),
+    ("transformer_24x48", [1, 24, 48], _transformer),
+]
 
 
 def _held_out() -> list[tuple[str, bytes]]:
@@ -137,11 +164,15 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     from mcunas.predict.fit import _graph
     from mcunas.predict.refit import board_loo, report_loo
 
-    board, rows, ops = load_board("esp32s3-virtual"), store.model_rows("esp32s3-virtual"), \
-        store.op_records("esp32s3-virtual")
+    board, rows, ops = (
+        load_board("esp32s3-virtual"),
+        store.model_rows("esp32s3-virtual"),
+        store.op_records("esp32s3-virtual"),
+    )
     honest = report_loo(board, rows, ops, lambda k: _graph(store.model_path(k)))
     in_sample = board_loo(board, rows)
     assert len(honest) == len(rows) == len(in_sample)
+
     def med(results):  # noqa: ANN001, ANN202
         return sorted(abs(r.error_pct) for r in results)[len(results) // 2]
 
@@ -163,8 +194,9 @@ class _FlakyMeasurer:
             raise CandidateError("arena_too_small: AllocateTensors failed")
         graph = read_graph(model_bytes)
         ops = tuple(OpTiming(op.index, op.name, 0.01 + op.macs * 1e-6) for op in graph.ops)
-        return Measurement("board:fake", False, sum(o.ms for o in ops) + 0.05, 1000, 2000,
-                           3000, ops=ops)  # fmt: skip
+        return Measurement(
+            "board:fake", False, sum(o.ms for o in ops) + 0.05, 1000, 2000, 3000, ops=ops
+        )
 
 
 def test_failed_model_is_recorded_and_skipped(isolated_home):
@@ -184,14 +216,17 @@ def test_rack_of_virtual_boards_measures_in_parallel(isolated_home, tmp_path):
 
     board = load_board("esp32s3")
     suite = build_suite("small")[:8]
-    vbs = [VirtualBoard(board, None, figures=truth_figures(0), runs=3, time_scale=1000)
-           for _ in range(2)]  # fmt: skip
+    vbs = [
+        VirtualBoard(board, None, figures=truth_figures(0), runs=3, time_scale=1000)
+        for _ in range(2)
+    ]
     ports = [vb.start() for vb in vbs]
     try:
         rack = tmp_path / "rack.toml"
         rack.write_text("".join(f'[[board]]\nprofile = "esp32s3"\nport = "{p}"\n' for p in ports))
-        with RackMeasurer(board, rack=rack, project_factory=VirtualProject,
-                          work_dir=tmp_path / "w") as measurer:  # fmt: skip
+        with RackMeasurer(
+            board, rack=rack, project_factory=VirtualProject, work_dir=tmp_path / "w"
+        ) as measurer:
             result = calibrate(board, measurer, suite, RecordStore(), source="rack-test")
     finally:
         for vb in vbs:

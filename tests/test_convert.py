@@ -48,8 +48,13 @@ def converted(digits, space) -> dict[str, tuple[float, bytes]]:  # noqa: ANN001
     for family in FAMILIES:
         keras.utils.set_random_seed(0)
         model = space.build(space.hyperparameters(family=family))
-        model.fit(digits.x_train[:TRAIN_SLICE], digits.y_train[:TRAIN_SLICE], epochs=2,
-                  batch_size=32, verbose=0)
+        model.fit(
+            digits.x_train[:TRAIN_SLICE],
+            digits.y_train[:TRAIN_SLICE],
+            epochs=2,
+            batch_size=32,
+            verbose=0,
+        )
         scores = np.asarray(model(digits.x_val, training=False))  # eager: no tracing cost
         float_acc = float(np.mean(scores.argmax(-1) == digits.y_val))
         inference = to_inference_model(model)
@@ -57,7 +62,8 @@ def converted(digits, space) -> dict[str, tuple[float, bytes]]:  # noqa: ANN001
         for old, new in zip(model.get_weights(), inference.get_weights(), strict=True):
             np.testing.assert_array_equal(old, new)
         np.testing.assert_allclose(
-            scores[:1], np.asarray(inference(digits.x_val[:1], training=False)), atol=1e-5)
+            scores[:1], np.asarray(inference(digits.x_val[:1], training=False)), atol=1e-5
+        )
         out[family] = (float_acc, convert_int8(inference, digits.representative()))
     return out
 
@@ -151,7 +157,10 @@ def test_model_sources(converted, tmp_path: Path) -> None:  # noqa: ANN001
 def test_resolver_names() -> None:
     assert set(TFLM_OPS) - set(RESOLVER_METHODS) <= {"REDUCE_ALL"}  # no Add* in the header
     assert resolver_methods(["CONV_2D", "RELU6", "CONV_2D", "PADV2"]) == [
-        "AddConv2D", "AddRelu6", "AddPadV2"]
+        "AddConv2D",
+        "AddRelu6",
+        "AddPadV2",
+    ]
     with pytest.raises(CandidateError, match="GELU has no TFLite Micro kernel"):
         resolver_methods(["FULLY_CONNECTED", "GELU"])
     with pytest.raises(CandidateError, match="CUSTOM:Foo"):

@@ -62,8 +62,13 @@ def test_npz_with_and_without_validation(tmp_path: Path) -> None:
     ds = load_dataset(tmp_path / "a.npz", val_fraction=0.25)
     assert ds.input_shape == (6, 5, 1) and ds.num_classes == 4
     assert len(ds.x_val) == 12 and ds.x_train.max() <= 1.0
-    np.savez(tmp_path / "b.npz", x_train=x.astype(np.float32), y_train=y.astype(np.float64),
-             x_val=x[:8].astype(np.float32), y_val=y[:8])
+    np.savez(
+        tmp_path / "b.npz",
+        x_train=x.astype(np.float32),
+        y_train=y.astype(np.float64),
+        x_val=x[:8].astype(np.float32),
+        y_val=y[:8],
+    )
     ds = load_dataset(str(tmp_path / "b.npz"))
     assert len(ds.x_val) == 8 and len(ds.x_train) == 40 and ds.x_train.max() > 1.0
     np.savez(tmp_path / "c.npz", x_train=rng.normal(size=(10, 12)), y_train=np.arange(10) % 2)
@@ -80,8 +85,15 @@ def test_npz_with_and_without_validation(tmp_path: Path) -> None:
         ({"x_train": np.zeros((4, 4, 4)), "y_train": np.zeros(4, int)}, "at least 2 classes"),
         ({"x_train": np.zeros((4, 4, 4))}, "no 'y_train'"),
         ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array(list("abab"))}, "integers"),
-        ({"x_train": np.zeros((4, 4, 4)), "y_train": np.array([0, 1, 0, 1]),
-          "x_val": np.zeros((2, 4, 4)), "y_val": np.array([0, 5])}, "y_val has label 5"),
+        (
+            {
+                "x_train": np.zeros((4, 4, 4)),
+                "y_train": np.array([0, 1, 0, 1]),
+                "x_val": np.zeros((2, 4, 4)),
+                "y_val": np.array([0, 5]),
+            },
+            "y_val has label 5",
+        ),
     ],
 )
 def test_npz_errors(tmp_path: Path, arrays: dict, message: str) -> None:
@@ -153,8 +165,11 @@ def test_wav_folder(tmp_path: Path) -> None:
     t = np.arange(rate // 2) / rate
     for i in range(3):
         _wav(tmp_path / "low" / f"{i}.wav", 0.4 * np.sin(2 * np.pi * 300 * t))
-        _wav(tmp_path / "high" / f"{i}.wav", 0.4 * np.sin(2 * np.pi * 3000 * t[: rate // 3]),
-             channels=2)
+        _wav(
+            tmp_path / "high" / f"{i}.wav",
+            0.4 * np.sin(2 * np.pi * 3000 * t[: rate // 3]),
+            channels=2,
+        )
     ds = load_dataset(tmp_path, val_fraction=0.34)
     frames = 1 + (rate // 2 - 240) // 160
     assert ds.input_shape == (frames, 40, 1)

@@ -35,7 +35,11 @@ def pio_config(tmp_path_factory) -> dict[str, dict]:
         pio = Path(shutil.which("pio") or "pio")
     proc = subprocess.run(
         [str(pio), "project", "config", "-d", str(ROOT), "--json-output"],
-        capture_output=True, text=True, env=env, timeout=120, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return {section: dict(items) for section, items in json.loads(proc.stdout)}
@@ -87,8 +91,12 @@ def test_firmware_uses_the_names_convert_writes(tmp_path):
     write_model_sources(model, tmp_path)
     generated = (tmp_path / "model_data.h").read_text() + (tmp_path / "model_ops.h").read_text()
     runner = (SRC / "runner.cc").read_text()
-    for name in ("g_model_data_len", "MCUNAS_MODEL_CRC32_U32", "McunasRegisterOps",
-                 "McunasOpResolver"):
+    for name in (
+        "g_model_data_len",
+        "MCUNAS_MODEL_CRC32_U32",
+        "McunasRegisterOps",
+        "McunasOpResolver",
+    ):
         assert name in runner and name in generated, name
 
 
@@ -125,15 +133,31 @@ def test_portable_core_on_the_host(tmp_path):
     (tmp_path / "main.cc").write_text(HOST_MAIN)
     exe = tmp_path / "core"
     subprocess.run(
-        ["g++", "-std=c++17", "-Wall", "-Werror", "-I", str(SRC), str(tmp_path / "main.cc"),
-         str(SRC / "json_line.cc"), str(SRC / "util.cc"), "-o", str(exe)],
-        check=True, capture_output=True, timeout=120,
+        [
+            "g++",
+            "-std=c++17",
+            "-Wall",
+            "-Werror",
+            "-I",
+            str(SRC),
+            str(tmp_path / "main.cc"),
+            str(SRC / "json_line.cc"),
+            str(SRC / "util.cc"),
+            "-o",
+            str(exe),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
     lines = subprocess.run([str(exe)], check=True, capture_output=True, text=True).stdout
     ready, result, crc, median = lines.splitlines()
     assert ready.startswith("MCUNAS/1 ")
-    assert json.loads(ready[9:]) == {"event": "ready", "board": "nucleo_f746zg",
-                                     "clock_hz": 216000000}
+    assert json.loads(ready[9:]) == {
+        "event": "ready",
+        "board": "nucleo_f746zg",
+        "clock_hz": 216000000,
+    }
     parsed = json.loads(result.removeprefix("MCUNAS/1 "))
     assert parsed["model_crc32"] == "0badf00d"
     assert parsed["latency_us"] == {"min": 1, "median": 2, "max": 3}

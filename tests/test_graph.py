@@ -36,7 +36,11 @@ def test_deprecated_opcodes_and_op_details() -> None:
     # kws_ref_model stores its codes only in deprecated_builtin_code (builtin_code = 0).
     graph = read_graph((MODELS / "kws_ref_model.tflite").read_bytes())
     assert graph.op_names() == [
-        "CONV_2D", "DEPTHWISE_CONV_2D", "AVERAGE_POOL_2D", "RESHAPE", "FULLY_CONNECTED",
+        "CONV_2D",
+        "DEPTHWISE_CONV_2D",
+        "AVERAGE_POOL_2D",
+        "RESHAPE",
+        "FULLY_CONNECTED",
         "SOFTMAX",
     ]
     first = graph.ops[0]

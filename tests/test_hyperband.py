@@ -43,8 +43,11 @@ def test_promoted_trial_loads_parent_and_trains_remaining_epochs(tmp_path: Path)
     assert f"warm start from trial {parent} at epoch 1" in child.description
     assert child.reason is None
     # only bracket 1's first-round trials can be promoted: only they keep weights
-    first_round = [r.trial_id for r in rows if r.hyperparameters["tuner/bracket"] == 1
-                   and r.hyperparameters["tuner/round"] == 0]
+    first_round = [
+        r.trial_id
+        for r in rows
+        if r.hyperparameters["tuner/bracket"] == 1 and r.hyperparameters["tuner/round"] == 0
+    ]
     assert _weights(tmp_path) == sorted(f"trial_{t}.weights.npz" for t in first_round)
     # the other bracket trains from scratch for 3 epochs, as before
     assert sum(f[1:3] == (0, 3) for f in runner.fits) == 2
@@ -107,8 +110,7 @@ def test_unsaveable_weights_keep_the_trial_ok(tmp_path: Path) -> None:
     tuner.search()
     rows = store.trials()
     assert all(r.status == TrialStatus.OK for r in rows) and _weights(tmp_path) == []
-    assert any("weights not kept for Hyperband: PermissionError" in (r.reason or "")
-               for r in rows)
+    assert any("weights not kept for Hyperband: PermissionError" in (r.reason or "") for r in rows)
     assert "has no saved weights" in _promoted(store).reason
     assert not list((tmp_path / "models").glob(".*"))  # no temporary file left
 
@@ -116,15 +118,15 @@ def test_unsaveable_weights_keep_the_trial_ok(tmp_path: Path) -> None:
 @pytest.mark.parametrize("strategy", ["random", "bayesian", "evolution"])
 def test_other_strategies_write_no_weights(tmp_path: Path, strategy: str) -> None:
     runner = FakeRunner()
-    tuner, store = make_tuner(tmp_path, runner, strategy=strategy, max_trials=5,
-                              budgets=Budgets())
+    tuner, store = make_tuner(tmp_path, runner, strategy=strategy, max_trials=5, budgets=Budgets())
     tuner.search()
     assert store.count() == 5 and _weights(tmp_path) == [] and runner.loaded == []
     assert all(f[1] == 0 for f in runner.fits)
 
 
-def test_warm_start_off_trains_every_trial_from_scratch(tmp_path: Path,
-                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_warm_start_off_trains_every_trial_from_scratch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv(WARM_START_ENV, "0")
     runner = FakeRunner()
     tuner, store = make_tuner(tmp_path, runner, strategy="hyperband", budgets=Budgets())
@@ -184,8 +186,9 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     runner.save_weights(parent, path)
     child = model(4)
     assert runner.load_weights(child, path)
-    assert all(np.array_equal(a, b) for a, b in zip(parent.get_weights(), child.get_weights(),
-                                                    strict=True))
+    assert all(
+        np.array_equal(a, b) for a, b in zip(parent.get_weights(), child.get_weights(), strict=True)
+    )
     assert runner.train(child, 3, initial_epoch=1).epochs_run == 2  # epochs 1..3 only
     other = model(6)
     before = other.get_weights()

@@ -104,8 +104,12 @@ def test_leave_one_board_out_is_a_bare_profile_and_gives_the_default_errors():
     errors: dict[str, list[float]] = {}
     for r in bare:
         errors.setdefault(r.row.path, []).append(abs(r.error_pct))
-    medians = {p: sorted(e)[len(e) // 2] if len(e) % 2 else sum(sorted(e)[len(e) // 2 - 1:
-               len(e) // 2 + 1]) / 2 for p, e in errors.items()}  # fmt: skip
+    medians = {
+        p: sorted(e)[len(e) // 2]
+        if len(e) % 2
+        else sum(sorted(e)[len(e) // 2 - 1 : len(e) // 2 + 1]) / 2
+        for p, e in errors.items()
+    }
     assert medians == pytest.approx(DEFAULT_ERRORS, abs=0.1)
     # TFLM 2020 (L4R5) vs 2022 (RA6M4): one Cortex-M board says little about another
     l4r5 = [r.error_pct for r in bare if r.row.id.startswith("l4r5")]
@@ -167,8 +171,13 @@ def test_board_mac_override_changes_that_variant_only(tmp_path, graphs):
     est = predict_latency(graphs["kws_ref_model"], load_board(str(path)))
     feats = {f.index: f for f in op_features(graphs["kws_ref_model"])}
     fc = next(o for o in est.ops if o.variant == "fc")
-    table = dataclasses.replace(microbench_tables()["esp-nn-s3"], mac={"fc": 100.0}, requant=14.0,
-                                op_overhead=400.0, byte=0.0)  # fmt: skip
+    table = dataclasses.replace(
+        microbench_tables()["esp-nn-s3"],
+        mac={"fc": 100.0},
+        requant=14.0,
+        op_overhead=400.0,
+        byte=0.0,
+    )
     assert fc.ms == pytest.approx(op_cycles(feats[fc.index], table) / 80_000)
 
 

@@ -90,11 +90,22 @@ def test_choose_best_prefers_faster_within_a_tie() -> None:
     from mcunas.search.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, status=TrialStatus.OK):
-        return TrialRecord(tid, status=status, score=score, int8_accuracy=score, latency_ms=lat,
-                           peak_sram_bytes=1000, model_path="m.tflite")
+        return TrialRecord(
+            tid,
+            status=status,
+            score=score,
+            int8_accuracy=score,
+            latency_ms=lat,
+            peak_sram_bytes=1000,
+            model_path="m.tflite",
+        )
 
-    rows = [rec("a", 0.972, 145.0), rec("b", 0.969, 0.7), rec("c", 0.95, 0.1),
-            rec("d", 0.99, 0.1, TrialStatus.INFEASIBLE)]
+    rows = [
+        rec("a", 0.972, 145.0),
+        rec("b", 0.969, 0.7),
+        rec("c", 0.95, 0.1),
+        rec("d", 0.99, 0.1, TrialStatus.INFEASIBLE),
+    ]
     assert choose_best(rows).trial_id == "b"
     assert choose_best([rec("a", 0.972, 145.0), rec("c", 0.95, 0.1)]).trial_id == "a"
     assert choose_best([rows[3]]) is None

@@ -54,14 +54,29 @@ def make_elf32(path: Path, sections: list[tuple[str, int, int, int, int]]) -> Pa
     data += names
     shoff = len(data)
     headers = [bytes(40)]
-    for (_n, sh_type, flags, addr, size), noff, off in zip(sections, name_offsets, offsets,
-                                                             strict=True):
+    for (_n, sh_type, flags, addr, size), noff, off in zip(
+        sections, name_offsets, offsets, strict=True
+    ):
         headers.append(struct.pack("<10I", noff, sh_type, flags, addr, off, size, 0, 0, 4, 0))
     headers.append(struct.pack("<10I", pos, 3, 0, 0, shstr_off, len(names), 0, 0, 1, 0))
     data += b"".join(headers)
     ident = b"\x7fELF\x01\x01\x01" + bytes(9)
-    data[:52] = ident + struct.pack("<HHIIIIIHHHHHH", 2, 40, 1, 0, 0, shoff, 0x05000200,
-                                    52, 0, 0, 40, len(headers), len(headers) - 1)
+    data[:52] = ident + struct.pack(
+        "<HHIIIIIHHHHHH",
+        2,
+        40,
+        1,
+        0,
+        0,
+        shoff,
+        0x05000200,
+        52,
+        0,
+        0,
+        40,
+        len(headers),
+        len(headers) - 1,
+    )
     path.write_bytes(bytes(data))
     return path
 
@@ -107,8 +122,10 @@ def test_esp_elf_sizes(tmp_path):
 @pytest.mark.skipif(shutil.which("gcc") is None, reason="needs the host gcc")
 def test_sizes_of_an_elf_linked_by_gcc(tmp_path):
     src = tmp_path / "t.c"
-    src.write_text("int big[1000]; int init[4] = {1, 2, 3, 4};\n"
-                   "const char msg[] = \"mcunas\";\nint main(void) { return big[0] + init[1]; }\n")
+    src.write_text(
+        "int big[1000]; int init[4] = {1, 2, 3, 4};\n"
+        'const char msg[] = "mcunas";\nint main(void) { return big[0] + init[1]; }\n'
+    )
     subprocess.run(["gcc", "-O1", "-o", str(tmp_path / "t.elf"), str(src)], check=True)
     sizes = read_elf_sizes(tmp_path / "t.elf", "riscv32")
     assert sizes.sections[".bss"] >= 4_000
@@ -151,7 +168,11 @@ def test_generate_writes_a_complete_project(tmp_path, model_bytes):
     assert project.generate(model_bytes) == tmp_path / "w"
     gen = project.generated_dir
     assert {p.name for p in gen.iterdir()} == {
-        "model_data.cc", "model_data.h", "model_ops.h", "mcunas_config.h"}
+        "model_data.cc",
+        "model_data.h",
+        "model_ops.h",
+        "mcunas_config.h",
+    }
     config = (gen / "mcunas_config.h").read_text()
     assert f"#define MCUNAS_ARENA_BYTES {board.model_sram_budget_bytes}u" in config
     assert '#define MCUNAS_BOARD_NAME "nucleo_f746zg"' in config
@@ -189,12 +210,22 @@ def test_build_runs_pio_and_reads_the_elf(tmp_path, fake_pio):
     ("output", "error", "message"),
     [
         ("ld: region `RAM' overflowed by 1234 bytes", CandidateError, "overflowed by 1234"),
-        ("Error: The program size (2000000 bytes) is greater than maximum allowed (1048576 "
-         "bytes)", CandidateError, "too large"),
-        ("error: 'class tflite::MicroMutableOpResolver<3>' has no member named 'AddGelu'",
-         CandidateError, "AddGelu"),
-        ("Platform Manager: Installing espressif32\nHTTPClientError:", FatalError,
-         "internet access"),
+        (
+            "Error: The program size (2000000 bytes) is greater than maximum allowed (1048576 "
+            "bytes)",
+            CandidateError,
+            "too large",
+        ),
+        (
+            "error: 'class tflite::MicroMutableOpResolver<3>' has no member named 'AddGelu'",
+            CandidateError,
+            "AddGelu",
+        ),
+        (
+            "Platform Manager: Installing espressif32\nHTTPClientError:",
+            FatalError,
+            "internet access",
+        ),
         ("runner.cc:12: error: expected ';'", MeasurementError, "build.log"),
     ],
 )
@@ -231,15 +262,28 @@ def test_missing_pio_is_fatal(tmp_path):
 def test_upload_arguments(tmp_path, fake_pio):
     pio, calls = fake_pio
     PioProject(load_board("rp2040"), tmp_path / "w", pio=pio).upload("/dev/ttyACM3")
-    assert calls() == [["run", "-e", "rp2040", "-d", str(tmp_path / "w"), "-t", "upload",
-                        "--upload-port", "/dev/ttyACM3"]]
+    assert calls() == [
+        [
+            "run",
+            "-e",
+            "rp2040",
+            "-d",
+            str(tmp_path / "w"),
+            "-t",
+            "upload",
+            "--upload-port",
+            "/dev/ttyACM3",
+        ]
+    ]
 
 
 @pytest.mark.parametrize(
     ("output", "hint"),
     [
-        ("A fatal error occurred: Failed to connect to ESP32-S3: No serial data received.",
-         "hold BOOT"),
+        (
+            "A fatal error occurred: Failed to connect to ESP32-S3: No serial data received.",
+            "hold BOOT",
+        ),
         ("could not open port '/dev/ttyUSB9': [Errno 13] Permission denied", "dialout"),
         ("Error: No ST-LINK detected!", "ST-LINK"),
         ("Something unexpected", "USB cable"),

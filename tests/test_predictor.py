@@ -127,8 +127,10 @@ def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
     assert rows and {board_for_row(r) for r in rows} == {"esp32s3"}
 
 
-@pytest.mark.parametrize("command", [["list"], ["fit"], ["forget", "--board", "esp32", "--yes"],
-                                     ["report", "--board", "esp32s3"]])
+@pytest.mark.parametrize(
+    "command",
+    [["list"], ["fit"], ["forget", "--board", "esp32", "--yes"], ["report", "--board", "esp32s3"]],
+)
 def test_a_mistyped_store_is_an_error_and_is_not_created(isolated_home, tmp_path, command):
     missing = tmp_path / "no" / "such.sqlite"
     result = CliRunner().invoke(cli, [*command, "--store", str(missing)])

@@ -104,8 +104,15 @@ def test_cli_table_and_json() -> None:
     assert "fits nucleo_f746zg: yes" in result.output
     result = runner.invoke(cli, ["profile", str(KWS), "--board", "esp32s3", "--json"])
     data = json.loads(result.output)
-    for key in ("latency_ms", "arena_bytes", "peak_sram_bytes", "flash_bytes", "fits",
-                "source", "ops"):
+    for key in (
+        "latency_ms",
+        "arena_bytes",
+        "peak_sram_bytes",
+        "flash_bytes",
+        "fits",
+        "source",
+        "ops",
+    ):
         assert key in data
     assert data["ops"][0]["op"] == "CONV_2D" and data["ops"][0]["accelerated"] is True
     # the 10x4 stem over one channel is a kind no ESP32-S3 measurement covers
@@ -153,13 +160,21 @@ def test_subprocess_error_and_success(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "mcunas", "profile"]
     bad = subprocess.run(
         [*cmd, str(tmp_path / "none.tflite"), "--board", "esp32s3"],
-        capture_output=True, text=True, env=env, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
     )
     assert bad.returncode == 2 and bad.stderr.strip().count("\n") == 0
     assert "not found" in bad.stderr and "Traceback" not in bad.stderr
     good = subprocess.run(
         [*cmd, str(KWS), "--board", "rp2040", "--json"],
-        capture_output=True, text=True, env=env, cwd=REPO, check=False,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=REPO,
+        check=False,
     )
     assert good.returncode == 0, good.stderr
     assert json.loads(good.stdout)["board"] == "rp2040"

@@ -41,12 +41,18 @@ def test_load_rack(tmp_path):
         ('[[board]]\nprofile = "esp32s3"\nport = "auto"\n', "not 'auto'"),
         ('[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n' * 2, "port listed more than once"),
         ('[[board]]\nprofile = "esp32s3"\nprot = "/dev/a"\n', "board 1: unknown key 'prot'"),
-        ('[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\nkernels = "reference"\n',
-         "board 1: unknown key 'kernels'"),
-        ('[rack]\nmax_failure = 1\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
-         "\\[rack\\] unknown key 'max_failure'"),
-        ('[rack]\nmax_failures = true\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
-         "max_failures must be a positive integer"),
+        (
+            '[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\nkernels = "reference"\n',
+            "board 1: unknown key 'kernels'",
+        ),
+        (
+            '[rack]\nmax_failure = 1\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
+            "\\[rack\\] unknown key 'max_failure'",
+        ),
+        (
+            '[rack]\nmax_failures = true\n[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\n',
+            "max_failures must be a positive integer",
+        ),
         ('[[boards]]\nprofile = "esp32s3"\nport = "/dev/a"\n', "no \\[\\[board\\]\\] entries"),
     ],
 )
@@ -193,7 +199,8 @@ def test_registered_and_virtual_rack_end_to_end(tmp_path):
             outcomes = rack.measure_many([MODEL, OTHER_MODEL] * 3)
         assert all(o.ok for o in outcomes)
         assert {o.measurement.source for o in outcomes} <= {
-            f"virtual-board:{a.port}", f"virtual-board:{b.port}"
+            f"virtual-board:{a.port}",
+            f"virtual-board:{b.port}",
         }
         silent = [s for s in rack.status() if s.port == c.port][0]
         assert "never printed 'ready'" in silent.out_reason

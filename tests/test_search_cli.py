@@ -36,8 +36,9 @@ class ExportableRunner(FakeRunner):
 @pytest.fixture
 def fake_runner(monkeypatch: pytest.MonkeyPatch) -> ExportableRunner:
     runner = ExportableRunner()
-    monkeypatch.setattr(SearchSession, "_components",
-                        lambda self: (FakeSpace(), runner, lambda: None))
+    monkeypatch.setattr(
+        SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
+    )
     return runner
 
 
@@ -71,23 +72,37 @@ def test_resume_without_search(capsys, tmp_path: Path) -> None:
 def test_unreadable_dataset(capsys, tmp_path: Path) -> None:
     bad = tmp_path / "bad.npz"
     bad.write_bytes(b"this is not a zip file")
-    code, _, err = run(capsys, "--board", "esp32s3", "--dataset", str(bad), "--out",
-                       str(tmp_path / "o"))
+    code, _, err = run(
+        capsys, "--board", "esp32s3", "--dataset", str(bad), "--out", str(tmp_path / "o")
+    )
     assert code == 2 and "Cannot read" in err
 
 
 def test_mislabelled_dataset(capsys, tmp_path: Path) -> None:
     bad = tmp_path / "mislabelled.npz"
     np.savez(bad, x_train=np.zeros((20, 8, 8), np.float32), y_train=np.arange(15))
-    code, _, err = run(capsys, "--board", "esp32s3", "--dataset", str(bad), "--out",
-                       str(tmp_path / "o"))
+    code, _, err = run(
+        capsys, "--board", "esp32s3", "--dataset", str(bad), "--out", str(tmp_path / "o")
+    )
     assert code == 2 and "x_train has 20 samples but y_train has 15" in err
 
 
 def test_full_search_json_report_export(capsys, tmp_path: Path, fake_runner) -> None:
     out = tmp_path / "run"
-    code, stdout, err = run(capsys, "--board", "esp32s3", "--out", str(out), "--max-trials", "6",
-                            "--max-latency-ms", "10", "--strategy", "random", "--json")
+    code, stdout, err = run(
+        capsys,
+        "--board",
+        "esp32s3",
+        "--out",
+        str(out),
+        "--max-trials",
+        "6",
+        "--max-latency-ms",
+        "10",
+        "--strategy",
+        "random",
+        "--json",
+    )
     assert code == 0, err
     summary = json.loads(stdout)
     assert sum(summary["counts"].values()) == 6
@@ -106,8 +121,10 @@ def test_full_search_json_report_export(capsys, tmp_path: Path, fake_runner) -> 
     for name in ("model.tflite", "model_data.cc", "model_data.h", "model_ops.h", "best.json"):
         assert (best / name).is_file()
     assert (best / "model.tflite").read_bytes() == MODEL.read_bytes()
-    assert json.loads((best / "best.json").read_text())["trial"]["trial_id"] == (
-        summary["best"]["trial_id"])
+    assert (
+        json.loads((best / "best.json").read_text())["trial"]["trial_id"]
+        == (summary["best"]["trial_id"])
+    )
     front = json.loads((out / "pareto.json").read_text())["front"]
     assert summary["best"]["trial_id"] in {r["trial_id"] for r in front}
 
@@ -132,10 +149,20 @@ def test_resume_with_other_settings_refused(capsys, tmp_path: Path, fake_runner)
     assert code == 2 and "same search settings" in err
 
 
-def test_no_feasible_candidate_says_what_smallest_needs(capsys, tmp_path: Path,
-                                                         fake_runner) -> None:
-    code, _, err = run(capsys, "--board", "esp32s3", "--out", str(tmp_path / "o"),
-                       "--max-trials", "4", "--max-sram-kb", "1")
+def test_no_feasible_candidate_says_what_smallest_needs(
+    capsys, tmp_path: Path, fake_runner
+) -> None:
+    code, _, err = run(
+        capsys,
+        "--board",
+        "esp32s3",
+        "--out",
+        str(tmp_path / "o"),
+        "--max-trials",
+        "4",
+        "--max-sram-kb",
+        "1",
+    )
     assert code == 2
     assert "No candidate met the limits (peak SRAM <= 1 KB" in err and "smallest need" in err
     assert fake_runner.trained == []  # none was trained
@@ -163,8 +190,9 @@ def test_failing_candidate_recorded_search_goes_on(capsys, tmp_path: Path, fake_
     assert sum(r.status == TrialStatus.OK for r in rows) == 3
 
 
-def test_disk_full_stops_cleanly_and_resume_finishes(capsys, tmp_path: Path, fake_runner,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_disk_full_stops_cleanly_and_resume_finishes(
+    capsys, tmp_path: Path, fake_runner, monkeypatch: pytest.MonkeyPatch
+) -> None:
     real_fdopen = store_mod.os.fdopen
     writes = {"n": 0}
 
@@ -191,8 +219,18 @@ def test_disk_full_stops_cleanly_and_resume_finishes(capsys, tmp_path: Path, fak
 
 
 def test_time_budget_stops_and_reports(capsys, tmp_path: Path, fake_runner) -> None:
-    code, stdout, _ = run(capsys, "--board", "esp32s3", "--out", str(tmp_path / "o"),
-                          "--max-trials", "20", "--time-budget", "0.0001", "--json")
+    code, stdout, _ = run(
+        capsys,
+        "--board",
+        "esp32s3",
+        "--out",
+        str(tmp_path / "o"),
+        "--max-trials",
+        "20",
+        "--time-budget",
+        "0.0001",
+        "--json",
+    )
     assert code == 0
     summary = json.loads(stdout)
     assert summary["stopped_reason"] == "time budget reached"

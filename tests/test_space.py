@@ -28,8 +28,7 @@ def _activations(model: keras.Model) -> set[str]:
 
 
 def _smallest_feature_map(model: keras.Model) -> int:
-    sides = [min(layer.output.shape[1:3]) for layer in model.layers
-             if len(layer.output.shape) == 4]
+    sides = [min(layer.output.shape[1:3]) for layer in model.layers if len(layer.output.shape) == 4]
     return min(sides)
 
 
@@ -106,8 +105,14 @@ def test_bad_hyperparameters_and_families() -> None:
 
 def test_keras_tuner_discovers_every_conditional_hyperparameter(tmp_path: Path) -> None:
     space = McuSearchSpace((8, 8, 1), 10)
-    tuner = kt.RandomSearch(space, objective="val_accuracy", max_trials=1,
-                            directory=str(tmp_path), project_name="t", seed=0)
+    tuner = kt.RandomSearch(
+        space,
+        objective="val_accuracy",
+        max_trials=1,
+        directory=str(tmp_path),
+        project_name="t",
+        seed=0,
+    )
     names = {hp.name for hp in tuner.oracle.get_space().space}
     assert {"family", "ds_width_3", "mb_expansion_3", "tf_norm", "hy_max_tokens"} <= names
     trial = tuner.oracle.create_trial("t0")

@@ -15,8 +15,13 @@ def test_round_trip_and_status(tmp_path: Path) -> None:
     st.start_trial("0", {"family": "dsconv", "width": 16}, family="dsconv", started_at=1.0)
     st.update("0", build_s=0.5, check_s=1.25)
     st.finish_trial(
-        "0", TrialStatus.OK, int8_accuracy=0.95, latency_ms=3.5, estimated=True,
-        peak_sram_bytes=40_000, model_sha256="ab" * 32,
+        "0",
+        TrialStatus.OK,
+        int8_accuracy=0.95,
+        latency_ms=3.5,
+        estimated=True,
+        peak_sram_bytes=40_000,
+        model_sha256="ab" * 32,
     )
     st.start_trial("1", {"family": "mbconv"}, family="mbconv", started_at=2.0)
     st.finish_trial("1", TrialStatus.INFEASIBLE, reason="peak SRAM 600 KB > budget 256 KB")

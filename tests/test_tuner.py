@@ -44,10 +44,16 @@ class FakeRunner:
         return {"width": hp.get("width")}
 
     def _cost(self, width):
-        return CostFigures(latency_ms=width / 4, arena_bytes=width * 1000,
-                           peak_sram_bytes=width * 1500, flash_bytes=width * 2000,
-                           latency_error_pct=12.0, macs=width * 10_000, source="fake",
-                           estimated=True)
+        return CostFigures(
+            latency_ms=width / 4,
+            arena_bytes=width * 1000,
+            peak_sram_bytes=width * 1500,
+            flash_bytes=width * 2000,
+            latency_error_pct=12.0,
+            macs=width * 10_000,
+            source="fake",
+            estimated=True,
+        )
 
     def check(self, model):
         return CheckResult(self._cost(model["width"]), params=model["width"] * 10)
@@ -59,8 +65,9 @@ class FakeRunner:
         self.fits.append((model["width"], initial_epoch, epochs, model.get("epochs_done", 0)))
         model["trained"] = True
         model["epochs_done"] = epochs
-        return TrainResult(float_accuracy=0.5 + model["width"] / 200,
-                           epochs_run=epochs - initial_epoch)
+        return TrainResult(
+            float_accuracy=0.5 + model["width"] / 200, epochs_run=epochs - initial_epoch
+        )
 
     def save_weights(self, model, path):
         Path(path).write_text(json.dumps(model))
@@ -86,16 +93,32 @@ class FakeRunner:
         return self._cost(model_bytes[-1])
 
 
-def make_tuner(tmp_path: Path, runner, strategy="random", max_trials=8, budgets=None,
-               time_budget=None, clock=None, **tuner_kwargs):
+def make_tuner(
+    tmp_path: Path,
+    runner,
+    strategy="random",
+    max_trials=8,
+    budgets=None,
+    time_budget=None,
+    clock=None,
+    **tuner_kwargs,
+):
     store = TrialStore.open(tmp_path)
     kwargs = {} if clock is None else {"clock": clock}
     progress = Progress(max_trials, time_budget, stream=io.StringIO(), **kwargs)
     tuner = HardwareAwareTuner(
-        make_oracle(strategy, max_trials, seed=1, epochs=3), FakeSpace(), runner=runner,
-        store=store, budgets=budgets or Budgets(max_latency_ms=10.0), progress=progress,
-        models_dir=tmp_path / "models", epochs=3, seed=1, directory=str(tmp_path),
-        project_name="tuner", **tuner_kwargs,
+        make_oracle(strategy, max_trials, seed=1, epochs=3),
+        FakeSpace(),
+        runner=runner,
+        store=store,
+        budgets=budgets or Budgets(max_latency_ms=10.0),
+        progress=progress,
+        models_dir=tmp_path / "models",
+        epochs=3,
+        seed=1,
+        directory=str(tmp_path),
+        project_name="tuner",
+        **tuner_kwargs,
     )
     return tuner, store
 
@@ -148,7 +171,8 @@ def test_candidate_error_in_convert_is_failed(tmp_path: Path) -> None:
     tuner.search()
     first = store.trials()[0]
     assert first.status == TrialStatus.FAILED and first.reason == (
-        "convert failed: converter: op GELU not supported")
+        "convert failed: converter: op GELU not supported"
+    )
     assert sum(r.status == TrialStatus.OK for r in store.trials()) == 3
 
 
@@ -183,15 +207,27 @@ def test_every_strategy_runs_and_respects_max_trials(tmp_path: Path, strategy: s
 
 
 def test_evolution_children_mutate_one_parameter(tmp_path: Path) -> None:
-    oracle = AgingEvolutionOracle(keras_tuner.Objective("score", "max"), max_trials=12,
-                                  population_size=4, sample_size=2, seed=3,
-                                  max_consecutive_failed_trials=100)
+    oracle = AgingEvolutionOracle(
+        keras_tuner.Objective("score", "max"),
+        max_trials=12,
+        population_size=4,
+        sample_size=2,
+        seed=3,
+        max_consecutive_failed_trials=100,
+    )
     runner = FakeRunner()
     store = TrialStore.open(tmp_path)
     tuner = HardwareAwareTuner(
-        oracle, FakeSpace(), runner=runner, store=store, budgets=Budgets(),
-        progress=Progress(12, stream=None), models_dir=tmp_path / "m", epochs=1,
-        directory=str(tmp_path), project_name="t",
+        oracle,
+        FakeSpace(),
+        runner=runner,
+        store=store,
+        budgets=Budgets(),
+        progress=Progress(12, stream=None),
+        models_dir=tmp_path / "m",
+        epochs=1,
+        directory=str(tmp_path),
+        project_name="t",
     )
     tuner.search()
     trials = [oracle.trials[t] for t in oracle.start_order]
@@ -219,8 +255,9 @@ def test_time_budget_stops_after_current_trial(tmp_path: Path) -> None:
         now["t"] += 10.0  # every reading advances 10 s
         return now["t"]
 
-    tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=20, budgets=Budgets(),
-                              time_budget=25, clock=clock)
+    tuner, store = make_tuner(
+        tmp_path, FakeRunner(), max_trials=20, budgets=Budgets(), time_budget=25, clock=clock
+    )
     tuner.search()
     assert 1 <= store.count() < 20
     assert tuner.stopped_reason == "time budget reached"

@@ -75,7 +75,7 @@ def test_refit_never_starts_from_an_earlier_refit(isolated_home, tmp_path):
     fitted.write_text(
         Path(builtin.path).read_text().split("[latency]")[0]
         + f'[latency]\nsource = "{FIT_SOURCE}: 40 model and 300 op measurements"\n\n'
-        '[latency.esp-nn]\nscale = 1.0\nerror_pct = 3.0\nmac = { conv_1x1 = 9.0 }\n'
+        "[latency.esp-nn]\nscale = 1.0\nerror_pct = 3.0\nmac = { conv_1x1 = 9.0 }\n"
     )
     user = load_board("esp32s3")
     assert user.path == str(fitted)

@@ -16,7 +16,6 @@ from mcunas.measure.ports import check_port
 PROJECT_FACTORY: Any = None
 
 
-
 def _report(m: Measurement) -> list[str]:
     d = m.details
     lines = [

@@ -35,8 +35,10 @@ def cli(ctx: click.Context, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps([b.to_dict() for b in boards], indent=2))
         return
-    header = f"{'name':<15} {'core':<14} {'MHz':>5} {'SRAM KB':>8} {'model KB':>8} " \
+    header = (
+        f"{'name':<15} {'core':<14} {'MHz':>5} {'SRAM KB':>8} {'model KB':>8} "
         f"{'flash KB':>9} {'kernels':<9} {'latency':<16} origin"
+    )
     click.echo(header)
     for b in boards:
         origin = "built-in" if b.builtin else "user"
@@ -45,9 +47,11 @@ def cli(ctx: click.Context, as_json: bool) -> None:
             f"{_kb(b.model_sram_budget_bytes):>8} {_kb(b.flash_bytes):>9} {b.kernels:<9} "
             f"{_latency_basis(b):<16} {origin}"
         )
-    click.echo(f"\nUser profiles go in {user_boards_dir()} (searched first). latency: the "
-               "stated error of measured op kinds, fitted to this board or family defaults; "
-               "`mcunas calibrate` fits a board.")  # fmt: skip
+    click.echo(
+        f"\nUser profiles go in {user_boards_dir()} (searched first). latency: the "
+        "stated error of measured op kinds, fitted to this board or family defaults; "
+        "`mcunas calibrate` fits a board."
+    )
 
 
 def _latency_basis(board: BoardProfile) -> str:
@@ -84,8 +88,10 @@ def _describe(board: BoardProfile) -> list[str]:
     return lines
 
 
-@cli.command("show", epilog="Examples: mcunas boards show esp32s3 --json;  "
-             "mcunas boards show ./my_board.toml")
+@cli.command(
+    "show",
+    epilog="Examples: mcunas boards show esp32s3 --json;  mcunas boards show ./my_board.toml",
+)
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show(name: str, as_json: bool) -> None:
@@ -104,8 +110,10 @@ def _latency_lines(latency: dict) -> list[str]:
         if not isinstance(entry, dict):
             continue
         error = entry.get("error_pct")
-        parts = [f"scale {entry.get('scale', 1.0)}",
-                 f"error +/-{error}%" if error is not None else "error not measured"]  # fmt: skip
+        parts = [
+            f"scale {entry.get('scale', 1.0)}",
+            f"error +/-{error}%" if error is not None else "error not measured",
+        ]
         if "error_method" in entry:
             parts.append(str(entry["error_method"]))
         checked = entry.get("checked_variants") or list(entry.get("op_error_pct", {}))

@@ -27,8 +27,11 @@ def _check_options(ctx: click.Context, timeout_s: float | None) -> None:
     p = ctx.params
     if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
         raise UserError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
-    targets = [f"--{n}" for n, on in (("port", given("port")), ("rack", p["rack_path"]),
-                                      ("virtual", p["virtual"])) if on]  # fmt: skip
+    targets = [
+        f"--{n}"
+        for n, on in (("port", given("port")), ("rack", p["rack_path"]), ("virtual", p["virtual"]))
+        if on
+    ]
     if len(targets) > 1:
         raise UserError(f"give one of --port, --rack and --virtual, not {' and '.join(targets)}")
     if given("truth_seed") and not p["virtual"]:
@@ -60,9 +63,13 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
 )
 @click.option("--no-flash", is_flag=True, help="Do not flash (the board already runs the model).")
 @click.option(
-    "--suite", "suite_size", type=click.Choice(["small", "full"]), default="small",
-    show_default=True, help="Calibration suite: small (~40 models) or full (~65).",
-)  # fmt: skip
+    "--suite",
+    "suite_size",
+    type=click.Choice(["small", "full"]),
+    default="small",
+    show_default=True,
+    help="Calibration suite: small (~40 models) or full (~65).",
+)
 @click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per model read.")
 @click.option("--store", default=None, help="Measurements database (default in MCUNAS_HOME).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
@@ -88,16 +95,21 @@ def cli(
 
     _check_options(click.get_current_context(), timeout_s)
     if no_flash:
-        click.echo("warning: --no-flash measures whatever the board runs; the CRC check will "
-                   "fail for every suite model it does not run", err=True)  # fmt: skip
+        click.echo(
+            "warning: --no-flash measures whatever the board runs; the CRC check will "
+            "fail for every suite model it does not run",
+            err=True,
+        )
     board = load_board(board_name)
     if virtual:  # never overwrite the real board's profile with a test device's costs
         from dataclasses import replace
 
         board = replace(  # and no USB ids: never auto-detected as the real board
-            board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)",
+            board,
+            name=f"{board.name}-virtual",
+            title=f"{board.title} (virtual test device)",
             hwids=(),
-        )  # fmt: skip
+        )
     if not virtual and rack_path is None and port in ("auto", ""):
         from mcunas.measure.ports import detect_port
 
@@ -110,18 +122,26 @@ def cli(
             return
         if outcome.ok:
             err = (outcome.predicted_ms / outcome.measured_ms - 1) * 100
-            click.echo(f"[{i:>2}/{n}] {outcome.name:<24} {outcome.measured_ms:9.3f} ms  "
-                       f"(predicted before {outcome.predicted_ms:9.3f} ms, {err:+6.1f}%)  "
-                       f"{outcome.ops} op(s)")  # fmt: skip
+            click.echo(
+                f"[{i:>2}/{n}] {outcome.name:<24} {outcome.measured_ms:9.3f} ms  "
+                f"(predicted before {outcome.predicted_ms:9.3f} ms, {err:+6.1f}%)  "
+                f"{outcome.ops} op(s)"
+            )
         else:
             click.echo(f"[{i:>2}/{n}] {outcome.name:<24} FAILED, skipped: {outcome.error}")
 
     if not as_json:
         where = "the virtual board" if virtual else (rack_path or f"port {port}")
         click.echo(f"Calibrating {board.name} on {where}: {len(suite)} models ({suite_size} suite)")
-    with open_measurer(board, port=port, rack=rack_path, virtual=virtual,
-                       truth_seed=None if truth_seed < 0 else truth_seed,
-                       flash=not no_flash, timeout_s=timeout_s) as measurer:  # fmt: skip
+    with open_measurer(
+        board,
+        port=port,
+        rack=rack_path,
+        virtual=virtual,
+        truth_seed=None if truth_seed < 0 else truth_seed,
+        flash=not no_flash,
+        timeout_s=timeout_s,
+    ) as measurer:
         result = calibrate(
             board,
             measurer,
@@ -134,8 +154,10 @@ def cli(
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         return
     failed = [o for o in result.outcomes if not o.ok]
-    click.echo(f"measured {len(result.outcomes) - len(failed)}/{len(result.outcomes)} models"
-               + (f", {len(failed)} failed and skipped" if failed else ""))  # fmt: skip
+    click.echo(
+        f"measured {len(result.outcomes) - len(failed)}/{len(result.outcomes)} models"
+        + (f", {len(failed)} failed and skipped" if failed else "")
+    )
     click.echo(f"before calibration: {_pct(result.before)}")
     click.echo(f"after calibration:  {_pct(result.after)} [5-fold cross-validation]")
     if result.profile_path is None:

@@ -15,8 +15,10 @@ def _store(path: str | None, create: bool = False):  # noqa: ANN202
 
     where = Path(path) if path else default_store_path()
     if not create and not where.is_file():
-        raise UserError(f"No measurements store at {where}: run `mcunas predictor import CSV` "
-                        "or `mcunas calibrate` first, or check --store")  # fmt: skip
+        raise UserError(
+            f"No measurements store at {where}: run `mcunas predictor import CSV` "
+            "or `mcunas calibrate` first, or check --store"
+        )
     return RecordStore(where)
 
 
@@ -90,8 +92,10 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
     groups = [g for g in db.summary() if g[0] == board_name and source in (None, g[2])]
     if not groups:
         what = f" from source {source!r}" if source else ""
-        raise UserError(f"No measurements for board '{board_name}'{what} in {db.path} "
-                        "(see `mcunas predictor list`)")  # fmt: skip
+        raise UserError(
+            f"No measurements for board '{board_name}'{what} in {db.path} "
+            "(see `mcunas predictor list`)"
+        )
     total = sum(g[3] + g[4] for g in groups)
     if not yes:
         click.confirm(f"Delete {total} measurement(s) of {board_name}?", abort=True)
@@ -122,8 +126,10 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
         except UnknownBoard:
             if board_name:
                 raise
-            click.echo(f"{name}: skipped, no board profile by that name (write one, "
-                       "e.g. from `mcunas boards show`, to fit it)")  # fmt: skip
+            click.echo(
+                f"{name}: skipped, no board profile by that name (write one, "
+                "e.g. from `mcunas boards show`, to fit it)"
+            )
             continue
         fitted += 1
         rows, ops = db.model_rows(name), db.op_records(name)
@@ -134,8 +140,9 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
         libs = ", ".join(
             f"{k}: scale {v.get('scale', '-')}, "
             + (f"error {v['error_pct']}%" if "error_pct" in v else "error not measured")
-            for k, v in table.items() if isinstance(v, dict)
-        )  # fmt: skip
+            for k, v in table.items()
+            if isinstance(v, dict)
+        )
         click.echo(f"{name}: {libs} -> {out}")
     if not fitted:
         raise UserError(f"None of the boards in {db.path} has a profile to fit.")
@@ -168,14 +175,19 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     graph_of = (lambda key: _graph(db.model_path(key))) if db is not None else None
     results = report_loo(board, list(rows.values()), ops, graph_of)
     stats = summarize(results)
-    click.echo(f"{board.name}: leave-one-out on {stats['n']} measurement(s)"
-               + (" (models measured op by op: per-op tables refitted without each model)"
-                  if ops else ""))  # fmt: skip
+    click.echo(
+        f"{board.name}: leave-one-out on {stats['n']} measurement(s)"
+        + (" (models measured op by op: per-op tables refitted without each model)" if ops else "")
+    )
     for r in sorted(results, key=lambda r: -abs(r.error_pct)):
-        click.echo(f"  {r.row.id:<28} {r.row.kernels:<9} measured {r.row.latency_ms:9.2f} ms  "
-                   f"predicted {r.predicted_ms:9.2f} ms  {r.error_pct:+6.1f}%")  # fmt: skip
-    click.echo(f"median |error| {stats['median_abs_pct']:.1f}%, within 10%: "
-               f"{stats['within_10']:.0%}, within 25%: {stats['within_25']:.0%}")  # fmt: skip
+        click.echo(
+            f"  {r.row.id:<28} {r.row.kernels:<9} measured {r.row.latency_ms:9.2f} ms  "
+            f"predicted {r.predicted_ms:9.2f} ms  {r.error_pct:+6.1f}%"
+        )
+    click.echo(
+        f"median |error| {stats['median_abs_pct']:.1f}%, within 10%: "
+        f"{stats['within_10']:.0%}, within 25%: {stats['within_25']:.0%}"
+    )
     if plot:
         _plot(results, Path(plot), board.name)
         click.echo(f"plot: {plot}")

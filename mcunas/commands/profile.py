@@ -56,9 +56,7 @@ def _print_profile(model: str, prof: Any) -> None:
         f"kernels: {board.kernels}) - SIMULATOR ESTIMATES ({prof.source})"
     )
     est = {o.index: o for o in lat.ops}
-    click.echo(
-        f"{'#':>3}  {'op':<20} {'output':<14} {'MACs':>11} {'est. ms':>9} {'+/-':>4}  accel"
-    )
+    click.echo(f"{'#':>3}  {'op':<20} {'output':<14} {'MACs':>11} {'est. ms':>9} {'+/-':>4}  accel")
     for op in graph.ops:
         o = est.get(op.index)
         ms = f"{o.ms:9.3f} {o.error_pct:3.0f}%" if o else f"{'-':>9} {'':>4}"
@@ -67,9 +65,10 @@ def _print_profile(model: str, prof: Any) -> None:
         click.echo(f"{op.index:>3}  {op.name:<20} {shape:<14} {op.macs:>11,} {ms}  {accel}")
     click.echo("")
     basis = (
-        "this board's fitted table" if board.latency_fitted
+        "this board's fitted table"
+        if board.latency_fitted
         else "family defaults, error measured on other boards; `mcunas calibrate` fits this one"
-    )  # fmt: skip
+    )
     click.echo(
         f"latency (estimate)  {lat.ms:.2f} ms +/- {lat.error_pct:.0f}% "
         f"({basis}; error by op kind, 50%+ where no measurement covers the kind)"

@@ -62,8 +62,10 @@ _CANDIDATE_PATTERNS = (
     (re.compile(r"region [`']?([\w.]+)'? overflowed by (\d+) bytes"), "does not fit"),
     (re.compile(r"will not fit in region [`']?([\w.]+)"), "does not fit"),
     (re.compile(r"program size \(\d+ bytes\) is greater than maximum allowed"), "too large"),
-    (re.compile(r"is too large for (?:the )?(?:app )?partition|app partition is too small"),
-     "too large"),
+    (
+        re.compile(r"is too large for (?:the )?(?:app )?partition|app partition is too small"),
+        "too large",
+    ),
     (re.compile(r"has no member named '(Add\w+)'"), "op missing from this TFLite Micro"),
 )
 # Build output that means PlatformIO cannot fetch what it needs: stop the search.
@@ -73,22 +75,36 @@ _FATAL_PATTERN = re.compile(
 )
 # Upload output -> what to check (first match wins: specific causes first).
 _UPLOAD_HINTS = (
-    (re.compile(r"Permission denied|Access is denied"),
-     "no permission on the port: add yourself to the dialout/uucp group or install "
-     "PlatformIO's udev rules, then log in again"),
-    (re.compile(r"port is busy|Resource busy|Device or resource busy"),
-     "the port is in use: close serial monitors (and `mcunas rack`) using it"),
-    (re.compile(r"could not open port|No such file or directory: '/dev/|FileNotFoundError"),
-     "the port does not exist: check the cable and `pio device list`"),
-    (re.compile(r"Failed to connect to ESP|Wrong boot mode|No serial data received"),
-     "the ESP32 is not in download mode: hold BOOT, press and release RESET, release BOOT, "
-     "then retry"),
-    (re.compile(r"No ST-?LINK|ST-LINK.*not found|open failed|Error: init mode failed"),
-     "no ST-LINK found: use the Nucleo's ST-LINK USB port and check its driver/firmware"),
-    (re.compile(r"no accessible RP-series devices|BOOTSEL|picotool"),
-     "the RP2040 is not in BOOTSEL mode: hold BOOTSEL while plugging it in, then retry"),
-    (re.compile(r"No device found on|bossac|double-?tap", re.IGNORECASE),
-     "the Nano 33 BLE bootloader did not answer: double-tap its reset button, then retry"),
+    (
+        re.compile(r"Permission denied|Access is denied"),
+        "no permission on the port: add yourself to the dialout/uucp group or install "
+        "PlatformIO's udev rules, then log in again",
+    ),
+    (
+        re.compile(r"port is busy|Resource busy|Device or resource busy"),
+        "the port is in use: close serial monitors (and `mcunas rack`) using it",
+    ),
+    (
+        re.compile(r"could not open port|No such file or directory: '/dev/|FileNotFoundError"),
+        "the port does not exist: check the cable and `pio device list`",
+    ),
+    (
+        re.compile(r"Failed to connect to ESP|Wrong boot mode|No serial data received"),
+        "the ESP32 is not in download mode: hold BOOT, press and release RESET, release BOOT, "
+        "then retry",
+    ),
+    (
+        re.compile(r"No ST-?LINK|ST-LINK.*not found|open failed|Error: init mode failed"),
+        "no ST-LINK found: use the Nucleo's ST-LINK USB port and check its driver/firmware",
+    ),
+    (
+        re.compile(r"no accessible RP-series devices|BOOTSEL|picotool"),
+        "the RP2040 is not in BOOTSEL mode: hold BOOTSEL while plugging it in, then retry",
+    ),
+    (
+        re.compile(r"No device found on|bossac|double-?tap", re.IGNORECASE),
+        "the Nano 33 BLE bootloader did not answer: double-tap its reset button, then retry",
+    ),
 )
 
 
@@ -221,8 +237,9 @@ class PioProject:
             )
         self.work_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ini, self.work_dir / "platformio.ini")
-        shutil.copytree(firmware, self.work_dir / "firmware", dirs_exist_ok=True,
-                        ignore=_TEMPLATE_IGNORE)
+        shutil.copytree(
+            firmware, self.work_dir / "firmware", dirs_exist_ok=True, ignore=_TEMPLATE_IGNORE
+        )
         if self.board.pio_platform.startswith("espressif32"):
             # ESP-IDF builds need the root CMakeLists.txt beside platformio.ini.
             shutil.copy2(firmware / "esp-idf" / "CMakeLists.txt", self.work_dir / "CMakeLists.txt")
@@ -237,8 +254,10 @@ class PioProject:
                     f"Generated {path} lacks {', '.join(missing)}: mcunas.convert and the "
                     "firmware disagree; update both from the same mcunas version."
                 )
-        crc = re.search(r"MCUNAS_MODEL_CRC32_U32\s+0x([0-9a-fA-F]{8})",
-                        (self.generated_dir / "model_data.h").read_text("utf-8"))
+        crc = re.search(
+            r"MCUNAS_MODEL_CRC32_U32\s+0x([0-9a-fA-F]{8})",
+            (self.generated_dir / "model_data.h").read_text("utf-8"),
+        )
         expected = model_crc32(model_bytes)
         if crc is None or crc.group(1).lower() != expected:
             raise MeasurementError(
@@ -265,8 +284,9 @@ class PioProject:
                 f"`pio run` succeeded but left no ELF at {self.elf_path}; see {log_path}."
             )
         sizes: ElfSizes = read_elf_sizes(self.elf_path, self.board.family)
-        return BuildInfo(self.elf_path, sizes.static_ram_bytes, sizes.flash_bytes,
-                         dict(sizes.sections), log_path)
+        return BuildInfo(
+            self.elf_path, sizes.static_ram_bytes, sizes.flash_bytes, dict(sizes.sections), log_path
+        )
 
     def _build_error(self, log: str, log_path: Path) -> Exception:
         tail = _tail(log)
@@ -296,14 +316,28 @@ class PioProject:
             MeasurementError: the upload failed or timed out, with a hint on what to check.
         """
         log_path = self.work_dir / "logs" / "upload.log"
-        cmd = [self._pio(), "run", "-e", self.env, "-d", str(self.work_dir),
-               "-t", "upload", "--upload-port", port]
+        cmd = [
+            self._pio(),
+            "run",
+            "-e",
+            self.env,
+            "-d",
+            str(self.work_dir),
+            "-t",
+            "upload",
+            "--upload-port",
+            port,
+        ]
         rc, log = self._run(cmd, log_path, UPLOAD_TIMEOUT_S, "upload")
         if rc != 0:
             hints = [hint for pattern, hint in _UPLOAD_HINTS if pattern.search(log)]
-            hint = hints[0] if hints else (
-                "check the port (`pio device list`), the USB cable (data, not charge-only) "
-                "and the board's driver"
+            hint = (
+                hints[0]
+                if hints
+                else (
+                    "check the port (`pio device list`), the USB cable (data, not charge-only) "
+                    "and the board's driver"
+                )
             )
             raise MeasurementError(
                 f"Upload to {port} failed ({self.board.name}): {hint}. Log: {log_path}\n"
@@ -330,8 +364,14 @@ class PioProject:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
             try:
-                proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                      timeout=timeout_s, env=env, check=False)
+                proc = subprocess.run(
+                    cmd,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=timeout_s,
+                    env=env,
+                    check=False,
+                )
             except subprocess.TimeoutExpired:
                 text = log_path.read_text("utf-8", errors="replace")
                 raise MeasurementError(

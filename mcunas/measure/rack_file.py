@@ -77,8 +77,10 @@ def load_rack(path: str | Path) -> Rack:
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise RackError(f"{path}: cannot read rack file ({exc})") from exc
     entries = data.get("board")
-    if not isinstance(entries, list) or not entries or not all(
-        isinstance(e, dict) for e in entries
+    if (
+        not isinstance(entries, list)
+        or not entries
+        or not all(isinstance(e, dict) for e in entries)
     ):
         raise RackError(f"{path}: no [[board]] entries (each needs profile = and port =)")
     _refuse_unknown(data, ("rack", "board"), f"{path}: ")

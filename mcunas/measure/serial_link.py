@@ -124,8 +124,9 @@ class SerialLink:
             try:
                 self._trace = self.trace_path.open("a", encoding="utf-8")
             except OSError as exc:
-                raise UserError(f"cannot write the serial trace {self.trace_path}: "
-                                f"{exc.strerror or exc}") from None
+                raise UserError(
+                    f"cannot write the serial trace {self.trace_path}: {exc.strerror or exc}"
+                ) from None
             self._log("OPEN", f"{self.port} @ {self.baud}")
         try:
             self._ser = self._factory(self.port, self.baud, timeout=READ_POLL_S, exclusive=True)

@@ -319,9 +319,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency-ms", type=float, help="fixed latency instead of the simulator")
     parser.add_argument("--arena-bytes", type=int, default=50_000, help="with --latency-ms")
     parser.add_argument(
-        "--truth", type=int, default=None, metavar="SEED",
+        "--truth",
+        type=int,
+        default=None,
+        metavar="SEED",
         help="report a hidden ground truth's latencies (mcunas.measure.virtual_truth)",
-    )  # fmt: skip
+    )
     args = parser.parse_args(argv)
     from mcunas.boards import load_board
 

@@ -88,12 +88,13 @@ class GroundTruth:
             t = coef.table
             mac = t.mac.get(feat.variant, t.mac.get("other", 40.0))
             cycles = (
-                mac * self.variant_factor[("main" if fast else "reference", feat.variant)]
+                mac
+                * self.variant_factor[("main" if fast else "reference", feat.variant)]
                 * feat.units
                 + t.requant * self.requant_factor * feat.outputs
                 + t.byte * feat.bytes_moved
                 + t.op_overhead * self.op_overhead_factor
-            )  # fmt: skip
+            )
             if feat.variant in MAC_VARIANTS and op.outputs:
                 shape = op.outputs[0].shape or (1,)
                 cycles += PIXEL_CYCLES * math.prod(max(int(d), 1) for d in shape[:-1])

@@ -50,10 +50,17 @@ class PathTable:
 # CoreMark/MHz: Arm's published figures for Cortex-M; Espressif's single-core
 # figures for ESP32 (2.06) and ESP32-S3 (2.56); ESP32-C3 approximate (2.55).
 _COREMARK_PER_MHZ = {
-    "cortex-m0plus": 2.46, "cortex-m4": 3.42, "cortex-m4f": 3.42, "cortex-m7": 5.01,
-    "cortex-m33": 4.02, "cortex-m55": 4.2, "cortex-m85": 6.28,
-    "xtensa-lx6": 2.06, "xtensa-lx7": 2.56, "riscv32": 2.55,
-}  # fmt: skip
+    "cortex-m0plus": 2.46,
+    "cortex-m4": 3.42,
+    "cortex-m4f": 3.42,
+    "cortex-m7": 5.01,
+    "cortex-m33": 4.02,
+    "cortex-m55": 4.2,
+    "cortex-m85": 6.28,
+    "xtensa-lx6": 2.06,
+    "xtensa-lx7": 2.56,
+    "riscv32": 2.55,
+}
 _SCALAR = {core: round(2.56 / cm, 3) for core, cm in _COREMARK_PER_MHZ.items()}
 
 CORE_FACTORS: dict[str, dict[str, float]] = {
@@ -71,26 +78,54 @@ CORE_FACTORS: dict[str, dict[str, float]] = {
 # measured variant of the same path (estimates; refit with `mcunas calibrate`).
 MICROBENCH_DERIVED: dict[str, dict[str, tuple[str, float]]] = {
     "esp-nn-ansi": {
-        "conv_kxk": ("conv_1x1", 1.15), "dw_3x3_s2": ("dw_3x3_s1", 1.0),
-        "dw_kxk": ("dw_3x3_s1", 1.0), "bmm": ("fc", 1.0), "mean": ("pool_avg", 1.0),
+        "conv_kxk": ("conv_1x1", 1.15),
+        "dw_3x3_s2": ("dw_3x3_s1", 1.0),
+        "dw_kxk": ("dw_3x3_s1", 1.0),
+        "bmm": ("fc", 1.0),
+        "mean": ("pool_avg", 1.0),
     },
     "esp-nn-s3": {
-        "conv_kxk": ("conv_1x1", 2.0), "dw_3x3_s2": ("dw_3x3_s1", 1.1),
-        "dw_kxk": ("dw_mult", 1.0), "bmm": ("fc", 1.0), "mean": ("pool_avg", 1.0),
+        "conv_kxk": ("conv_1x1", 2.0),
+        "dw_3x3_s2": ("dw_3x3_s1", 1.1),
+        "dw_kxk": ("dw_mult", 1.0),
+        "bmm": ("fc", 1.0),
+        "mean": ("pool_avg", 1.0),
     },
-}  # fmt: skip
+}
 # Non-MAC variants no microbenchmark covers, cycles per unit, any path.
 GENERIC_UNIT_CYCLES = {
-    "transpose": 6.0, "copy": 1.0, "quantize": 20.0, "float": 40.0, "other": 40.0, "free": 0.0,
-}  # fmt: skip
+    "transpose": 6.0,
+    "copy": 1.0,
+    "quantize": 20.0,
+    "float": 40.0,
+    "other": 40.0,
+    "free": 0.0,
+}
 
 _CMSIS_DSP = {
-    "conv_1x1": 0.75, "conv_kxk": 1.0, "conv_shallow": 2.5, "dw_3x3_s1": 1.6,
-    "dw_3x3_s2": 1.6, "dw_kxk": 2.0, "dw_mult": 3.5, "fc": 0.9, "bmm": 1.1,
-    "softmax": 25.0, "add": 9.0, "mul": 7.0, "activation": 0.5, "mean": 3.0,
-    "transpose": 5.0, "pool_max": 1.0, "pool_avg": 1.5, "copy": 0.5, "quantize": 15.0,
-    "float": 25.0, "other": 30.0, "free": 0.0,
-}  # fmt: skip
+    "conv_1x1": 0.75,
+    "conv_kxk": 1.0,
+    "conv_shallow": 2.5,
+    "dw_3x3_s1": 1.6,
+    "dw_3x3_s2": 1.6,
+    "dw_kxk": 2.0,
+    "dw_mult": 3.5,
+    "fc": 0.9,
+    "bmm": 1.1,
+    "softmax": 25.0,
+    "add": 9.0,
+    "mul": 7.0,
+    "activation": 0.5,
+    "mean": 3.0,
+    "transpose": 5.0,
+    "pool_max": 1.0,
+    "pool_avg": 1.5,
+    "copy": 0.5,
+    "quantize": 15.0,
+    "float": 25.0,
+    "other": 30.0,
+    "free": 0.0,
+}
 
 PRIOR_TABLES: dict[str, PathTable] = {
     "cmsis-nn-dsp": PathTable(
@@ -147,14 +182,12 @@ DEFAULT_ERRORS: dict[str, float] = {
 # any other variant is stated at 50% at least.
 DEFAULT_CHECKED: dict[str, tuple[str, ...]] = {
     "cmsis-nn-c": ("conv_1x1", "dw_3x3_s1", "dw_3x3_s2", "dw_mult"),
-    "cmsis-nn-dsp": ("add", "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2",
-                     "fc"),
-    "cmsis-nn-mve": ("add", "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2",
-                     "fc"),
+    "cmsis-nn-dsp": ("add", "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2", "fc"),
+    "cmsis-nn-mve": ("add", "conv_1x1", "conv_kxk", "conv_shallow", "dw_3x3_s1", "dw_3x3_s2", "fc"),
     "esp-nn-ansi": ("conv_1x1", "dw_3x3_s1", "dw_3x3_s2", "dw_mult"),
     "esp-nn-s3": ("conv_1x1", "dw_3x3_s1", "dw_3x3_s2", "dw_mult"),
     "tflm-ref": ("conv_1x1", "dw_3x3_s1", "dw_3x3_s2", "dw_mult"),
-}  # fmt: skip
+}
 
 
 def path_for(core: str, kernels: str) -> str:

@@ -53,15 +53,38 @@ MAC_VARIANTS = frozenset(v for v, unit in VARIANTS.items() if unit == "MAC")
 _ADD = {"ADD", "SUB", "SQUARED_DIFFERENCE", "MAXIMUM", "MINIMUM", "ADD_N"}
 _MUL = {"MUL", "DIV"}
 _ACT = {
-    "RELU", "RELU6", "RELU_N1_TO_1", "RELU_0_TO_1", "LEAKY_RELU", "PRELU",
-    "HARD_SWISH", "LOGISTIC", "TANH", "ELU", "GELU",
-}  # fmt: skip
+    "RELU",
+    "RELU6",
+    "RELU_N1_TO_1",
+    "RELU_0_TO_1",
+    "LEAKY_RELU",
+    "PRELU",
+    "HARD_SWISH",
+    "LOGISTIC",
+    "TANH",
+    "ELU",
+    "GELU",
+}
 _MEAN = {"MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD"}
 _COPY = {
-    "CONCATENATION", "PAD", "PADV2", "MIRROR_PAD", "STRIDED_SLICE", "SLICE", "SPLIT",
-    "SPLIT_V", "GATHER", "PACK", "UNPACK", "TILE", "RESIZE_NEAREST_NEIGHBOR",
-    "RESIZE_BILINEAR", "BROADCAST_TO", "SPACE_TO_DEPTH", "DEPTH_TO_SPACE",
-}  # fmt: skip
+    "CONCATENATION",
+    "PAD",
+    "PADV2",
+    "MIRROR_PAD",
+    "STRIDED_SLICE",
+    "SLICE",
+    "SPLIT",
+    "SPLIT_V",
+    "GATHER",
+    "PACK",
+    "UNPACK",
+    "TILE",
+    "RESIZE_NEAREST_NEIGHBOR",
+    "RESIZE_BILINEAR",
+    "BROADCAST_TO",
+    "SPACE_TO_DEPTH",
+    "DEPTH_TO_SPACE",
+}
 _FREE = {"RESHAPE", "SQUEEZE", "EXPAND_DIMS", "SHAPE"}
 _QUANT = {"QUANTIZE", "DEQUANTIZE"}
 _SHALLOW_CHANNELS = 8
@@ -122,11 +145,18 @@ def classify(op: Any) -> str:
     if _is_float(op) and name not in _FREE:
         return "float"
     table = (
-        ({"SOFTMAX", "LOG_SOFTMAX"}, "softmax"), (_ADD, "add"), (_MUL, "mul"),
-        (_ACT, "activation"), (_MEAN, "mean"), ({"TRANSPOSE"}, "transpose"),
-        ({"MAX_POOL_2D"}, "pool_max"), ({"AVERAGE_POOL_2D"}, "pool_avg"),
-        (_COPY, "copy"), (_QUANT, "quantize"), (_FREE, "free"),
-    )  # fmt: skip
+        ({"SOFTMAX", "LOG_SOFTMAX"}, "softmax"),
+        (_ADD, "add"),
+        (_MUL, "mul"),
+        (_ACT, "activation"),
+        (_MEAN, "mean"),
+        ({"TRANSPOSE"}, "transpose"),
+        ({"MAX_POOL_2D"}, "pool_max"),
+        ({"AVERAGE_POOL_2D"}, "pool_avg"),
+        (_COPY, "copy"),
+        (_QUANT, "quantize"),
+        (_FREE, "free"),
+    )
     return next((variant for names, variant in table if name in names), "other")
 
 

@@ -98,8 +98,9 @@ def load_calibration(
         raise UserError(f"Cannot read measurements file {path} as CSV: {exc}") from exc
     missing = [k for k in _REQUIRED if not rows or k not in rows[0]]
     if missing:
-        raise UserError(f"{path}: needs columns {', '.join(_REQUIRED)}; "
-                        f"missing {', '.join(missing)}")
+        raise UserError(
+            f"{path}: needs columns {', '.join(_REQUIRED)}; missing {', '.join(missing)}"
+        )
     out = []
     for n, raw in enumerate(rows, start=2):
         if any(raw.get(k) in (None, "") for k in _REQUIRED):
@@ -108,17 +109,22 @@ def load_calibration(
         model = Path(raw["model_file"])
         model = model if model.is_absolute() else models_dir / model
         if not model.is_file():
-            raise UserError(f"{path}:{n}: model file not found: {model} "
-                            "(relative names are looked up in models/ beside the CSV)")
+            raise UserError(
+                f"{path}:{n}: model file not found: {model} "
+                "(relative names are looked up in models/ beside the CSV)"
+            )
         if raw["core"] not in CORES:
-            raise UserError(f"{path}:{n}: unknown core {raw['core']!r} "
-                            f"(cores: {', '.join(CORES)})")  # fmt: skip
+            raise UserError(f"{path}:{n}: unknown core {raw['core']!r} (cores: {', '.join(CORES)})")
         if raw["kernels"] not in KERNEL_LIBRARIES:
-            raise UserError(f"{path}:{n}: unknown kernels {raw['kernels']!r} "
-                            f"(kernels: {', '.join(KERNEL_LIBRARIES)})")  # fmt: skip
+            raise UserError(
+                f"{path}:{n}: unknown kernels {raw['kernels']!r} "
+                f"(kernels: {', '.join(KERNEL_LIBRARIES)})"
+            )
         if is_float_model(_graph(model)):
-            raise UserError(f"{path}:{n}: {model} is a float model; calibration rows need "
-                            "full-integer INT8 models")
+            raise UserError(
+                f"{path}:{n}: {model} is a float model; calibration rows need "
+                "full-integer INT8 models"
+            )
         try:
             out.append(
                 CalibrationRow(
@@ -131,7 +137,7 @@ def load_calibration(
                     latency_ms=float(raw["latency_ms"]),
                     runtime=raw.get("runtime", ""),
                     source=raw.get("source", ""),
-                )  # fmt: skip
+                )
             )
         except ValueError as exc:
             raise UserError(f"{path}:{n}: bad number ({exc})") from exc

@@ -68,7 +68,10 @@ STRUCT_BYTES: dict[str, tuple[int, int, int]] = {
 # depthwise, fully connected and transpose conv hold two pointers (per-channel
 # multiplier and shift): 4 bytes less each on 32-bit. Other OpData are ints/floats.
 _OPDATA_POINTER_SAVING = {
-    "CONV_2D": 8, "DEPTHWISE_CONV_2D": 8, "FULLY_CONNECTED": 8, "TRANSPOSE_CONV": 8,
+    "CONV_2D": 8,
+    "DEPTHWISE_CONV_2D": 8,
+    "FULLY_CONNECTED": 8,
+    "TRANSPOSE_CONV": 8,
 }
 
 # Flash taken by each op's kernel code, in bytes, per kernel library. ESTIMATES for
@@ -76,25 +79,57 @@ _OPDATA_POINTER_SAVING = {
 # kernels carry several specialised variants each). Refine with `mcunas bench`,
 # which reads the real ELF size. Ops not listed cost _DEFAULT_KERNEL_CODE.
 _REFERENCE_CODE = {
-    "CONV_2D": 4608, "DEPTHWISE_CONV_2D": 4608, "FULLY_CONNECTED": 2560,
-    "AVERAGE_POOL_2D": 2048, "MAX_POOL_2D": 2048, "SOFTMAX": 3072, "ADD": 3072, "MUL": 2560,
-    "SUB": 2560, "RESHAPE": 512, "SQUEEZE": 512, "EXPAND_DIMS": 512, "BATCH_MATMUL": 4096,
-    "TRANSPOSE": 1536, "MEAN": 4096, "QUANTIZE": 2048, "DEQUANTIZE": 1536, "RSQRT": 2048,
-    "CONCATENATION": 1536, "PAD": 1536, "TRANSPOSE_CONV": 4096,
+    "CONV_2D": 4608,
+    "DEPTHWISE_CONV_2D": 4608,
+    "FULLY_CONNECTED": 2560,
+    "AVERAGE_POOL_2D": 2048,
+    "MAX_POOL_2D": 2048,
+    "SOFTMAX": 3072,
+    "ADD": 3072,
+    "MUL": 2560,
+    "SUB": 2560,
+    "RESHAPE": 512,
+    "SQUEEZE": 512,
+    "EXPAND_DIMS": 512,
+    "BATCH_MATMUL": 4096,
+    "TRANSPOSE": 1536,
+    "MEAN": 4096,
+    "QUANTIZE": 2048,
+    "DEQUANTIZE": 1536,
+    "RSQRT": 2048,
+    "CONCATENATION": 1536,
+    "PAD": 1536,
+    "TRANSPOSE_CONV": 4096,
 }
 _DEFAULT_KERNEL_CODE = 2048
 KERNEL_CODE_BYTES: dict[str, dict[str, int]] = {
     "reference": _REFERENCE_CODE,
     "cmsis-nn": {
-        **_REFERENCE_CODE, "CONV_2D": 10240, "DEPTHWISE_CONV_2D": 9216,
-        "FULLY_CONNECTED": 3584, "AVERAGE_POOL_2D": 3072, "MAX_POOL_2D": 3072,
-        "SOFTMAX": 3584, "ADD": 3584, "MUL": 3072, "BATCH_MATMUL": 5120, "TRANSPOSE": 2048,
-        "TRANSPOSE_CONV": 8192, "SVDF": 5120, "UNIDIRECTIONAL_SEQUENCE_LSTM": 10240,
+        **_REFERENCE_CODE,
+        "CONV_2D": 10240,
+        "DEPTHWISE_CONV_2D": 9216,
+        "FULLY_CONNECTED": 3584,
+        "AVERAGE_POOL_2D": 3072,
+        "MAX_POOL_2D": 3072,
+        "SOFTMAX": 3584,
+        "ADD": 3584,
+        "MUL": 3072,
+        "BATCH_MATMUL": 5120,
+        "TRANSPOSE": 2048,
+        "TRANSPOSE_CONV": 8192,
+        "SVDF": 5120,
+        "UNIDIRECTIONAL_SEQUENCE_LSTM": 10240,
     },
     "esp-nn": {
-        **_REFERENCE_CODE, "CONV_2D": 14336, "DEPTHWISE_CONV_2D": 14336,
-        "FULLY_CONNECTED": 4096, "AVERAGE_POOL_2D": 4096, "MAX_POOL_2D": 4096,
-        "SOFTMAX": 4096, "ADD": 4096, "MUL": 4096,
+        **_REFERENCE_CODE,
+        "CONV_2D": 14336,
+        "DEPTHWISE_CONV_2D": 14336,
+        "FULLY_CONNECTED": 4096,
+        "AVERAGE_POOL_2D": 4096,
+        "MAX_POOL_2D": 4096,
+        "SOFTMAX": 4096,
+        "ADD": 4096,
+        "MUL": 4096,
     },
 }
 
@@ -183,10 +218,18 @@ def estimate_memory(
         f"{board.firmware_flash_bytes} B (board profile baseline)"
     )
     return MemoryEstimate(
-        arena_bytes=arena, arena_head_bytes=head + scratch, arena_tail_bytes=tail + headroom,
-        peak_sram_bytes=peak, flash_bytes=flash, model_bytes=len(model_bytes),
-        kernel_code_bytes=code, methods=methods, host_arena_bytes=host_total,
-        planner_headroom_bytes=headroom, scratch_bytes=scratch, runtime_error=error,
+        arena_bytes=arena,
+        arena_head_bytes=head + scratch,
+        arena_tail_bytes=tail + headroom,
+        peak_sram_bytes=peak,
+        flash_bytes=flash,
+        model_bytes=len(model_bytes),
+        kernel_code_bytes=code,
+        methods=methods,
+        host_arena_bytes=host_total,
+        planner_headroom_bytes=headroom,
+        scratch_bytes=scratch,
+        runtime_error=error,
     )
 
 
@@ -306,10 +349,14 @@ def _static_head(graph: Graph) -> int:
 def _static_tail(graph: Graph) -> int:
     """32-bit persistent structs: eval tensors, nodes, I/O tensors, kernel OpData."""
     per_channel = sum(
-        8 * op.outputs[0].shape[-1] for op in graph.ops
+        8 * op.outputs[0].shape[-1]
+        for op in graph.ops
         if op.name in _OPDATA_POINTER_SAVING and op.outputs and op.outputs[0].shape
     )
-    return 12 * len(graph.tensors) + 32 * len(graph.ops) + 2 * (40 + 20) + 64 * len(
-        graph.ops
-    ) + per_channel
-
+    return (
+        12 * len(graph.tensors)
+        + 32 * len(graph.ops)
+        + 2 * (40 + 20)
+        + 64 * len(graph.ops)
+        + per_channel
+    )

@@ -28,9 +28,13 @@ MICROBENCH_CSV = (
 )
 COLUMNS = {"esp-nn-ansi": "reference_cycles", "esp-nn-s3": "esp_nn_cycles"}
 _SIMPLE = {
-    "elementwise_add": "add", "elementwise_mul": "mul", "relu6": "activation",
-    "softmax": "softmax", "max_pool": "pool_max", "avg_pool": "pool_avg",
-}  # fmt: skip
+    "elementwise_add": "add",
+    "elementwise_mul": "mul",
+    "relu6": "activation",
+    "softmax": "softmax",
+    "max_pool": "pool_max",
+    "avg_pool": "pool_avg",
+}
 _PAIR = re.compile(r"(\w+)\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)")
 _FILTER = re.compile(r"filter[:(\s]*\s*(\d+)x(\d+)x(\d+)x(\d+)")
 _NUMBERS = re.compile(r"\d+")
@@ -39,8 +43,9 @@ _NUMBERS = re.compile(r"\d+")
 class KernelCall:
     """One microbenchmark row: variant, MACs or units, requantized outputs, cycles."""
 
-    def __init__(self, function: str, variant: str, units: float, outputs: int,
-                 cycles: dict[str, float]) -> None:  # fmt: skip
+    def __init__(
+        self, function: str, variant: str, units: float, outputs: int, cycles: dict[str, float]
+    ) -> None:
         self.function, self.variant, self.units = function, variant, units
         self.outputs, self.cycles = outputs, cycles
 

@@ -96,8 +96,9 @@ def _columns(rows: list[tuple]) -> list[tuple[str, str]]:
     return list(cols)
 
 
-def _solve(rows: list[tuple], cols: list[tuple[str, str]],
-           prior_requant: dict[str, float]) -> dict[tuple[str, str], float]:  # fmt: skip
+def _solve(
+    rows: list[tuple], cols: list[tuple[str, str]], prior_requant: dict[str, float]
+) -> dict[tuple[str, str], float]:
     from scipy.optimize import nnls
 
     index = {c: i for i, c in enumerate(cols)}
@@ -201,8 +202,13 @@ def _keep_unfitted(board: Any, lib: str, entry: dict[str, Any]) -> None:
         entry.setdefault(key, round(getattr(old.table, key) * speed, 3))
 
 
-def _add_invoke_overhead(board: Any, tables: dict, op_records: Sequence[Any],
-                         model_rows: Sequence[Any], graph_of: GraphOf) -> None:  # fmt: skip
+def _add_invoke_overhead(
+    board: Any,
+    tables: dict,
+    op_records: Sequence[Any],
+    model_rows: Sequence[Any],
+    graph_of: GraphOf,
+) -> None:
     from mcunas.predict.latency import resolve
     from mcunas.predict.records import model_hash
 

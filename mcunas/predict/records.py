@@ -101,9 +101,18 @@ class RecordStore:
             )
         return key
 
-    def add_measurement(self, model_bytes: bytes, board: str, core: str, kernels: str,
-                        clock_hz: int, latency_ms: float, source: str, label: str = "",
-                        ops: Iterable[tuple[int, str, float]] = ()) -> str:  # fmt: skip
+    def add_measurement(
+        self,
+        model_bytes: bytes,
+        board: str,
+        core: str,
+        kernels: str,
+        clock_hz: int,
+        latency_ms: float,
+        source: str,
+        label: str = "",
+        ops: Iterable[tuple[int, str, float]] = (),
+    ) -> str:
         """Store a whole-model latency and, optionally, per-op times (index, op, ms)."""
         if not (math.isfinite(latency_ms) and latency_ms > 0):
             raise UserError(f"latency must be a positive number, got {latency_ms} ms")
@@ -129,9 +138,15 @@ class RecordStore:
             board = board_for_row(row)
             source = f"published:{row.source}" if row.source else f"csv:{csv_path}"
             self.add_measurement(
-                row.model.read_bytes(), board, row.core, row.kernels, row.clock_hz,
-                row.latency_ms, source, label=row.id,
-            )  # fmt: skip
+                row.model.read_bytes(),
+                board,
+                row.core,
+                row.kernels,
+                row.clock_hz,
+                row.latency_ms,
+                source,
+                label=row.id,
+            )
             count += 1
         return count
 
@@ -145,8 +160,10 @@ class RecordStore:
 
     def model_rows(self, board: str | None = None) -> list[CalibrationRow]:
         """Whole-model measurements, as rows the fit and leave-one-out take."""
-        sql = ("SELECT model_hash, board, core, kernels, clock_hz, latency_ms, source, label, id "
-               "FROM measurements WHERE op_index IS NULL")  # fmt: skip
+        sql = (
+            "SELECT model_hash, board, core, kernels, clock_hz, latency_ms, source, label, id "
+            "FROM measurements WHERE op_index IS NULL"
+        )
         args: tuple = ()
         if board:
             sql, args = sql + " AND board=?", (board,)
@@ -162,14 +179,16 @@ class RecordStore:
                     kernels=kernels,
                     latency_ms=ms,
                     source=source,
-                )  # fmt: skip
+                )
             )
         return out
 
     def op_records(self, board: str | None = None) -> list[OpRecord]:
         """Per-op measurements."""
-        sql = ("SELECT model_hash, board, kernels, clock_hz, op_index, op_name, latency_ms, source"
-               " FROM measurements WHERE op_index IS NOT NULL")  # fmt: skip
+        sql = (
+            "SELECT model_hash, board, kernels, clock_hz, op_index, op_name, latency_ms, source"
+            " FROM measurements WHERE op_index IS NOT NULL"
+        )
         args: tuple = ()
         if board:
             sql, args = sql + " AND board=?", (board,)
@@ -185,9 +204,11 @@ class RecordStore:
 
     def summary(self) -> list[tuple[str, str, str, int, int]]:
         """(board, kernels, source, whole-model measurements, per-op measurements) groups."""
-        sql = ("SELECT board, kernels, source, SUM(op_index IS NULL), SUM(op_index IS NOT NULL)"
-               " FROM measurements GROUP BY board, kernels, source"
-               " ORDER BY board, kernels, source")  # fmt: skip
+        sql = (
+            "SELECT board, kernels, source, SUM(op_index IS NULL), SUM(op_index IS NOT NULL)"
+            " FROM measurements GROUP BY board, kernels, source"
+            " ORDER BY board, kernels, source"
+        )
         return [tuple(r) for r in self._db.execute(sql)]
 
     def forget(self, board: str, source: str | None = None) -> int:
@@ -218,11 +239,15 @@ def _check_rows(rows: list[CalibrationRow], csv_path: Path) -> None:
         if row.clock_hz <= 0:
             raise UserError(f"{where}: clock_mhz must be positive, got {row.clock_hz / 1e6:g}")
         if row.kernels == "esp-nn" and core_family(row.core) == "cortex-m":
-            raise UserError(f"{where}: kernels esp-nn (Espressif's library) cannot run on "
-                            f"{row.core}; use cmsis-nn or reference")  # fmt: skip
+            raise UserError(
+                f"{where}: kernels esp-nn (Espressif's library) cannot run on "
+                f"{row.core}; use cmsis-nn or reference"
+            )
         if row.id in seen:
-            raise UserError(f"{where}: id {row.id!r} is used again (first on line {seen[row.id]}); "
-                            "give each measurement its own id")  # fmt: skip
+            raise UserError(
+                f"{where}: id {row.id!r} is used again (first on line {seen[row.id]}); "
+                "give each measurement its own id"
+            )
         seen[row.id] = line
 
 

@@ -91,8 +91,12 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
     unit: dict[str, float] = {}
     for row in rows:
         lib = {**(board.latency or {}).get(row.kernels, {}), "scale": 1.0}
-        b = replace(board, kernels=row.kernels, clock_hz=row.clock_hz,
-                    latency={**(board.latency or {}), row.kernels: lib})  # fmt: skip
+        b = replace(
+            board,
+            kernels=row.kernels,
+            clock_hz=row.clock_hz,
+            latency={**(board.latency or {}), row.kernels: lib},
+        )
         unit[row.id] = predict_latency(_graph(row.model), b).ms
     results = []
     for row in rows:
@@ -189,8 +193,9 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     from mcunas.predict.opfit import fit_op_tables
 
     board = fit_base(board)
-    table: dict = {"source": f"{FIT_SOURCE}: {len(rows)} model and "
-                   f"{len(op_records)} op measurements"}  # fmt: skip
+    table: dict = {
+        "source": f"{FIT_SOURCE}: {len(rows)} model and {len(op_records)} op measurements"
+    }
     base = _base_name(board)
     if base:
         table["base"] = base

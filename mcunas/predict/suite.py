@@ -53,9 +53,15 @@ class _Net:
         self.tensors: list[dict] = []
         self.ops: list[tuple[str, list[int], list[int], str | None, dict]] = []
 
-    def tensor(self, shape: list[int], dtype: str = "int8", data: np.ndarray | None = None,
-               scale: list[float] | None = None, zero_point: list[int] | None = None,
-               qdim: int = 0) -> int:  # fmt: skip
+    def tensor(
+        self,
+        shape: list[int],
+        dtype: str = "int8",
+        data: np.ndarray | None = None,
+        scale: list[float] | None = None,
+        zero_point: list[int] | None = None,
+        qdim: int = 0,
+    ) -> int:
         self.tensors.append(
             dict(
                 shape=list(shape),
@@ -64,15 +70,22 @@ class _Net:
                 qdim=qdim,
                 scale=[_ACT_SCALE] if scale is None and dtype == "int8" else scale,
                 zero_point=zero_point,
-            )  # fmt: skip
+            )
         )
         return len(self.tensors) - 1
 
     def shape(self, t: int) -> list[int]:
         return self.tensors[t]["shape"]
 
-    def op(self, name: str, ins: list[int], out_shape: list[int], options: str | None = None,
-           out: int | None = None, **fields: object) -> int:  # fmt: skip
+    def op(
+        self,
+        name: str,
+        ins: list[int],
+        out_shape: list[int],
+        options: str | None = None,
+        out: int | None = None,
+        **fields: object,
+    ) -> int:
         out = self.tensor(out_shape) if out is None else out
         self.ops.append((name, ins, [out], options, fields))
         return out
@@ -82,8 +95,9 @@ class _Net:
         w_scale = list(self.rng.uniform(0.002, 0.02, size=channels))
         wt = self.tensor(shape, data=w, scale=w_scale, zero_point=[0] * channels, qdim=qdim)
         bias = self.rng.integers(-2000, 2000, size=channels, dtype=np.int32)
-        bt = self.tensor([channels], "int32", bias, [_ACT_SCALE * s for s in w_scale],
-                         [0] * channels)  # fmt: skip
+        bt = self.tensor(
+            [channels], "int32", bias, [_ACT_SCALE * s for s in w_scale], [0] * channels
+        )
         return wt, bt
 
     # -- layers ---------------------------------------------------------------------
@@ -91,17 +105,32 @@ class _Net:
         _, h, w, c = self.shape(x)
         wt, bt = self._weights([out_ch, k, k, c], out_ch, 0)
         oh, ow = -(-h // stride), -(-w // stride)
-        return self.op("CONV_2D", [x, wt, bt], [1, oh, ow, out_ch], "Conv2DOptions",
-                       padding=0, strideW=stride, strideH=stride,
-                       fusedActivationFunction=3 if relu else 0)  # fmt: skip
+        return self.op(
+            "CONV_2D",
+            [x, wt, bt],
+            [1, oh, ow, out_ch],
+            "Conv2DOptions",
+            padding=0,
+            strideW=stride,
+            strideH=stride,
+            fusedActivationFunction=3 if relu else 0,
+        )
 
     def dwconv(self, x: int, k: int, stride: int = 1, mult: int = 1) -> int:
         _, h, w, c = self.shape(x)
         wt, bt = self._weights([1, k, k, c * mult], c * mult, 3)
         oh, ow = -(-h // stride), -(-w // stride)
-        return self.op("DEPTHWISE_CONV_2D", [x, wt, bt], [1, oh, ow, c * mult],
-                       "DepthwiseConv2DOptions", padding=0, strideW=stride, strideH=stride,
-                       depthMultiplier=mult, fusedActivationFunction=3)  # fmt: skip
+        return self.op(
+            "DEPTHWISE_CONV_2D",
+            [x, wt, bt],
+            [1, oh, ow, c * mult],
+            "DepthwiseConv2DOptions",
+            padding=0,
+            strideW=stride,
+            strideH=stride,
+            depthMultiplier=mult,
+            fusedActivationFunction=3,
+        )
 
     def fc(self, x: int, units: int) -> int:
         shape = self.shape(x)
@@ -109,22 +138,36 @@ class _Net:
         self.tensors[bt]["shape"] = [units]
         self.tensors[bt]["data"] = self.rng.integers(-2000, 2000, size=units, dtype=np.int32)
         out_shape = [*shape[:-1], units] if len(shape) > 2 else [1, units]
-        return self.op("FULLY_CONNECTED", [x, wt, bt], out_shape, "FullyConnectedOptions",
-                       keepNumDims=len(shape) > 2)  # fmt: skip
+        return self.op(
+            "FULLY_CONNECTED",
+            [x, wt, bt],
+            out_shape,
+            "FullyConnectedOptions",
+            keepNumDims=len(shape) > 2,
+        )
 
     def pool(self, x: int, kind: str, k: int, stride: int) -> int:
         _, h, w, c = self.shape(x)
-        return self.op(kind, [x], [1, (h - k) // stride + 1, (w - k) // stride + 1, c],
-                       "Pool2DOptions", padding=1, strideW=stride, strideH=stride,
-                       filterWidth=k, filterHeight=k)  # fmt: skip
+        return self.op(
+            kind,
+            [x],
+            [1, (h - k) // stride + 1, (w - k) // stride + 1, c],
+            "Pool2DOptions",
+            padding=1,
+            strideW=stride,
+            strideH=stride,
+            filterWidth=k,
+            filterHeight=k,
+        )
 
     def const_i32(self, values: list[int]) -> int:
         return self.tensor([len(values)], "int32", np.array(values, np.int32), None)
 
     def mean(self, x: int) -> int:
         _, _, _, c = self.shape(x)
-        return self.op("MEAN", [x, self.const_i32([1, 2])], [1, 1, 1, c], "ReducerOptions",
-                       keepDims=True)  # fmt: skip
+        return self.op(
+            "MEAN", [x, self.const_i32([1, 2])], [1, 1, 1, c], "ReducerOptions", keepDims=True
+        )
 
     def transpose(self, x: int) -> int:
         b, n, k = self.shape(x)
@@ -132,8 +175,9 @@ class _Net:
 
     def bmm(self, a: int, b: int) -> int:
         sa, sb = self.shape(a), self.shape(b)
-        return self.op("BATCH_MATMUL", [a, b], [sa[0], sa[1], sb[1]], "BatchMatMulOptions",
-                       adjY=True)  # fmt: skip
+        return self.op(
+            "BATCH_MATMUL", [a, b], [sa[0], sa[1], sb[1]], "BatchMatMulOptions", adjY=True
+        )
 
     def softmax(self, x: int) -> int:
         out = self.tensor(self.shape(x), scale=[1 / 256], zero_point=[-128])
@@ -151,7 +195,10 @@ def _pack(net: _Net, inputs: list[int], outputs: list[int]) -> bytes:
     from mcunas.tflm import build_model
 
     return build_model(
-        list(net.ops), list(net.tensors), inputs, outputs,
+        list(net.ops),
+        list(net.tensors),
+        inputs,
+        outputs,
         description=f"mcunas calibration {SUITE_VERSION}",
     )
 
@@ -170,9 +217,13 @@ def _single(kind: str, **kw: int) -> Recipe:
             return n.pool(x, kind, kw["k"], kw["stride"])
         if kind in ("ADD", "MUL", "SQUARED_DIFFERENCE"):
             return n.binary(kind, x, x)
-        return {"fc": lambda: n.fc(x, kw["out"]), "mean": lambda: n.mean(x),
-                "softmax": lambda: n.softmax(x), "transpose": lambda: n.transpose(x),
-                "bmm": lambda: n.bmm(x, x)}[kind]()  # fmt: skip
+        return {
+            "fc": lambda: n.fc(x, kw["out"]),
+            "mean": lambda: n.mean(x),
+            "softmax": lambda: n.softmax(x),
+            "transpose": lambda: n.transpose(x),
+            "bmm": lambda: n.bmm(x, x),
+        }[kind]()
 
     return build
 
@@ -197,31 +248,70 @@ def _attention(n: _Net, x: int) -> int:
 def _head(n: _Net, x: int) -> int:
     c = n.shape(x)[-1]
     pooled = n.mean(x)
-    flat = n.op("RESHAPE", [pooled, n.const_i32([1, c])], [1, c], "ReshapeOptions",
-                newShape=[1, c])  # fmt: skip
+    flat = n.op("RESHAPE", [pooled, n.const_i32([1, c])], [1, c], "ReshapeOptions", newShape=[1, c])
     return n.softmax(n.fc(flat, 10))
 
 
 # (name, input shape, recipe, variants); the small suite keeps the rows marked True.
 def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
     r: list = []
-    for hw, c, out, small in ((24, 16, 32, True), (12, 32, 64, True), (6, 64, 128, True),
-                              (48, 8, 16, False), (12, 96, 24, False)):  # fmt: skip
-        r.append((f"conv1x1_{hw}x{c}to{out}", [1, hw, hw, c], _single("conv", out=out, k=1),
-                  ("conv_1x1",), small))  # fmt: skip
-    for hw, c, out, small in ((16, 16, 16, True), (8, 32, 32, True), (24, 8, 16, False),
-                              (6, 64, 64, False)):  # fmt: skip
-        r.append((f"conv3x3_{hw}x{c}to{out}", [1, hw, hw, c], _single("conv", out=out, k=3),
-                  ("conv_kxk",), small))  # fmt: skip
-    for hw, c, out, st, small in ((48, 1, 8, 2, True), (32, 3, 16, 1, True),
-                                  (64, 3, 8, 2, False)):  # fmt: skip
-        r.append((f"stem3x3s{st}_{hw}x{c}to{out}", [1, hw, hw, c],
-                  _single("conv", out=out, k=3, stride=st), ("conv_shallow",), small))  # fmt: skip
-    for k, st, variant in ((3, 1, "dw_3x3_s1"), (3, 2, "dw_3x3_s2"), (5, 1, "dw_kxk"),
-                           (5, 2, "dw_kxk")):  # fmt: skip
+    for hw, c, out, small in (
+        (24, 16, 32, True),
+        (12, 32, 64, True),
+        (6, 64, 128, True),
+        (48, 8, 16, False),
+        (12, 96, 24, False),
+    ):
+        r.append(
+            (
+                f"conv1x1_{hw}x{c}to{out}",
+                [1, hw, hw, c],
+                _single("conv", out=out, k=1),
+                ("conv_1x1",),
+                small,
+            )
+        )
+    for hw, c, out, small in (
+        (16, 16, 16, True),
+        (8, 32, 32, True),
+        (24, 8, 16, False),
+        (6, 64, 64, False),
+    ):
+        r.append(
+            (
+                f"conv3x3_{hw}x{c}to{out}",
+                [1, hw, hw, c],
+                _single("conv", out=out, k=3),
+                ("conv_kxk",),
+                small,
+            )
+        )
+    for hw, c, out, st, small in ((48, 1, 8, 2, True), (32, 3, 16, 1, True), (64, 3, 8, 2, False)):
+        r.append(
+            (
+                f"stem3x3s{st}_{hw}x{c}to{out}",
+                [1, hw, hw, c],
+                _single("conv", out=out, k=3, stride=st),
+                ("conv_shallow",),
+                small,
+            )
+        )
+    for k, st, variant in (
+        (3, 1, "dw_3x3_s1"),
+        (3, 2, "dw_3x3_s2"),
+        (5, 1, "dw_kxk"),
+        (5, 2, "dw_kxk"),
+    ):
         for hw, c, small in ((24, 16, True), (12, 64, True), (48, 8, False), (6, 128, False)):
-            r.append((f"dw{k}x{k}s{st}_{hw}x{c}", [1, hw, hw, c],
-                      _single("dw", k=k, stride=st), (variant,), small))  # fmt: skip
+            r.append(
+                (
+                    f"dw{k}x{k}s{st}_{hw}x{c}",
+                    [1, hw, hw, c],
+                    _single("dw", k=k, stride=st),
+                    (variant,),
+                    small,
+                )
+            )
     r.append(("dwmult2_12x16", [1, 12, 12, 16], _single("dw", k=3, mult=2), ("dw_mult",), True))
     r.append(("dwmult2_24x8", [1, 24, 24, 8], _single("dw", k=3, mult=2), ("dw_mult",), True))
     for i, o, small in ((64, 32, True), (256, 64, True), (640, 128, True), (32, 10, False)):
@@ -240,15 +330,25 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
     for hw, c, small in ((12, 32, True), (24, 64, True), (6, 128, False)):
         r.append((f"mean_{hw}x{c}", [1, hw, hw, c], _single("mean"), ("mean",), small))
     for kind, variant in (("MAX_POOL_2D", "pool_max"), ("AVERAGE_POOL_2D", "pool_avg")):
-        for hw, c, k, st, small in ((24, 16, 2, 2, True), (12, 32, 3, 1, True),
-                                    (6, 64, 6, 1, False)):  # fmt: skip
-            r.append((f"{variant}{k}s{st}_{hw}x{c}", [1, hw, hw, c],
-                      _single(kind, k=k, stride=st), (variant,), small))  # fmt: skip
+        for hw, c, k, st, small in (
+            (24, 16, 2, 2, True),
+            (12, 32, 3, 1, True),
+            (6, 64, 6, 1, False),
+        ):
+            r.append(
+                (
+                    f"{variant}{k}s{st}_{hw}x{c}",
+                    [1, hw, hw, c],
+                    _single(kind, k=k, stride=st),
+                    (variant,),
+                    small,
+                )
+            )
     r.append(("block_ds_24x16", [1, 24, 24, 16], _ds_block, ("dw_3x3_s2", "conv_1x1"), True))
-    r.append(("block_mb_12x16", [1, 12, 12, 16], _mb_block,
-              ("conv_1x1", "dw_kxk", "add"), True))  # fmt: skip
-    r.append(("block_attn_16x32", [1, 16, 32], _attention,
-              ("fc", "bmm", "softmax", "transpose"), True))  # fmt: skip
+    r.append(("block_mb_12x16", [1, 12, 12, 16], _mb_block, ("conv_1x1", "dw_kxk", "add"), True))
+    r.append(
+        ("block_attn_16x32", [1, 16, 32], _attention, ("fc", "bmm", "softmax", "transpose"), True)
+    )
     r.append(("block_head_6x64", [1, 6, 6, 64], _head, ("mean", "fc", "softmax"), True))
     r.append(("block_ds_12x32", [1, 12, 12, 32], _ds_block, ("dw_3x3_s2", "conv_1x1"), False))
     r.append(("block_mb_6x32", [1, 6, 6, 32], _mb_block, ("conv_1x1", "dw_kxk", "add"), False))
@@ -289,7 +389,7 @@ def load_suite(size: str = "small") -> list[SuiteModel]:
             return [
                 SuiteModel(
                     e["name"], tuple(e["variants"]), (folder / f"{e['name']}.tflite").read_bytes()
-                )  # fmt: skip
+                )
                 for e in entries
             ]
         except (OSError, ValueError, KeyError):

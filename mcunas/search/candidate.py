@@ -90,10 +90,15 @@ class KerasRunner:
         if not prof["fits"]:
             reasons = tuple(prof["reasons"]) or (f"does not fit {self.board.name}",)
         cost = CostFigures(
-            latency_ms=prof["latency_ms"], arena_bytes=prof["arena_bytes"],
-            peak_sram_bytes=prof["peak_sram_bytes"], flash_bytes=prof["flash_bytes"],
-            latency_error_pct=prof["error_pct"], macs=prof["macs"], source=prof["source"],
-            estimated=True, board_reasons=reasons,
+            latency_ms=prof["latency_ms"],
+            arena_bytes=prof["arena_bytes"],
+            peak_sram_bytes=prof["peak_sram_bytes"],
+            flash_bytes=prof["flash_bytes"],
+            latency_error_pct=prof["error_pct"],
+            macs=prof["macs"],
+            source=prof["source"],
+            estimated=True,
+            board_reasons=reasons,
         )
         return CheckResult(cost, int(model.count_params()), self._description)
 
@@ -109,9 +114,13 @@ class KerasRunner:
         )
         initial_epoch = max(0, int(initial_epoch))
         history = model.fit(
-            d.x_train, d.y_train, batch_size=self.batch_size,
-            epochs=max(initial_epoch + 1, int(epochs)), initial_epoch=initial_epoch,
-            validation_data=(d.x_val, d.y_val), callbacks=[stop, keras.callbacks.TerminateOnNaN()],
+            d.x_train,
+            d.y_train,
+            batch_size=self.batch_size,
+            epochs=max(initial_epoch + 1, int(epochs)),
+            initial_epoch=initial_epoch,
+            validation_data=(d.x_val, d.y_val),
+            callbacks=[stop, keras.callbacks.TerminateOnNaN()],
             verbose=0,
         )
         losses = history.history.get("loss", [])
@@ -163,16 +172,24 @@ class KerasRunner:
         if board.latency_ms > 0:
             error = 100.0 * (first.latency_ms - board.latency_ms) / board.latency_ms
         return CostFigures(
-            latency_ms=board.latency_ms, arena_bytes=board.arena_bytes,
-            peak_sram_bytes=board.peak_sram_bytes, flash_bytes=board.flash_bytes,
-            latency_error_pct=error, source=board.source, estimated=False,
+            latency_ms=board.latency_ms,
+            arena_bytes=board.arena_bytes,
+            peak_sram_bytes=board.peak_sram_bytes,
+            flash_bytes=board.flash_bytes,
+            latency_error_pct=error,
+            source=board.source,
+            estimated=False,
             sim_latency_ms=first.latency_ms,
         )
 
 
 def _figures(m: Measurement) -> CostFigures:
     return CostFigures(
-        latency_ms=float(m.latency_ms), arena_bytes=int(m.arena_bytes),
-        peak_sram_bytes=int(m.peak_sram_bytes), flash_bytes=int(m.flash_bytes),
-        latency_error_pct=m.latency_error_pct, source=m.source, estimated=bool(m.estimated),
+        latency_ms=float(m.latency_ms),
+        arena_bytes=int(m.arena_bytes),
+        peak_sram_bytes=int(m.peak_sram_bytes),
+        flash_bytes=int(m.flash_bytes),
+        latency_error_pct=m.latency_error_pct,
+        source=m.source,
+        estimated=bool(m.estimated),
     )

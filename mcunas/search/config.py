@@ -19,8 +19,19 @@ DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
 MEASURES = ("simulator", "board", "hybrid")
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
-IDENTITY = ("board", "strategy", "seed", "dataset", "families", "epochs", "max_latency_ms",
-            "max_sram_kb", "max_flash_kb", "measure", "safe_latency")
+IDENTITY = (
+    "board",
+    "strategy",
+    "seed",
+    "dataset",
+    "families",
+    "epochs",
+    "max_latency_ms",
+    "max_sram_kb",
+    "max_flash_kb",
+    "measure",
+    "safe_latency",
+)
 
 
 @dataclass
@@ -73,13 +84,13 @@ class SearchConfig:
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
         if self.measure == "simulator" and (self.port or self.rack):
-            raise UserError("--port and --rack need --measure board or hybrid; "
-                            "the default --measure simulator uses no board.")
+            raise UserError(
+                "--port and --rack need --measure board or hybrid; "
+                "the default --measure simulator uses no board."
+            )
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
         for name in ("max_latency_ms", "max_sram_kb", "max_flash_kb", "time_budget_s"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")
-
-

@@ -48,11 +48,14 @@ def _job_profile(ref: str, model_bytes: bytes) -> dict[str, Any]:
 
     prof = profile_model(model_bytes, _board(ref))
     return {
-        "fits": bool(prof.fits), "reasons": tuple(prof.reasons),
-        "latency_ms": float(prof.latency.ms), "error_pct": prof.latency.error_pct,
+        "fits": bool(prof.fits),
+        "reasons": tuple(prof.reasons),
+        "latency_ms": float(prof.latency.ms),
+        "error_pct": prof.latency.error_pct,
         "arena_bytes": int(prof.memory.arena_bytes),
         "peak_sram_bytes": int(prof.memory.peak_sram_bytes),
-        "flash_bytes": int(prof.memory.flash_bytes), "macs": int(prof.graph.total_macs),
+        "flash_bytes": int(prof.memory.flash_bytes),
+        "macs": int(prof.graph.total_macs),
         "source": str(prof.source),
     }
 

@@ -178,9 +178,7 @@ def make_oracle(
     if strategy == "bayesian":
         return keras_tuner.oracles.BayesianOptimizationOracle(max_trials=max_trials, **common)
     if strategy == "hyperband":
-        oracle = keras_tuner.oracles.HyperbandOracle(
-            max_epochs=max(2, epochs), factor=3, **common
-        )
+        oracle = keras_tuner.oracles.HyperbandOracle(max_epochs=max(2, epochs), factor=3, **common)
         oracle.max_trials = max_trials
         return oracle
     if strategy == "evolution":

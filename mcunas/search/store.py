@@ -31,9 +31,14 @@ from typing import Any
 from mcunas.errors import FatalError, UserError
 
 __all__ = [
-    "DiskFull", "TrialRecord", "TrialStatus", "TrialStore", "ensure_writable", "first_missing",
+    "DiskFull",
+    "TrialRecord",
+    "TrialStatus",
+    "TrialStore",
+    "ensure_writable",
+    "first_missing",
     "write_file",
-]  # fmt: skip
+]
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
@@ -358,8 +363,7 @@ def first_missing(out_dir: Path) -> Path | None:
         blocker = missing if missing.exists() else missing.parent
         raise UserError(f"Cannot create output folder {out_dir}: {blocker} is a file.")
     if not os.access(missing.parent, os.W_OK | os.X_OK):
-        raise UserError(f"Cannot create output folder {out_dir}: {missing.parent} is not "
-                        "writable.")  # fmt: skip
+        raise UserError(f"Cannot create output folder {out_dir}: {missing.parent} is not writable.")
     return missing
 
 

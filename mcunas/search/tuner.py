@@ -40,9 +40,13 @@ from mcunas.search.store import TrialStatus, TrialStore, write_file
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
-    "WARM_START_ENV", "CandidateRunner", "CheckResult", "HardwareAwareTuner", "SearchFatal",
+    "WARM_START_ENV",
+    "CandidateRunner",
+    "CheckResult",
+    "HardwareAwareTuner",
+    "SearchFatal",
     "TrainResult",
-]  # fmt: skip
+]
 
 # Failed (not infeasible) candidates in a row before the setup is deemed broken.
 MAX_CONSECUTIVE_FAILURES = 5
@@ -207,8 +211,13 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             stage = "check"
             with _timed(timings, "check_s"):
                 check = self.runner.check(model)
-            self.store.update(tid, **timings, **_cost_columns(check.cost, pre=True),
-                              params=check.params, description=check.description)
+            self.store.update(
+                tid,
+                **timings,
+                **_cost_columns(check.cost, pre=True),
+                params=check.params,
+                description=check.description,
+            )
             reasons = violations(check.cost, self.budgets)
             if reasons:
                 self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
@@ -233,9 +242,14 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}")
         path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
         self.store.update(
-            tid, **timings, **_cost_columns(cost), float_accuracy=trained.float_accuracy,
-            int8_accuracy=accuracy, epochs_run=start.before + trained.epochs_run,
-            model_path=str(path), model_sha256=hashlib.sha256(model_bytes).hexdigest(),
+            tid,
+            **timings,
+            **_cost_columns(cost),
+            float_accuracy=trained.float_accuracy,
+            int8_accuracy=accuracy,
+            epochs_run=start.before + trained.epochs_run,
+            model_path=str(path),
+            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
         )
         reasons = violations(cost, self.budgets)
         if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible
@@ -243,8 +257,13 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         if self.warm.keeps_weights(values):  # only OK trials can be promoted
             notes.append(self.warm.save(model, tid))
         result = score(accuracy, cost, self.budgets)
-        self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time(),
-                                reason="; ".join(filter(None, notes)) or None)
+        self.store.finish_trial(
+            tid,
+            TrialStatus.OK,
+            score=result,
+            finished_at=time.time(),
+            reason="; ".join(filter(None, notes)) or None,
+        )
         return {
             "score": result,
             "int8_accuracy": float(accuracy),
@@ -299,10 +318,12 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         for r in rows:
             streak = streak + 1 if r.status == TrialStatus.FAILED else 0
         if streak >= MAX_CONSECUTIVE_FAILURES:
-            raise SearchFatal(FatalError(
-                f"{streak} candidates in a row failed (last: {rows[-1].reason}). The setup "
-                "looks broken; see the trial table (mcunas search --resume continues)."
-            ))
+            raise SearchFatal(
+                FatalError(
+                    f"{streak} candidates in a row failed (last: {rows[-1].reason}). The setup "
+                    "looks broken; see the trial table (mcunas search --resume continues)."
+                )
+            )
 
 
 def _index(trial_id: str) -> int:

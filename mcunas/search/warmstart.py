@@ -64,8 +64,9 @@ class WarmStart:
         enabled: None reads ``MCUNAS_WARM_START`` (on unless "0").
     """
 
-    def __init__(self, runner: Any, store: TrialStore, models_dir: Path,
-                 enabled: bool | None = None) -> None:  # fmt: skip
+    def __init__(
+        self, runner: Any, store: TrialStore, models_dir: Path, enabled: bool | None = None
+    ) -> None:
         if enabled is None:
             enabled = os.environ.get(WARM_START_ENV, "1").strip() != "0"
         self.runner, self.store, self.models_dir, self.enabled = runner, store, models_dir, enabled
@@ -130,8 +131,11 @@ class WarmStart:
         """Say in the description how a promoted trial started; the note for its reason."""
         if start.parent is None:
             return None
-        what = (f"warm start from trial {start.parent} at epoch {start.initial_epoch}"
-                if start.warm else f"trained from scratch: {start.note}")
+        what = (
+            f"warm start from trial {start.parent} at epoch {start.initial_epoch}"
+            if start.warm
+            else f"trained from scratch: {start.note}"
+        )
         self.store.update(tid, description=" | ".join(filter(None, [description, what])))
         return None if start.warm else what
 
@@ -141,5 +145,6 @@ class WarmStart:
         if not start.warm:
             return self.runner.train(model, epochs)
         # Hyperband always raises the epoch count; at least one epoch should it ever not.
-        return self.runner.train(model, max(epochs, start.initial_epoch + 1),
-                                 initial_epoch=start.initial_epoch)
+        return self.runner.train(
+            model, max(epochs, start.initial_epoch + 1), initial_epoch=start.initial_epoch
+        )

@@ -84,8 +84,9 @@ def conv_bn(
     activation: str | None = "relu",
 ) -> keras.KerasTensor:
     """Conv2D (no bias) + BatchNormalization (+ activation)."""
-    x = layers.Conv2D(filters, kernel, strides=stride, padding="same", use_bias=False,
-                      kernel_initializer=INIT)(x)
+    x = layers.Conv2D(
+        filters, kernel, strides=stride, padding="same", use_bias=False, kernel_initializer=INIT
+    )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return _act(x, activation) if activation else x
 
@@ -93,8 +94,9 @@ def conv_bn(
 def _dw_bn(
     x: keras.KerasTensor, kernel: int, stride: tuple[int, int], activation: str
 ) -> keras.KerasTensor:
-    x = layers.DepthwiseConv2D(kernel, strides=stride, padding="same", use_bias=False,
-                               depthwise_initializer=INIT)(x)
+    x = layers.DepthwiseConv2D(
+        kernel, strides=stride, padding="same", use_bias=False, depthwise_initializer=INIT
+    )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return _act(x, activation)
 

@@ -93,18 +93,26 @@ class McuSearchSpace(kt.HyperModel):
         with hp.conditional_scope("family", ["dsconv"]):
             hp.Int("ds_stem_width", 8, 32, step=8, default=16)
             hp.Choice("ds_kernel", [3, 5])
-            self._per_block(hp, "ds", lambda i: {
-                "width": hp.Int(f"ds_width_{i}", 8, 64, step=8, default=32),
-                "stride": hp.Choice(f"ds_stride_{i}", [2, 1] if i == 0 else [1, 2]),
-            })
+            self._per_block(
+                hp,
+                "ds",
+                lambda i: {
+                    "width": hp.Int(f"ds_width_{i}", 8, 64, step=8, default=32),
+                    "stride": hp.Choice(f"ds_stride_{i}", [2, 1] if i == 0 else [1, 2]),
+                },
+            )
         with hp.conditional_scope("family", ["mbconv"]):
             hp.Int("mb_stem_width", 8, 32, step=8, default=16)
-            self._per_block(hp, "mb", lambda i: {
-                "width": hp.Int(f"mb_width_{i}", 8, 64, step=8, default=24),
-                "kernel": hp.Choice(f"mb_kernel_{i}", [3, 5]),
-                "expansion": hp.Choice(f"mb_expansion_{i}", [2, 1, 4]),
-                "stride": hp.Choice(f"mb_stride_{i}", [2, 1] if i == 0 else [1, 2]),
-            })
+            self._per_block(
+                hp,
+                "mb",
+                lambda i: {
+                    "width": hp.Int(f"mb_width_{i}", 8, 64, step=8, default=24),
+                    "kernel": hp.Choice(f"mb_kernel_{i}", [3, 5]),
+                    "expansion": hp.Choice(f"mb_expansion_{i}", [2, 1, 4]),
+                    "stride": hp.Choice(f"mb_stride_{i}", [2, 1] if i == 0 else [1, 2]),
+                },
+            )
         with hp.conditional_scope("family", ["transformer", "hybrid"]):
             hp.Int("tf_d_model", 16, 64, step=8, default=32)
             hp.Choice("tf_heads", [2, 1, 4])
@@ -146,7 +154,8 @@ class McuSearchSpace(kt.HyperModel):
             if name not in specs:
                 raise UserError(f"No hyperparameter {name!r} in the search space")
             allowed = getattr(specs[name], "values", None) or range(
-                specs[name].min_value, specs[name].max_value + 1, specs[name].step or 1)
+                specs[name].min_value, specs[name].max_value + 1, specs[name].step or 1
+            )
             if value not in allowed:
                 raise UserError(f"Hyperparameter {name}={value!r} is not one of {list(allowed)}")
             hp.values[name] = value
@@ -213,9 +222,7 @@ class McuSearchSpace(kt.HyperModel):
             )
         return blocks.head(x, self.num_classes)
 
-    def _build_transformer(
-        self, inputs: keras.KerasTensor, v: dict[str, Any]
-    ) -> keras.KerasTensor:
+    def _build_transformer(self, inputs: keras.KerasTensor, v: dict[str, Any]) -> keras.KerasTensor:
         rows, cols, channels = self.input_shape
         x = layers.Reshape((rows, cols * channels))(inputs)
         x = layers.Dense(v["tf_d_model"])(x)
@@ -239,8 +246,9 @@ class McuSearchSpace(kt.HyperModel):
     def _encoder(self, x: keras.KerasTensor, v: dict[str, Any]) -> keras.KerasTensor:
         x = blocks.PositionEmbedding()(x)
         for _ in range(v["tf_depth"]):
-            x = blocks.transformer_block(x, v["tf_heads"], v["tf_ffn"], v["tf_norm"],
-                                         v["activation"])
+            x = blocks.transformer_block(
+                x, v["tf_heads"], v["tf_ffn"], v["tf_norm"], v["activation"]
+            )
         return blocks.head(x, self.num_classes, v["tf_norm"])
 
     # -------------------------------------------------------------- describe
@@ -257,17 +265,24 @@ class McuSearchSpace(kt.HyperModel):
         fam = v["family"]
         if fam == "dsconv":
             body = f"stem {v['ds_stem_width']} | ds k{v['ds_kernel']}: " + ", ".join(
-                f"{v[f'ds_width_{i}']}/s{v[f'ds_stride_{i}']}" for i in range(v["ds_blocks"]))
+                f"{v[f'ds_width_{i}']}/s{v[f'ds_stride_{i}']}" for i in range(v["ds_blocks"])
+            )
         elif fam == "mbconv":
             body = f"stem {v['mb_stem_width']} | mb: " + ", ".join(
                 f"{v[f'mb_width_{i}']}/k{v[f'mb_kernel_{i}']}/e{v[f'mb_expansion_{i}']}"
-                f"/s{v[f'mb_stride_{i}']}" for i in range(v["mb_blocks"]))
+                f"/s{v[f'mb_stride_{i}']}"
+                for i in range(v["mb_blocks"])
+            )
         else:
-            body = (f"d{v['tf_d_model']} h{v['tf_heads']} ffn{v['tf_ffn']} x{v['tf_depth']} "
-                    f"norm={v['tf_norm']}")
+            body = (
+                f"d{v['tf_d_model']} h{v['tf_heads']} ffn{v['tf_ffn']} x{v['tf_depth']} "
+                f"norm={v['tf_norm']}"
+            )
             if fam == "hybrid":
-                body = (f"stem {v['hy_stem_width']} k{v['hy_kernel']} +{v['hy_conv_blocks']} ds "
-                        f"<= {v['hy_max_tokens']} tokens | {body}")
+                body = (
+                    f"stem {v['hy_stem_width']} k{v['hy_kernel']} +{v['hy_conv_blocks']} ds "
+                    f"<= {v['hy_max_tokens']} tokens | {body}"
+                )
         return f"{fam}: {body} | {v['activation']} | lr {v['learning_rate']:g}"
 
 

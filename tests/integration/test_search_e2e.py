@@ -24,8 +24,17 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _cli(*args: str) -> list[str]:
-    return [sys.executable, "-m", "mcunas", "search", "--board", "esp32s3", "--families",
-            "dsconv", *args]
+    return [
+        sys.executable,
+        "-m",
+        "mcunas",
+        "search",
+        "--board",
+        "esp32s3",
+        "--families",
+        "dsconv",
+        *args,
+    ]
 
 
 def _env() -> dict[str, str]:
@@ -45,8 +54,15 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
         return real(self, model)
 
     monkeypatch.setattr(KerasRunner, "convert", flaky)
-    cfg = SearchConfig(board="esp32s3", out=str(tmp_path / "o"), max_trials=3, epochs=1,
-                       families=("dsconv",), strategy="random", seed=3)
+    cfg = SearchConfig(
+        board="esp32s3",
+        out=str(tmp_path / "o"),
+        max_trials=3,
+        epochs=1,
+        families=("dsconv",),
+        strategy="random",
+        seed=3,
+    )
     result = run_search(cfg, stream=None)
     statuses = [r.status for r in result.trials]
     assert statuses[0] == TrialStatus.FAILED and statuses.count(TrialStatus.OK) == 2
@@ -66,7 +82,10 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
 def test_budgets_nobody_meets(tmp_path: Path) -> None:
     proc = subprocess.run(
         _cli("--max-trials", "2", "--max-latency-ms", "0.001", "--out", str(tmp_path / "o")),
-        capture_output=True, text=True, env=_env(), timeout=300,
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
     )
     assert proc.returncode == 2
     assert "No candidate met the limits (latency <= 0.001 ms" in proc.stderr
@@ -80,8 +99,10 @@ def _rows(db: Path) -> list[tuple]:
         return []
     try:
         con = sqlite3.connect(db, timeout=1)
-        rows = con.execute("SELECT trial_id, status, check_s, model_sha256, finished_at "
-                           "FROM trials ORDER BY trial_id").fetchall()
+        rows = con.execute(
+            "SELECT trial_id, status, check_s, model_sha256, finished_at "
+            "FROM trials ORDER BY trial_id"
+        ).fetchall()
         con.close()
         return rows
     except sqlite3.Error:
@@ -93,7 +114,9 @@ def test_kill_mid_trial_then_resume(tmp_path: Path) -> None:
     db = out / "trials.sqlite"
     proc = subprocess.Popen(
         _cli("--max-trials", "3", "--epochs", "3", "--strategy", "random", "--out", str(out)),
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=_env(),
         start_new_session=True,
     )
     deadline = time.monotonic() + 240
@@ -114,9 +137,13 @@ def test_kill_mid_trial_then_resume(tmp_path: Path) -> None:
     before = {r[0]: r for r in _rows(db) if r[1] != "running"}
     assert any(r[1] == "running" for r in _rows(db))
 
-    done = subprocess.run([sys.executable, "-m", "mcunas", "search", "--out", str(out),
-                           "--resume", "--json"], capture_output=True, text=True, env=_env(),
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-m", "mcunas", "search", "--out", str(out), "--resume", "--json"],
+        capture_output=True,
+        text=True,
+        env=_env(),
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     summary = json.loads(done.stdout)
     after = _rows(db)
