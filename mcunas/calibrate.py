@@ -28,7 +28,7 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import CandidateError, MeasurementError, UserError
-from mcunas.measure.base import Measurement
+from mcunas.figures import Figures
 from mcunas.predict.suite import SuiteModel
 
 __all__ = ["CalibrationResult", "ModelOutcome", "calibrate", "error_summary", "open_measurer"]
@@ -175,12 +175,12 @@ class _Deferred:
     def __init__(self, measurer: Any, model_bytes: bytes) -> None:
         self._measurer, self._bytes = measurer, model_bytes
 
-    def result(self) -> Measurement:
+    def result(self) -> Figures:
         return self._measurer.measure(self._bytes)
 
 
 def _store_one(
-    store: Any, board: BoardProfile, model: SuiteModel, m: Measurement, source: str | None
+    store: Any, board: BoardProfile, model: SuiteModel, m: Figures, source: str | None
 ) -> int:
     from mcunas.graph import read_graph
 

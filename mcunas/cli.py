@@ -16,6 +16,7 @@ import traceback
 import click
 
 from mcunas import __version__
+from mcunas.commands import DEBUG_KEY
 from mcunas.errors import McunasError
 
 # command name -> (module, one-line help shown by `mcunas --help`)
@@ -62,10 +63,10 @@ Run `mcunas COMMAND --help` for each command's options.""",
 )
 @click.version_option(__version__, prog_name="mcunas")
 @click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
-def cli(debug: bool) -> None:
+@click.pass_context
+def cli(ctx: click.Context, debug: bool) -> None:
     """mcunas: find the most accurate INT8 model that fits a microcontroller."""
-    if debug:
-        os.environ["MCUNAS_DEBUG"] = "1"
+    ctx.meta[DEBUG_KEY] = debug or os.environ.get("MCUNAS_DEBUG") == "1"
 
 
 def _debug_wanted(argv: list[str]) -> bool:

@@ -53,6 +53,16 @@ class MeasurementError(McunasError):
     """A board or the simulator could not measure a model."""
 
 
+class ImplausibleFigure(MeasurementError):
+    """A figure no board can produce (NaN, infinite, negative or absurdly large)."""
+
+    def __init__(self, name: str, value: object, source: str, bounds: str) -> None:
+        super().__init__(
+            f"implausible {name} = {value!r} from {source or 'an unnamed source'} "
+            f"(expected {bounds}): refused"
+        )
+
+
 def describe(exc: BaseException, limit: int = 300) -> str:
     """One line for a trial's reason: the message, with the type for non-mcunas errors."""
     text = " ".join(str(exc).split()) or type(exc).__name__

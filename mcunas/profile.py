@@ -22,6 +22,7 @@ from typing import Any
 
 from mcunas.audit import AuditReport, audit_graph, is_float_model
 from mcunas.errors import ModelError
+from mcunas.figures import Figures, OpTiming
 from mcunas.graph import Graph, load_model_bytes, read_graph
 from mcunas.predict.memory import MemoryEstimate, estimate_memory
 
@@ -62,6 +63,39 @@ class ModelProfile:
     def runnable(self) -> bool:
         """True if TFLM can run every op and allocate the model."""
         return self.audit.runnable and self.memory.runtime_error is None
+
+    def figures(self, model_crc32: str = "") -> Figures:
+        """The profile as the one figures type (an estimate; ``details`` keeps the audit).
+
+        Args:
+            model_crc32: str, the model's CRC-32 as the firmware reports it (optional).
+        """
+        lat = self.latency
+        return Figures(
+            source=self.source,
+            estimated=True,
+            latency_ms=float(lat.ms),
+            arena_bytes=int(self.memory.arena_bytes),
+            peak_sram_bytes=int(self.memory.peak_sram_bytes),
+            flash_bytes=int(self.memory.flash_bytes),
+            latency_max_ms=float(lat.ms) * (1 + lat.error_pct / 100.0),
+            latency_error_pct=float(lat.error_pct),
+            macs=int(self.graph.total_macs),
+            model_crc32=model_crc32,
+            ops=tuple(OpTiming(o.index, o.op, float(o.ms), o.error_pct) for o in lat.ops),
+            reasons=self.reasons,
+            details={
+                "board": self.board.name,
+                "kernels": self.board.kernels,
+                "runnable": self.runnable,
+                "latency_lower_bound_ms": lat.lower_bound_ms,
+                "mac_utilisation": lat.mac_utilisation,
+                "total_macs": self.graph.total_macs,
+                "audit": self.audit.to_dict(),
+                "memory_methods": dict(self.memory.methods),
+                "latency_coefficients": lat.coefficients_source,
+            },
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: totals, per-op rows, audit, memory methods."""
@@ -113,8 +147,7 @@ def _limits(board: Any) -> dict[str, int]:
 
 
 def _predict_latency(graph: Graph, board: Any) -> Any:
-    # Helper B's latency model; imported here so a missing module fails loudly
-    # at the first profile, not at import time of the CLI.
+    # imported here so that importing this module stays cheap for the CLI
     from mcunas.predict.latency import predict_latency
 
     return predict_latency(graph, board)

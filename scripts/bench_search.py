@@ -25,7 +25,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None) -> dict:
     from mcunas.search import SearchConfig, run_search
-    from mcunas.search.api import infeasible_train_s
+    from mcunas.search.result import infeasible_train_s
     from mcunas.search.store import TrialStatus
 
     trials = args.trials if time_budget_s is None else 5 * args.trials
@@ -61,14 +61,14 @@ def baseline(args: argparse.Namespace, out: Path) -> dict:
     from mcunas.boards import load_board
     from mcunas.convert import convert_int8, to_inference_model
     from mcunas.data import load_dataset
-    from mcunas.search.budgets import Budgets, CostFigures, violations
+    from mcunas.search.budgets import Budgets, violations
     from mcunas.search.isolate import TflmWorker
     from mcunas.space import FAMILIES, McuSearchSpace
 
     board = load_board(args.board)
     data = load_dataset(None, seed=args.seed)
     budgets = Budgets(args.max_latency_ms, args.max_sram_kb, None)
-    worker = TflmWorker(board.path or board.name)
+    worker = TflmWorker(board)
     space = McuSearchSpace(data.input_shape, data.num_classes, FAMILIES)
     rows: list[dict] = []
 
@@ -90,13 +90,7 @@ def baseline(args: argparse.Namespace, out: Path) -> dict:
             except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
                 row["error"] = str(exc)
                 return {"val_accuracy": 0.0}
-            cost = CostFigures(
-                prof["latency_ms"],
-                prof["arena_bytes"],
-                prof["peak_sram_bytes"],
-                prof["flash_bytes"],
-                board_reasons=() if prof["fits"] else ("x",),
-            )
+            cost = prof
             row.update(
                 feasible=not violations(cost, budgets),
                 acc=acc,

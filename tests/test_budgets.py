@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from mcunas.search.budgets import Budgets, CostFigures, score, violations
+from mcunas.figures import Figures
+from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import SearchConfig
 
 
-def _cost(ms: float, error: float | None, estimated: bool = True) -> CostFigures:
-    return CostFigures(ms, 10_000, 50_000, 200_000, latency_error_pct=error, estimated=estimated)
+def _cost(ms: float, error: float | None, estimated: bool = True) -> Figures:
+    return Figures("test", estimated, ms, 10_000, 50_000, 200_000, latency_error_pct=error)
 
 
 def test_latency_budget_checks_the_estimate_itself_by_default():

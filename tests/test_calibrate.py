@@ -14,8 +14,8 @@ from mcunas.boards import load_board
 from mcunas.calibrate import calibrate, check_models
 from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
+from mcunas.figures import Figures, OpTiming
 from mcunas.graph import read_graph
-from mcunas.measure.base import Measurement, OpTiming
 from mcunas.measure.virtual_truth import GroundTruth
 from mcunas.predict import suite as suite_mod
 from mcunas.predict.features import op_features
@@ -189,12 +189,12 @@ class _FlakyMeasurer:
     def __init__(self, fail: bytes) -> None:
         self.fail = fail
 
-    def measure(self, model_bytes: bytes) -> Measurement:
+    def measure(self, model_bytes: bytes) -> Figures:
         if model_bytes == self.fail:
             raise CandidateError("arena_too_small: AllocateTensors failed")
         graph = read_graph(model_bytes)
         ops = tuple(OpTiming(op.index, op.name, 0.01 + op.macs * 1e-6) for op in graph.ops)
-        return Measurement(
+        return Figures(
             "board:fake", False, sum(o.ms for o in ops) + 0.05, 1000, 2000, 3000, ops=ops
         )
 

@@ -86,7 +86,7 @@ def test_normalized_hypervolume_and_reference() -> None:
 
 
 def test_choose_best_prefers_faster_within_a_tie() -> None:
-    from mcunas.search.export import choose_best
+    from mcunas.search.result import choose_best
     from mcunas.search.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, status=TrialStatus.OK):

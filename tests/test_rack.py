@@ -6,7 +6,8 @@ from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
 from mcunas.boards import load_board
 from mcunas.errors import CandidateError, FatalError, MeasurementError
-from mcunas.measure.base import Measurement, get_measurer
+from mcunas.figures import Figures
+from mcunas.measure.base import get_measurer
 from mcunas.measure.rack import RackError, RackMeasurer, load_rack, probe_rack
 from mcunas.measure.virtual_board import VirtualProject
 
@@ -65,7 +66,7 @@ def test_load_rack_errors(tmp_path, text, message):
 
 
 def fake_measurement(name, model):
-    return Measurement(f"board:{name}", False, 1.0, 10, 20, 30, details={"model": model})
+    return Figures(f"board:{name}", False, 1.0, 10, 20, 30, details={"model": model})
 
 
 class Scripted:

@@ -11,8 +11,8 @@ import pytest
 from test_tuner import FakeRunner, FakeSpace
 
 import mcunas
+from mcunas import files as files_mod
 from mcunas.cli import main
-from mcunas.search import store as store_mod
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialStatus, TrialStore
 
@@ -193,7 +193,7 @@ def test_failing_candidate_recorded_search_goes_on(capsys, tmp_path: Path, fake_
 def test_disk_full_stops_cleanly_and_resume_finishes(
     capsys, tmp_path: Path, fake_runner, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_fdopen = store_mod.os.fdopen
+    real_fdopen = files_mod.os.fdopen
     writes = {"n": 0}
 
     def fdopen(*args, **kwargs):
@@ -202,7 +202,7 @@ def test_disk_full_stops_cleanly_and_resume_finishes(
             raise OSError(errno.ENOSPC, "No space left on device")
         return real_fdopen(*args, **kwargs)
 
-    monkeypatch.setattr(store_mod.os, "fdopen", fdopen)
+    monkeypatch.setattr(files_mod.os, "fdopen", fdopen)
     out = tmp_path / "o"
     code, _, err = run(capsys, "--board", "esp32s3", "--out", str(out), "--max-trials", "5")
     assert code == 2 and "Disk full while writing" in err and "--resume" in err
@@ -210,7 +210,7 @@ def test_disk_full_stops_cleanly_and_resume_finishes(
     assert [r.status for r in rows] == [TrialStatus.OK, TrialStatus.OK, TrialStatus.RUNNING]
     kept = {r.trial_id: r.model_sha256 for r in rows[:2]}
 
-    monkeypatch.setattr(store_mod.os, "fdopen", real_fdopen)
+    monkeypatch.setattr(files_mod.os, "fdopen", real_fdopen)
     code, _, err = run(capsys, "--out", str(out), "--resume")
     assert code == 0, err
     rows = TrialStore.open(out).trials()

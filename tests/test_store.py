@@ -6,8 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.search import store as store_mod
-from mcunas.search.store import DiskFull, TrialStatus, TrialStore, write_file
+from mcunas import files as files_mod
+from mcunas.files import DiskFull, write_file
+from mcunas.search.store import TrialStatus, TrialStore
 
 
 def test_round_trip_and_status(tmp_path: Path) -> None:
@@ -73,7 +74,7 @@ def test_write_file_disk_full_leaves_old_file(tmp_path: Path, monkeypatch) -> No
     def full(*_a, **_k):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(store_mod.os, "fdopen", full)
+    monkeypatch.setattr(files_mod.os, "fdopen", full)
     with pytest.raises(DiskFull, match="--resume"):
         write_file(target, "new")
     assert target.read_text() == "old"

@@ -10,7 +10,8 @@ import keras_tuner
 import pytest
 
 from mcunas.errors import CandidateError, FatalError
-from mcunas.search.budgets import Budgets, CostFigures
+from mcunas.figures import Figures
+from mcunas.search.budgets import Budgets
 from mcunas.search.oracles import AgingEvolutionOracle, make_oracle
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
@@ -44,7 +45,7 @@ class FakeRunner:
         return {"width": hp.get("width")}
 
     def _cost(self, width):
-        return CostFigures(
+        return Figures(
             latency_ms=width / 4,
             arena_bytes=width * 1000,
             peak_sram_bytes=width * 1500,
@@ -140,7 +141,8 @@ def test_infeasible_never_trained_and_recorded(tmp_path: Path) -> None:
     assert len(runner.trained) == len(ok)
     for r in ok:
         assert r.score == pytest.approx(r.int8_accuracy)
-        assert Path(r.model_path).is_file() and len(r.model_sha256) == 64
+        assert r.model_path == f"models/trial_{r.trial_id}.tflite"  # relative: folders move
+        assert (tmp_path / r.model_path).is_file() and len(r.model_sha256) == 64
         assert r.estimated is True and r.source == "fake"
     assert "best" in tuner.progress.stream.getvalue()
 
@@ -281,7 +283,7 @@ def test_hybrid_measures_board_only_when_promising() -> None:
     import numpy as np
 
     from mcunas.boards import load_board
-    from mcunas.measure.base import Measurement
+    from mcunas.figures import Figures
     from mcunas.search.candidate import KerasRunner
 
     class Data:
@@ -290,14 +292,14 @@ def test_hybrid_measures_board_only_when_promising() -> None:
 
     class Worker:
         def simulate(self, model_bytes):
-            return Measurement("simulator:x", True, 12.0, 1000, 5000, 9000, latency_error_pct=14.0)
+            return Figures("simulator:x", True, 12.0, 1000, 5000, 9000, latency_error_pct=14.0)
 
     class Board:
         calls = 0
 
         def measure(self, model_bytes):
             Board.calls += 1
-            return Measurement("board:/dev/ttyUSB0", False, 10.0, 1100, 5200, 9100)
+            return Figures("board:/dev/ttyUSB0", False, 10.0, 1100, 5200, 9100)
 
     runner = KerasRunner(None, Data(), load_board("esp32s3"), Worker(), Board(), hybrid=True)
     sim = runner.measure(b"m", lambda cost: False)

@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mcunas.boards import load_board
-from mcunas.measure.base import Measurement
+from mcunas.figures import Figures
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 from mcunas.measure.ports import check_port
 
@@ -16,7 +16,7 @@ from mcunas.measure.ports import check_port
 PROJECT_FACTORY: Any = None
 
 
-def _report(m: Measurement) -> list[str]:
+def _report(m: Figures) -> list[str]:
     d = m.details
     lines = [
         f"{d['board']} on {d['port']} (firmware {d['fw']}, "

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import signal
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import click
 
+from mcunas.commands import debug_wanted
 from mcunas.errors import UserError
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
@@ -26,6 +30,7 @@ Examples:
   mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
   mcunas search --out runs/kws --resume            # continue an interrupted search
+  mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
   mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
 \b
 Output folder: trials.sqlite (every trial), pareto.json, pareto.png, report.html,
@@ -96,10 +101,17 @@ are simulator estimates."""
     "trial and report.",
 )
 @click.option("--resume", is_flag=True, help="Continue the search in --out.")
+@click.option(
+    "--overwrite",
+    is_flag=True,
+    help="Start over in --out: delete the earlier search's trials, models and report first.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print a machine-readable summary.")
 @click.pass_context
-def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
+def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> None:
     """Search for the most accurate INT8 model that fits a board and its budgets."""
+    if overwrite and options["resume"]:
+        raise UserError("--overwrite starts over and --resume continues: give one of them.")
     config = _config(ctx, options)
     from mcunas.search.api import check_search
 
@@ -110,7 +122,8 @@ def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     from mcunas.search.api import run_search
 
     try:
-        result = run_search(config)
+        with _sigterm_as_interrupt():
+            result = run_search(config, debug=debug_wanted(), overwrite=overwrite)
     except KeyboardInterrupt:
         if Path(config.out or "").is_dir():
             click.secho(
@@ -127,7 +140,7 @@ def cli(ctx: click.Context, as_json: bool, **options: Any) -> None:
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        _print_summary(result)
+        click.echo(result.text())
     if result.best is None:
         raise UserError(result.message or "No feasible candidate.")
 
@@ -168,29 +181,19 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     return SearchConfig.from_dict(merged)
 
 
-def _print_summary(result: Any) -> None:
-    from mcunas.search.report import pareto_table
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a batch system's stop, ``kill``) stops the search as Ctrl-C does."""
 
-    counts = ", ".join(f"{v} {k}" for k, v in result.counts().items())
-    wall = f"{result.wall_s:.0f} s"
-    if result.sessions > 1 and result.session_wall_s is not None:
-        wall += f" over {result.sessions} sessions (this session {result.session_wall_s:.0f} s)"
-    click.echo(
-        f"\nSearch on {result.board.name}: {counts} in {wall}"
-        + (f" ({result.stopped_reason})" if result.stopped_reason else "")
-    )
-    click.echo("\nPareto front (INT8 accuracy vs latency vs peak SRAM):")
-    click.echo(pareto_table(result.front))
-    hv = result.hypervolume
-    click.echo(f"Hypervolume (normalised): {hv['normalized']:.4f}")
-    if result.best is not None:
-        b = result.best
-        mark = "~" if b.estimated else ""
-        click.echo(
-            f"\nChosen: trial {b.trial_id} {b.description or b.family or ''}\n"
-            f"  INT8 accuracy {100 * (b.int8_accuracy or 0):.1f}%, latency "
-            f"{b.latency_ms:.2f} ms{mark}, peak SRAM {(b.peak_sram_bytes or 0) / 1024:.1f}"
-            f" KB{mark}, flash {(b.flash_bytes or 0) / 1024:.1f} KB{mark}"
-        )
-        click.echo(f"  exported to {result.paths.get('best_dir')}")
-    click.echo(f"Report: {result.paths.get('report_html')}")
+    def interrupt(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -2,16 +2,9 @@
 
 Every backend implements :class:`Measurer` and is registered by name in
 :data:`MEASURERS`; the tuner, the CLI and the reports see only
-:class:`Measurement` value objects.
+:class:`mcunas.figures.Figures` value objects.
 """
 
-from mcunas.measure.base import (
-    MEASURERS,
-    Measurement,
-    Measurer,
-    OpTiming,
-    get_measurer,
-    register_measurer,
-)
+from mcunas.measure.base import MEASURERS, Measurer, get_measurer, register_measurer
 
-__all__ = ["MEASURERS", "Measurement", "Measurer", "OpTiming", "get_measurer", "register_measurer"]
+__all__ = ["MEASURERS", "Measurer", "get_measurer", "register_measurer"]

@@ -1,51 +1,14 @@
-"""The measurement value objects and the ``Measurer`` interface."""
+"""The ``Measurer`` interface and its registry; every measurer returns ``Figures``."""
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 from mcunas.errors import UserError
+from mcunas.figures import Figures
 
-__all__ = ["MEASURERS", "Measurement", "Measurer", "OpTiming", "get_measurer", "register_measurer"]
-
-
-@dataclass(frozen=True)
-class OpTiming:
-    """Time of one op of the graph, measured or estimated."""
-
-    index: int
-    op: str
-    ms: float
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """What one measurement of one model on one board says, and where from.
-
-    ``source`` is ``simulator:<model version>`` or ``board:<port>``;
-    ``estimated`` is True for simulated figures, which then carry
-    ``latency_error_pct``: the predictor's measured error for that board.
-    """
-
-    source: str
-    estimated: bool
-    latency_ms: float
-    arena_bytes: int
-    peak_sram_bytes: int
-    flash_bytes: int
-    latency_max_ms: float | None = None
-    latency_error_pct: float | None = None
-    model_crc32: str = ""
-    ops: tuple[OpTiming, ...] = ()
-    details: dict[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON output and the trial store."""
-        data = asdict(self)
-        data["ops"] = [asdict(o) for o in self.ops]
-        return data
+__all__ = ["MEASURERS", "Measurer", "get_measurer", "register_measurer"]
 
 
 class Measurer(Protocol):
@@ -59,7 +22,7 @@ class Measurer(Protocol):
 
     name: str
 
-    def measure(self, model_bytes: bytes) -> Measurement:
+    def measure(self, model_bytes: bytes) -> Figures:
         """Measure one model; raise ``CandidateError`` if it cannot run."""
         ...
 

@@ -20,7 +20,7 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import CandidateError, FatalError, MeasurementError
-from mcunas.measure.base import Measurement, OpTiming
+from mcunas.figures import Figures, OpTiming
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result, model_crc32
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
@@ -144,7 +144,7 @@ class BoardMeasurer:
         except LinkError as exc:
             raise FatalError(str(exc)) from exc
 
-    def measure(self, model_bytes: bytes) -> Measurement:
+    def measure(self, model_bytes: bytes) -> Figures:
         """Flash (unless ``flash=False``) and measure one model.
 
         Raises:
@@ -221,7 +221,7 @@ class BoardMeasurer:
         result: Result,
         build: Any,
         stages: dict[str, float],
-    ) -> Measurement:
+    ) -> Figures:
         if build is not None:
             static_ram, ram_from = int(build.static_ram_bytes), "elf"
             flash, flash_from = int(build.flash_bytes), "elf"
@@ -251,7 +251,7 @@ class BoardMeasurer:
             "ready": ready.raw,
             "result": result.raw,
         }
-        return Measurement(
+        return Figures(
             # a virtual board reports the simulator's figures: say so in the source too
             source=f"{'virtual-board' if virtual else 'board'}:{port}",
             estimated=virtual,  # a virtual board reports the simulator's figures

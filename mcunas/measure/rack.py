@@ -24,7 +24,7 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import CandidateError, FatalError, McunasError
-from mcunas.measure.base import Measurement
+from mcunas.figures import Figures
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 from mcunas.measure.rack_file import (
     DEFAULT_MAX_FAILURES,
@@ -67,7 +67,7 @@ class RackOutcome:
     """What became of one model: a measurement, or the reason it failed."""
 
     index: int
-    measurement: Measurement | None
+    measurement: Figures | None
     error: str | None
     attempts: tuple[str, ...] = ()  # "board: reason" of every failed attempt
 
@@ -143,14 +143,14 @@ class RackMeasurer:
 
     # -- public API ---------------------------------------------------------------
     def submit(self, model_bytes: bytes) -> Future:
-        """Queue one model; the future gives its :class:`Measurement` or raises.
+        """Queue one model; the future gives its :class:`Figures` or raises.
 
         The future raises ``CandidateError`` when the model failed (with the reason
         of every attempt) and ``FatalError`` when no board is left or the setup broke.
         """
         return self._submit(model_bytes).future
 
-    def measure(self, model_bytes: bytes) -> Measurement:
+    def measure(self, model_bytes: bytes) -> Figures:
         """Measure one model on the first free board (the ``Measurer`` interface)."""
         return self.submit(model_bytes).result()
 

@@ -5,6 +5,7 @@ Example::
     from mcunas.measure.base import get_measurer
     m = get_measurer("simulator")(load_board("esp32s3")).measure(model_bytes)
     m.latency_ms, m.latency_error_pct, m.estimated  # estimated is always True
+    m.fits, m.reasons  # a model that does not fit is still measured
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from mcunas.errors import CandidateError, FatalError, ModelError
-from mcunas.measure.base import Measurement, OpTiming
+from mcunas.figures import Figures
 from mcunas.measure.protocol import model_crc32
 
 __all__ = ["SimulatorMeasurer"]
@@ -44,11 +45,11 @@ class SimulatorMeasurer:
         except ImportError as exc:
             raise FatalError(f"simulator unavailable: {exc}. Reinstall mcunas.") from exc
 
-    def measure(self, model_bytes: bytes) -> Measurement:
+    def measure(self, model_bytes: bytes) -> Figures:
         """Estimate latency, arena, peak SRAM and flash of one INT8 model.
 
-        A model that does not fit the board is still measured: ``details``
-        then holds ``fits=False`` and the ``reasons``.
+        A model that does not fit the board is still measured: its ``reasons``
+        then say why (``fits`` is False).
 
         Raises:
             CandidateError: the model cannot run (an op without TFLM kernel, a
@@ -62,28 +63,7 @@ class SimulatorMeasurer:
             raise CandidateError(str(exc)) from exc
         if not prof.runnable:
             raise CandidateError("; ".join(prof.reasons) or "TFLite Micro cannot run the model")
-        lat = prof.latency
-        return Measurement(
-            source=prof.source,
-            estimated=True,
-            latency_ms=float(lat.ms),
-            arena_bytes=prof.memory.arena_bytes,
-            peak_sram_bytes=prof.memory.peak_sram_bytes,
-            flash_bytes=prof.memory.flash_bytes,
-            latency_max_ms=float(lat.ms) * (1 + lat.error_pct / 100.0),
-            latency_error_pct=float(lat.error_pct),
-            model_crc32=model_crc32(bytes(model_bytes)),
-            ops=tuple(OpTiming(o.index, o.op, float(o.ms)) for o in lat.ops),
-            details={
-                "board": self.board.name,
-                "kernels": self.board.kernels,
-                "fits": prof.fits,
-                "reasons": list(prof.reasons),
-                "latency_lower_bound_ms": lat.lower_bound_ms,
-                "mac_utilisation": lat.mac_utilisation,
-                "total_macs": prof.graph.total_macs,
-                "audit": prof.audit.to_dict(),
-                "memory_methods": dict(prof.memory.methods),
-                "latency_coefficients": lat.coefficients_source,
-            },
-        )
+        return prof.figures(model_crc32(bytes(model_bytes)))
+
+    def close(self) -> None:
+        """Nothing to release: the simulator holds no port or process."""

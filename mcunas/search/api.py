@@ -14,83 +14,28 @@ import errno
 import shutil
 import sqlite3
 import sys
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
 from mcunas.boards import BoardProfile, load_board
 from mcunas.errors import DatasetError, McunasError, UserError
-from mcunas.measure.ports import check_port
-from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.progress import Progress
-from mcunas.search.store import (
+from mcunas.files import (
     DiskFull,
-    TrialRecord,
-    TrialStatus,
-    TrialStore,
+    FolderLock,
+    content_sha256,
     ensure_writable,
     first_missing,
 )
+from mcunas.measure.ports import check_port
+from mcunas.search.config import IDENTITY, SearchConfig
+from mcunas.search.progress import Progress
+from mcunas.search.result import SearchResult
+from mcunas.search.store import TrialStore
 
 __all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
 
 MAX_SEED = 2**32 - 1  # numpy's seeds are unsigned 32-bit
-
-
-@dataclass
-class SearchResult:
-    """What a search found; ``to_dict()`` is the ``--json`` summary."""
-
-    out_dir: Path
-    board: BoardProfile
-    config: SearchConfig
-    trials: list[TrialRecord]
-    front: list[TrialRecord]
-    best: TrialRecord | None
-    hypervolume: dict[str, Any]
-    wall_s: float  # every session of this search (first run and resumes)
-    session_wall_s: float | None = None  # this session only
-    sessions: int = 1
-    stopped_reason: str | None = None
-    message: str | None = None  # why nothing is feasible, when nothing is
-    paths: dict[str, str] = field(default_factory=dict)
-
-    def counts(self) -> dict[str, int]:
-        """Trials per status."""
-        return {
-            s.value: sum(r.status == s for r in self.trials)
-            for s in TrialStatus
-            if any(r.status == s for r in self.trials)
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        """Machine-readable summary."""
-        return {
-            "out_dir": str(self.out_dir),
-            "board": self.board.name,
-            "config": self.config.to_dict(),
-            "counts": self.counts(),
-            "best": None if self.best is None else self.best.to_dict(),
-            "front": [r.to_dict() for r in self.front],
-            "hypervolume": self.hypervolume,
-            "infeasible_train_s": infeasible_train_s(self.trials),
-            "wall_s": round(self.wall_s, 2),
-            "session_wall_s": _round(self.session_wall_s),
-            "sessions": self.sessions,
-            "stopped_reason": self.stopped_reason,
-            "message": self.message,
-            "paths": self.paths,
-        }
-
-
-def _round(seconds: float | None) -> float | None:
-    return None if seconds is None else round(seconds, 2)
-
-
-def infeasible_train_s(records: list[TrialRecord]) -> float:
-    """Seconds of training spent on candidates that turned out infeasible."""
-    return round(sum(r.train_s for r in records if r.status == TrialStatus.INFEASIBLE), 3)
 
 
 def default_out(board: str) -> Path:
@@ -133,32 +78,57 @@ def check_search(config: SearchConfig) -> BoardProfile:
     return board
 
 
-def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") -> SearchResult:
+def run_search(
+    config: SearchConfig,
+    *,
+    stream: TextIO | None | str = "stderr",
+    debug: bool = False,
+    overwrite: bool = False,
+) -> SearchResult:
     """Run (or resume) a hardware-aware search and write its results.
 
-    A run that fails before any trial is recorded removes the output folder it
-    created (never one that existed before); from the first trial on, the folder
-    is kept for ``--resume``.
+    Only one search may use a folder at a time: it is locked for the run's life
+    (the OS releases the lock however the process ends). A run that fails before
+    any trial is recorded removes the output folder it created (never one that
+    existed before); from the first trial on, the folder is kept for ``--resume``.
 
     Args:
         config: SearchConfig, the search's settings.
         stream: TextIO | None | str, where progress lines go (default ``"stderr"``: the
             current ``sys.stderr``; None: silent).
+        debug: bool, print each failed trial's traceback (default False).
+        overwrite: bool, delete an earlier search's trials, models and report in the
+            folder first (default False: a folder with trials needs ``resume``).
 
     Returns:
         The :class:`SearchResult` (``best`` is None when no candidate was feasible;
         ``wall_s`` sums every session of the search).
 
     Raises:
-        UnknownBoard, DatasetError, UserError: bad input, before any training.
+        UnknownBoard, DatasetError, UserError: bad input, before any training; the
+            folder is in use by another search.
         FatalError: the environment broke mid-search (finished trials are kept).
         DiskFull: the disk filled up (finished trials are kept; use --resume).
     """
     board = check_search(config)
-    if stream == "stderr":
-        stream = sys.stderr
     out_dir = Path(config.out or "")
     created = first_missing(out_dir)  # the folder this run makes, removed if it fails early
+    ensure_writable(out_dir)
+    with FolderLock(out_dir, "mcunas search"):  # one writer per folder, released on death
+        if overwrite:
+            _clear_earlier_search(out_dir)
+        return _run_locked(config, board, out_dir, created, stream, debug)
+
+
+def _run_locked(
+    config: SearchConfig,
+    board: BoardProfile,
+    out_dir: Path,
+    created: Path | None,
+    stream: TextIO | None | str,
+    debug: bool,
+) -> SearchResult:
+    """:func:`run_search` once the folder is ours; an early failure removes what it made."""
     store: TrialStore | None = None
     failed = discard = False
     try:
@@ -169,8 +139,9 @@ def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
         from mcunas.search.session import SearchSession
 
-        session = SearchSession(config, board, out_dir, store)
-        progress = Progress(config.max_trials, config.time_budget_s, stream=stream)
+        session = SearchSession(config, board, out_dir, store, debug=debug)
+        out = sys.stderr if stream == "stderr" else stream
+        progress = Progress(config.max_trials, config.time_budget_s, stream=out)
         try:
             # keras-tuner and Keras print to stdout; keep stdout for the --json summary.
             with contextlib.redirect_stdout(sys.stderr):
@@ -194,6 +165,26 @@ def run_search(config: SearchConfig, *, stream: TextIO | None | str = "stderr") 
             shutil.rmtree(created, ignore_errors=True)
 
 
+# What a search writes into its folder; --overwrite removes these and nothing else.
+_SEARCH_FILES = (
+    "trials.sqlite",
+    "trials.sqlite-wal",
+    "trials.sqlite-shm",
+    "pareto.json",
+    "pareto.png",
+    "report.html",
+)
+_SEARCH_DIRS = ("models", "best", "tuner")
+
+
+def _clear_earlier_search(out_dir: Path) -> None:
+    """Remove an earlier search's store, models, report and ``best/`` (``--overwrite``)."""
+    for name in _SEARCH_FILES:
+        (out_dir / name).unlink(missing_ok=True)
+    for name in _SEARCH_DIRS:
+        shutil.rmtree(out_dir / name, ignore_errors=True)
+
+
 def _no_trials(store: TrialStore) -> bool:
     try:
         return store.count() == 0
@@ -203,17 +194,19 @@ def _no_trials(store: TrialStore) -> bool:
 
 def _open_store(out_dir: Path, config: SearchConfig) -> TrialStore:
     """Open the store, refusing to mix a new search into an old folder."""
-    ensure_writable(out_dir)
     store = TrialStore.open(out_dir)
     try:
         if not config.resume and store.count():
             raise UserError(
                 f"{out_dir} already holds {store.count()} trials of an earlier search. "
-                "Continue it with --resume, or choose a new --out."
+                "Continue it with --resume, start over with --overwrite, or choose a new --out."
             )
+        dataset_sha = _dataset_sha256(config)
         if config.resume:
             _check_same_search(store.get_meta("config") or {}, config)
+            _check_same_data(store.get_meta("dataset_sha256"), dataset_sha, config)
         store.set_meta("config", config.to_dict())
+        store.set_meta("dataset_sha256", dataset_sha)
     except McunasError:
         store.close()
         raise
@@ -232,4 +225,20 @@ def _check_same_search(stored: dict[str, Any], config: SearchConfig) -> None:
             "--resume needs the same search settings as the interrupted run ("
             + "; ".join(diffs)
             + "). Use a new --out for a different search."
+        )
+
+
+def _dataset_sha256(config: SearchConfig) -> str:
+    """The dataset's content hash (the built-in digits: its name)."""
+    if not config.dataset or config.dataset == "digits":
+        return "digits"
+    return content_sha256(Path(config.dataset).expanduser())
+
+
+def _check_same_data(stored: str | None, now: str, config: SearchConfig) -> None:
+    if stored is not None and stored != now:
+        raise UserError(
+            f"--resume: the dataset {config.dataset or 'digits'} changed since the search "
+            "started (its content hash differs). Resume with the original data, or start "
+            "a new search in a new --out."
         )

@@ -1,4 +1,4 @@
-"""The user's budgets, the cost figures of a candidate, and the score.
+"""The user's budgets, the check of a candidate's figures against them, and the score.
 
 Scoring (documented choice): **hard limits**. A candidate is feasible when it
 runs on the board (op audit, arena, SRAM and flash within the board's model
@@ -18,7 +18,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-__all__ = ["Budgets", "CostFigures", "score", "violations"]
+from mcunas.figures import Figures
+
+__all__ = ["Budgets", "score", "violations"]
 
 
 @dataclass(frozen=True)
@@ -48,25 +50,9 @@ class Budgets:
         return ", ".join(parts) or "board limits only"
 
 
-@dataclass(frozen=True)
-class CostFigures:
-    """A candidate's estimated or measured cost (what the budgets are checked on)."""
-
-    latency_ms: float
-    arena_bytes: int
-    peak_sram_bytes: int
-    flash_bytes: int
-    latency_error_pct: float | None = None
-    macs: int | None = None
-    source: str = ""
-    estimated: bool = True
-    board_reasons: tuple[str, ...] = ()  # why it cannot run on the board at all
-    sim_latency_ms: float | None = None  # the simulator's figure when a board measured it
-
-
-def violations(cost: CostFigures, budgets: Budgets) -> list[str]:
+def violations(cost: Figures, budgets: Budgets) -> list[str]:
     """Every reason ``cost`` is infeasible: the board's own, then the user's budgets."""
-    reasons = list(cost.board_reasons)
+    reasons = list(cost.reasons)
     what = "estimated" if cost.estimated else "measured"
     latency, margin = cost.latency_ms, ""
     if budgets.safe_latency and cost.estimated and cost.latency_error_pct:
@@ -89,6 +75,6 @@ def violations(cost: CostFigures, budgets: Budgets) -> list[str]:
     return reasons
 
 
-def score(int8_accuracy: float, cost: CostFigures, budgets: Budgets) -> float:
+def score(int8_accuracy: float, cost: Figures, budgets: Budgets) -> float:
     """The objective the oracle maximises: INT8 accuracy, 0 if any limit is broken."""
     return 0.0 if violations(cost, budgets) else float(int8_accuracy)

@@ -18,8 +18,7 @@ from mcunas.boards import BoardProfile
 from mcunas.convert import convert_int8, to_inference_model
 from mcunas.data import Dataset
 from mcunas.errors import CandidateError
-from mcunas.measure.base import Measurement
-from mcunas.search.budgets import CostFigures
+from mcunas.figures import Figures
 from mcunas.search.isolate import TflmWorker
 from mcunas.search.tuner import CheckResult, TrainResult
 
@@ -85,22 +84,8 @@ class KerasRunner:
     def check(self, model: Any) -> CheckResult:
         """Profile the untrained model's INT8 graph against the board (no training)."""
         model_bytes = convert_int8(to_inference_model(model), self._check_samples)
-        prof = self.worker.profile(model_bytes)
-        reasons: tuple[str, ...] = ()
-        if not prof["fits"]:
-            reasons = tuple(prof["reasons"]) or (f"does not fit {self.board.name}",)
-        cost = CostFigures(
-            latency_ms=prof["latency_ms"],
-            arena_bytes=prof["arena_bytes"],
-            peak_sram_bytes=prof["peak_sram_bytes"],
-            flash_bytes=prof["flash_bytes"],
-            latency_error_pct=prof["error_pct"],
-            macs=prof["macs"],
-            source=prof["source"],
-            estimated=True,
-            board_reasons=reasons,
-        )
-        return CheckResult(cost, int(model.count_params()), self._description)
+        figures = self.worker.profile(model_bytes)
+        return CheckResult(figures, int(model.count_params()), self._description)
 
     def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
         """Fit epochs ``initial_epoch`` to ``epochs`` with early stopping (best weights restored).
@@ -160,36 +145,11 @@ class KerasRunner:
         """INT8 accuracy on the validation split with the TFLite Micro kernels."""
         return self.worker.int8_accuracy(model_bytes, self.dataset.x_val, self.dataset.y_val)
 
-    def measure(self, model_bytes: bytes, promising: Callable[[CostFigures], bool]) -> CostFigures:
+    def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""
         if self.hardware is not None and not self.hybrid:
-            return _figures(self.hardware.measure(model_bytes))
-        first = _figures(self.worker.simulate(model_bytes))
-        if self.hardware is None or not promising(first):
-            return first
-        board = _figures(self.hardware.measure(model_bytes))
-        error = None
-        if board.latency_ms > 0:
-            error = 100.0 * (first.latency_ms - board.latency_ms) / board.latency_ms
-        return CostFigures(
-            latency_ms=board.latency_ms,
-            arena_bytes=board.arena_bytes,
-            peak_sram_bytes=board.peak_sram_bytes,
-            flash_bytes=board.flash_bytes,
-            latency_error_pct=error,
-            source=board.source,
-            estimated=False,
-            sim_latency_ms=first.latency_ms,
-        )
-
-
-def _figures(m: Measurement) -> CostFigures:
-    return CostFigures(
-        latency_ms=float(m.latency_ms),
-        arena_bytes=int(m.arena_bytes),
-        peak_sram_bytes=int(m.peak_sram_bytes),
-        flash_bytes=int(m.flash_bytes),
-        latency_error_pct=m.latency_error_pct,
-        source=m.source,
-        estimated=bool(m.estimated),
-    )
+            return self.hardware.measure(model_bytes)
+        simulated = self.worker.simulate(model_bytes)
+        if self.hardware is None or not promising(simulated):
+            return simulated
+        return self.hardware.measure(model_bytes).checked_against(simulated)

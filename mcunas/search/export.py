@@ -8,38 +8,18 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.errors import ModelError
-from mcunas.search.store import TrialRecord, disk_full_as_fatal, write_file
+from mcunas.files import disk_full_as_fatal, write_file
+from mcunas.search.store import TrialRecord
 
-__all__ = ["ACCURACY_TIE", "choose_best", "export_best"]
-
-# Scores this close to the top count as a tie (0.5 percentage points is under two
-# samples of digits' 360-sample validation split): the tie goes to lower latency.
-ACCURACY_TIE = 0.005
-
-
-def choose_best(records: list[TrialRecord]) -> TrialRecord | None:
-    """The feasible trial with the highest score.
-
-    Scores within :data:`ACCURACY_TIE` of the top tie; among those the lowest
-    latency wins, then the lowest peak SRAM, then the higher score (a Hyperband
-    round often re-trains the same architecture: same costs, better accuracy).
-    """
-    ok = [r for r in records if r.feasible and r.model_path]
-    if not ok:
-        return None
-    top = max(r.score or 0.0 for r in ok)
-    near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
-    return min(
-        near,
-        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
-    )
+__all__ = ["export_best"]
 
 
 def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h`` and ``best.json``.
 
     Args:
-        best: TrialRecord, the chosen trial (its ``model_path`` must exist).
+        best: TrialRecord, the chosen trial (its ``model_path``, relative to ``out_dir``
+            or absolute as older stores kept it, must exist).
         out_dir: Path, the search's output folder; files go to ``out_dir/best``.
         context: dict, board, budgets and dataset facts copied into ``best.json``.
 
@@ -50,7 +30,7 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
         ModelError: the trial's model file is missing or altered.
         DiskFull: the disk filled up while writing.
     """
-    src = Path(best.model_path or "")
+    src = Path(out_dir) / (best.model_path or "")
     if not src.is_file():
         raise ModelError(f"Model of trial {best.trial_id} not found at {src}.")
     model_bytes = src.read_bytes()

@@ -9,8 +9,13 @@ starts a fresh worker.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import multiprocessing
+import os
 import signal
+import threading
+import time
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
@@ -18,7 +23,9 @@ from typing import Any
 
 import numpy as np
 
+from mcunas.boards import BoardProfile
 from mcunas.errors import CandidateError
+from mcunas.figures import Figures
 
 __all__ = ["TflmWorker"]
 
@@ -26,38 +33,39 @@ __all__ = ["TflmWorker"]
 # a few thousand invokes) before the candidate is given up as hung.
 JOB_TIMEOUT_S = 600.0
 
-_BOARDS: dict[str, Any] = {}
-_SIMULATORS: dict[str, Any] = {}
+# Seconds between the worker's checks that the search process is still alive.
+PARENT_POLL_S = 0.5
+# Linux prctl option: the signal a process gets when its parent dies.
+_PR_SET_PDEATHSIG = 1
 
 
-def _ignore_sigint() -> None:
-    """Leave Ctrl-C to the search process, which stops the worker itself."""
+def _init_worker(parent_pid: int) -> None:
+    """Leave Ctrl-C to the search process, and die with it.
+
+    The search stops the worker itself on Ctrl-C. If the search is killed
+    (``kill -9``), the worker must not live on holding the caller's stdout and
+    stderr: on Linux the kernel sends it SIGKILL (``PR_SET_PDEATHSIG``), and a
+    watch thread exits it within :data:`PARENT_POLL_S` everywhere else.
+    """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    with contextlib.suppress(OSError, AttributeError):
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent_pid:  # the parent died before the line above
+        os._exit(1)
+    threading.Thread(target=_watch_parent, args=(parent_pid,), daemon=True).start()
 
 
-def _board(ref: str) -> Any:
-    if ref not in _BOARDS:
-        from mcunas.boards import load_board
-
-        _BOARDS[ref] = load_board(ref)
-    return _BOARDS[ref]
+def _watch_parent(parent_pid: int) -> None:
+    while os.getppid() == parent_pid:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
-def _job_profile(ref: str, model_bytes: bytes) -> dict[str, Any]:
+def _job_profile(board: BoardProfile, model_bytes: bytes) -> Figures:
     from mcunas.profile import profile_model
 
-    prof = profile_model(model_bytes, _board(ref))
-    return {
-        "fits": bool(prof.fits),
-        "reasons": tuple(prof.reasons),
-        "latency_ms": float(prof.latency.ms),
-        "error_pct": prof.latency.error_pct,
-        "arena_bytes": int(prof.memory.arena_bytes),
-        "peak_sram_bytes": int(prof.memory.peak_sram_bytes),
-        "flash_bytes": int(prof.memory.flash_bytes),
-        "macs": int(prof.graph.total_macs),
-        "source": str(prof.source),
-    }
+    return profile_model(model_bytes, board).figures()
 
 
 def _job_accuracy(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
@@ -66,30 +74,28 @@ def _job_accuracy(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
     return int8_accuracy(model_bytes, x, y)
 
 
-def _job_simulate(ref: str, model_bytes: bytes) -> Any:
-    if ref not in _SIMULATORS:
-        from mcunas.measure.simulator import SimulatorMeasurer
+def _job_simulate(board: BoardProfile, model_bytes: bytes) -> Figures:
+    from mcunas.measure.simulator import SimulatorMeasurer
 
-        _SIMULATORS[ref] = SimulatorMeasurer(_board(ref))
-    return _SIMULATORS[ref].measure(model_bytes)
+    return SimulatorMeasurer(board).measure(model_bytes)
 
 
 class TflmWorker:
     """A one-process pool for TFLM jobs on one board.
 
     Args:
-        board_ref: str, the board's profile name or path (loaded in the worker).
+        board: BoardProfile, the board every job profiles or simulates on.
     """
 
-    def __init__(self, board_ref: str) -> None:
-        self.board_ref = board_ref
+    def __init__(self, board: BoardProfile) -> None:
+        self.board = board
         self._pool: ProcessPoolExecutor | None = None
 
     def _submit(self, what: str, fn: Any, *args: Any) -> Any:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(
-                max_workers=1, mp_context=ctx, initializer=_ignore_sigint
+                max_workers=1, mp_context=ctx, initializer=_init_worker, initargs=(os.getpid(),)
             )
         future = self._pool.submit(fn, *args)
         try:
@@ -111,17 +117,21 @@ class TflmWorker:
             self._pool.shutdown(wait=False, cancel_futures=True)
         self._pool = None
 
-    def profile(self, model_bytes: bytes) -> dict[str, Any]:
-        """``profile_model`` figures as a plain dict."""
-        return self._submit("profiling", _job_profile, self.board_ref, model_bytes)
+    def profile(self, model_bytes: bytes) -> Figures:
+        """``profile_model(...).figures()`` in the worker: fits or not, with reasons."""
+        return self._submit("profiling", _job_profile, self.board, model_bytes)
 
     def int8_accuracy(self, model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
         """``evaluate.int8_accuracy`` in the worker."""
         return self._submit("evaluating", _job_accuracy, model_bytes, x, y)
 
-    def simulate(self, model_bytes: bytes) -> Any:
-        """``SimulatorMeasurer(board).measure`` in the worker (a Measurement)."""
-        return self._submit("simulating", _job_simulate, self.board_ref, model_bytes)
+    def simulate(self, model_bytes: bytes) -> Figures:
+        """``SimulatorMeasurer(board).measure`` in the worker.
+
+        Raises:
+            CandidateError: TFLite Micro cannot run the model, or crashed on it.
+        """
+        return self._submit("simulating", _job_simulate, self.board, model_bytes)
 
     def close(self) -> None:
         """Stop the worker."""

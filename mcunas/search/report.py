@@ -1,8 +1,7 @@
-"""What a search leaves behind: the Pareto table, ``pareto.json``, ``pareto.png``, ``report.html``.
+"""What a search leaves behind: ``pareto.json``, ``pareto.png`` and ``report.html``.
 
-Figures from the simulator are estimates and are marked ``~`` with the
-predictor's stated error; figures measured on a board carry the simulator's
-error against that measurement.
+Written from one :class:`~mcunas.search.result.SearchResult`; the wording of
+figures and estimates comes from :mod:`mcunas.search.summary`.
 """
 
 from __future__ import annotations
@@ -13,61 +12,16 @@ import io
 import json
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from mcunas.search.pareto import Point, pareto_front
-from mcunas.search.store import TrialRecord, TrialStatus, write_file
+from mcunas.files import write_file
+from mcunas.search.result import SearchResult
+from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.summary import estimate_mark, estimate_tag
 
-__all__ = ["front_records", "pareto_table", "plot_pareto", "points", "write_report"]
-
-
-def points(records: Sequence[TrialRecord]) -> list[Point]:
-    """Objective-space points of the feasible (``ok``) trials."""
-    return [
-        Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0, r.trial_id)
-        for r in records
-        if r.status == TrialStatus.OK
-    ]
+__all__ = ["plot_pareto", "write_report"]
 
 
-def front_records(records: Sequence[TrialRecord]) -> list[TrialRecord]:
-    """The feasible trials on the Pareto front, most accurate first."""
-    by_id = {r.trial_id: r for r in records}
-    return [by_id[p.key] for p in pareto_front(points(records))]
-
-
-def _mark(rec: TrialRecord) -> str:
-    return "~" if rec.estimated else ""
-
-
-def pareto_table(front: Sequence[TrialRecord]) -> str:
-    """A plain-text table of the front for the terminal."""
-    if not front:
-        return "No feasible candidate: the Pareto front is empty."
-    head = f"{'trial':>6}  {'family':<12} {'INT8 acc':>8}  {'latency':>11}  {'peak SRAM':>11}  "
-    head += f"{'flash':>10}  source"
-    lines = [head, "-" * len(head)]
-    for r in front:
-        lines.append(
-            f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
-            f"{r.latency_ms or 0:8.2f} ms{_mark(r):1}  "
-            f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{_mark(r):1}  "
-            f"{(r.flash_bytes or 0) / 1024:7.1f} KB{_mark(r):1}  {r.source or ''}"
-        )
-    if any(r.estimated for r in front):
-        lines.append("~ simulator estimate (see report.html for the predictor's error)")
-    return "\n".join(lines)
-
-
-def _estimate_tag(best: dict[str, Any]) -> str:
-    """' (simulator estimates, +/-E%)' for a simulated best model, else its source."""
-    if best.get("estimated"):
-        err = best.get("latency_error_pct")
-        return " (simulator estimates" + (f", latency +/-{err:g}%" if err else "") + ")"
-    return f" (measured on {best.get('source', 'a board')})"
-
-
-def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
+def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
     """PNG of INT8 accuracy against latency, colour = peak SRAM, front joined by a line."""
     import matplotlib
 
@@ -75,7 +29,6 @@ def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
     import matplotlib.pyplot as plt
 
     ok = [r for r in records if r.status == TrialStatus.OK]
-    front = front_records(records)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     if ok:
         sc = ax.scatter(
@@ -125,16 +78,16 @@ def plot_pareto(records: Sequence[TrialRecord], title: str) -> bytes:
     return buf.getvalue()
 
 
-def write_report(out_dir: Path, summary: dict[str, Any], records: Sequence[TrialRecord]) -> dict:
+def write_report(result: SearchResult) -> dict[str, str]:
     """Write ``pareto.json``, ``pareto.png`` and ``report.html``; return their paths."""
-    out_dir = Path(out_dir)
-    front = front_records(records)
+    out_dir = Path(result.out_dir)
+    summary = result.overview()
     keys = ("board", "budgets", "hypervolume", "wall_s", "session_wall_s", "sessions")
-    pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in front]}
+    pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in result.front]}
     paths = {"pareto_json": write_file(out_dir / "pareto.json", json.dumps(pareto, indent=2))}
-    png = plot_pareto(records, f"{summary['board']['name']}: feasible candidates")
+    png = plot_pareto(result.trials, result.front, f"{result.board.name}: feasible candidates")
     paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
-    page = _html(summary, records, front, base64.b64encode(png).decode())
+    page = _html(summary, result.trials, result.front, base64.b64encode(png).decode())
     paths["report_html"] = write_file(out_dir / "report.html", page)
     return {k: str(v) for k, v in paths.items()}
 
@@ -150,11 +103,11 @@ _COLUMNS = [
     ("status", lambda r: str(r.status)),
     ("float acc", lambda r: _pct(r.float_accuracy)),
     ("INT8 acc", lambda r: _pct(r.int8_accuracy)),
-    ("latency ms", lambda r: _num(r.latency_ms, 2) + _mark(r)),
+    ("latency ms", lambda r: _num(r.latency_ms, 2) + estimate_mark(r)),
     ("error %", lambda r: _num(r.latency_error_pct, 1)),
-    ("arena KB", lambda r: _kb(r.arena_bytes) + _mark(r)),
-    ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + _mark(r)),
-    ("flash KB", lambda r: _kb(r.flash_bytes) + _mark(r)),
+    ("arena KB", lambda r: _kb(r.arena_bytes) + estimate_mark(r)),
+    ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + estimate_mark(r)),
+    ("flash KB", lambda r: _kb(r.flash_bytes) + estimate_mark(r)),
     ("MACs", lambda r: _num(r.macs, 0)),
     ("params", lambda r: _num(r.params, 0)),
     ("source", lambda r: r.source or ""),
@@ -205,7 +158,7 @@ def _html(
         else (
             f"trial {esc(best['trial_id'])} ({what})"
             f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
-            f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{_estimate_tag(best)}, "
+            f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{estimate_tag(best)}, "
             "exported to best/"
         )
     )

@@ -11,12 +11,12 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import FatalError
-from mcunas.search.api import SearchConfig, SearchResult, infeasible_train_s
-from mcunas.search.export import choose_best, export_best
-from mcunas.search.pareto import hypervolume, normalized_hypervolume, reference_point
+from mcunas.search.config import SearchConfig
+from mcunas.search.export import export_best
 from mcunas.search.progress import Progress
-from mcunas.search.report import front_records, pareto_table, points, write_report
-from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.report import write_report
+from mcunas.search.result import SearchResult, compute_result
+from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["SearchSession"]
 
@@ -25,10 +25,16 @@ class SearchSession:
     """Runs and finishes one search in ``out_dir`` (see :func:`mcunas.search.run_search`)."""
 
     def __init__(
-        self, config: SearchConfig, board: BoardProfile, out_dir: Path, store: TrialStore
+        self,
+        config: SearchConfig,
+        board: BoardProfile,
+        out_dir: Path,
+        store: TrialStore,
+        debug: bool = False,
     ) -> None:
         """Keep the settings; nothing heavy happens until :meth:`run`."""
         self.config, self.board, self.out_dir, self.store = config, board, out_dir, store
+        self.debug = debug
         self.dataset: Any = None
 
     def _hardware(self) -> Any | None:
@@ -56,7 +62,7 @@ class SearchSession:
         space = McuSearchSpace(
             self.dataset.input_shape, self.dataset.num_classes, cfg.families or FAMILIES
         )
-        worker = TflmWorker(str(self.board.path or self.board.name))
+        worker = TflmWorker(self.board)
         runner = KerasRunner(
             space,
             self.dataset,
@@ -94,6 +100,7 @@ class SearchSession:
                 directory=str(self.out_dir),
                 project_name="tuner",
                 overwrite=not cfg.resume,
+                debug=self.debug,
             )
             self._reconcile(oracle)
             tuner.search()
@@ -135,111 +142,22 @@ class SearchSession:
                 )
 
     def finish(self, stopped: str | None) -> SearchResult:
-        """Pareto front, hypervolume, report files and the exported best model.
-
-        The wall time is the store's: every session of this search, written back to it.
-        """
-        cfg, board = self.config, self.board
-        wall_s = self.store.checkpoint_wall()
-        session_s = wall_s - self.store.earlier_wall_s
-        records = self.store.trials()
-        sram_ref = cfg.max_sram_kb * 1024 if cfg.max_sram_kb else board.usable_sram_bytes
-        pts = points(records)
-        ref = reference_point(cfg.max_latency_ms, sram_ref, pts)
-        hv = {
-            "value": hypervolume(pts, ref),
-            "normalized": round(normalized_hypervolume(pts, ref), 6),
-            "reference": {
-                "accuracy": ref.accuracy,
-                "latency_ms": ref.latency_ms,
-                "peak_sram_bytes": ref.peak_sram_bytes,
-            },
-        }
-        best = choose_best(records)
-        result = SearchResult(
-            out_dir=self.out_dir,
-            board=board,
-            config=cfg,
-            trials=records,
-            front=front_records(records),
-            best=best,
-            hypervolume=hv,
-            wall_s=wall_s,
-            session_wall_s=session_s,
-            sessions=max(1, self.store.sessions),
-            stopped_reason=stopped,
-            message=None if best else no_feasible_message(records, cfg, board),
-        )
-        summary = self._summary(result)
-        result.paths = write_report(self.out_dir, summary, records)
-        if best is not None:
-            context = {k: summary[k] for k in ("board", "budgets", "dataset", "strategy")}
-            context["preprocessing"] = getattr(self.dataset, "preprocessing", None)
-            context["class_names"] = list(getattr(self.dataset, "class_names", ()) or ())
-            result.paths["best_dir"] = str(export_best(best, self.out_dir, context))
+        """Compute the result, write the report, export the chosen model."""
+        result = compute_result(self.store, self.config, self.board, stopped)
+        result.paths = write_report(result)
+        if result.best is not None:
+            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, self._context()))
         result.paths["store"] = str(self.store.path)
         return result
 
-    def _summary(self, result: SearchResult) -> dict[str, Any]:
-        board, cfg = self.board, self.config
-        ok = [r for r in result.trials if r.status == TrialStatus.OK]
-        errs = sorted({r.latency_error_pct for r in ok if r.estimated and r.latency_error_pct})
-        measured = [r for r in ok if not r.estimated]
-        note = "Latency, arena, peak SRAM and flash marked ~ are simulator estimates"
-        if errs:
-            lo, hi = errs[0], errs[-1]
-            span = f"{lo:.0f}-{hi:.0f}%" if hi - lo >= 1 else f"{hi:.1f}%"
-            note += (
-                f" (predictor's stated latency error +/-{span} by model: the measured error "
-                "of each op kind on this board, 50% for kinds no measurement covers; "
-                "see the 'error %' column)."
-            )
-        else:
-            note += "."
-        if measured:
-            note += (
-                f" {len(measured)} trial(s) were measured on a board; their 'error %' column "
-                "is the simulator's latency error against that measurement."
-            )
+    def _context(self) -> dict[str, Any]:
+        """What ``best.json`` records beside the trial: board, budgets, dataset, strategy."""
+        cfg = self.config
         return {
-            "board": {
-                "name": board.name,
-                "title": board.title,
-                "clock_hz": board.clock_hz,
-                "kernels": board.kernels,
-                "sram_budget_bytes": board.usable_sram_bytes,
-                "flash_budget_bytes": board.model_flash_budget_bytes,
-            },
+            "board": SearchResult.board_summary_of(self.board),
             "budgets": cfg.budgets.to_dict(),
-            "budgets_text": cfg.budgets.describe(),
-            "strategy": cfg.strategy,
             "dataset": cfg.dataset or "digits (built-in)",
-            "counts": result.counts(),
-            "wall_s": round(result.wall_s, 2),
-            "session_wall_s": round(result.session_wall_s or 0.0, 2),
-            "sessions": result.sessions,
-            "infeasible_train_s": infeasible_train_s(result.trials),
-            "stopped_reason": result.stopped_reason,
-            "hypervolume": result.hypervolume,
-            "best": None if result.best is None else result.best.to_dict(),
-            "estimate_note": note,
-            "pareto_table": pareto_table(result.front),
+            "strategy": cfg.strategy,
+            "preprocessing": getattr(self.dataset, "preprocessing", None),
+            "class_names": list(getattr(self.dataset, "class_names", ()) or ()),
         }
-
-
-def no_feasible_message(records: list[TrialRecord], cfg: SearchConfig, board: BoardProfile) -> str:
-    """Say that nothing was feasible, and what the smallest candidates seen need."""
-    seen = [r for r in records if r.peak_sram_bytes is not None]
-    head = f"No candidate met the limits ({cfg.budgets.describe()}; board {board.name})"
-    if not seen:
-        return head + ", and none got as far as a cost estimate: see the trial reasons."
-    lat = min(seen, key=lambda r: r.latency_ms or 0.0)
-    sram = min(seen, key=lambda r: r.peak_sram_bytes or 0)
-    flash = min(seen, key=lambda r: r.flash_bytes or 0)
-    return (
-        f"{head}. Of {len(seen)} candidates costed, the smallest need "
-        f"{lat.latency_ms:.2f} ms latency (trial {lat.trial_id}), "
-        f"{(sram.peak_sram_bytes or 0) / 1024:.1f} KB peak SRAM (trial {sram.trial_id}), "
-        f"{(flash.flash_bytes or 0) / 1024:.1f} KB flash (trial {flash.trial_id}). "
-        "Relax the budgets or search smaller families."
-    )

@@ -3,8 +3,9 @@
 The store is the source of the Pareto front, of the report and of
 ``--resume``. It uses the standard library's :mod:`sqlite3` in WAL mode and
 commits after every write, so a search killed at any point keeps every
-finished trial. A disk that fills up while writing raises :class:`DiskFull`
-(a :class:`~mcunas.errors.FatalError`) with what to do next.
+finished trial. A disk that fills up while writing raises
+:class:`mcunas.files.DiskFull` (a :class:`~mcunas.errors.FatalError`) with what
+to do next.
 
 Example::
 
@@ -15,37 +16,24 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
 import enum
-import errno
 import json
-import os
 import sqlite3
-import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from mcunas.errors import FatalError, UserError
+from mcunas.errors import UserError
+from mcunas.figures import Figures
+from mcunas.files import disk_full_as_fatal
 
-__all__ = [
-    "DiskFull",
-    "TrialRecord",
-    "TrialStatus",
-    "TrialStore",
-    "ensure_writable",
-    "first_missing",
-    "write_file",
-]
+__all__ = ["TrialRecord", "TrialStatus", "TrialStore"]
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
 # Seconds to wait on a locked database before giving up (another process).
 LOCK_TIMEOUT_S = 10.0
-# Permissions of result files (mkstemp would leave them owner-only).
-FILE_MODE = 0o644
 
 
 class TrialStatus(enum.StrEnum):
@@ -55,16 +43,6 @@ class TrialStatus(enum.StrEnum):
     INFEASIBLE = "infeasible"  # failed the cost check (or a measured budget): see reason
     FAILED = "failed"  # could not build, train, convert or measure: see reason
     RUNNING = "running"  # started, not finished (or killed mid-trial)
-
-
-class DiskFull(FatalError):
-    """The disk filled up while writing search results."""
-
-    def __init__(self, what: str | os.PathLike[str]) -> None:
-        super().__init__(
-            f"Disk full while writing {what}. Free some space, then run the same command "
-            "with --resume: finished trials are kept."
-        )
 
 
 @dataclass
@@ -142,40 +120,6 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS trials ({})".format(
 )
 
 
-def _is_disk_full(exc: BaseException) -> bool:
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
-        return True
-    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
-
-
-@contextlib.contextmanager
-def disk_full_as_fatal(what: str | os.PathLike[str]) -> Iterator[None]:
-    """Turn a full-disk error inside the block into :class:`DiskFull`."""
-    try:
-        yield
-    except (OSError, sqlite3.OperationalError) as exc:
-        if _is_disk_full(exc):
-            raise DiskFull(what) from exc
-        raise
-
-
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
-    raw = data.encode() if isinstance(data, str) else data
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with disk_full_as_fatal(path):
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(raw)
-            os.chmod(tmp, FILE_MODE)
-            os.replace(tmp, path)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-    return path
-
-
 class TrialStore:
     """SQLite store of one search's trials (and its settings, as ``meta``)."""
 
@@ -186,6 +130,7 @@ class TrialStore:
         with disk_full_as_fatal(self.path):
             self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
             try:
+                self._refuse_other_kind()
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
@@ -200,6 +145,15 @@ class TrialStore:
         self._set_meta_default("schema_version", SCHEMA_VERSION)
         self._session_start: float | None = None
         self._wall_before = 0.0
+
+    def _refuse_other_kind(self) -> None:
+        """Raise before any write if the file is a database of another kind."""
+        names = {r[0] for r in self._db.execute("SELECT name FROM sqlite_master")}
+        tables = {n for n in names if not n.startswith("sqlite_")}
+        if tables and "trials" not in tables:
+            raise sqlite3.DatabaseError(
+                f"it holds other tables ({', '.join(sorted(tables))}), not a search's trials"
+            )
 
     @classmethod
     def open(cls, out_dir: Path) -> TrialStore:
@@ -291,6 +245,33 @@ class TrialStore:
         args = tuple(_to_sql(k, v) for k, v in values.items())
         self._write(f"UPDATE trials SET {sets} WHERE trial_id = ?", (*args, trial_id))
 
+    def record_figures(
+        self, trial_id: str, figures: Figures, *, before_training: bool = False
+    ) -> None:
+        """Record one trial's cost figures: the check's estimate, or the final measurement.
+
+        Args:
+            trial_id: str, the trial.
+            figures: Figures, from the cost check or the measurer.
+            before_training: bool, True for the check's estimate, which is also kept as
+                the trial's simulated latency (default False).
+        """
+        values: dict[str, Any] = {
+            "latency_ms": figures.latency_ms,
+            "latency_error_pct": figures.latency_error_pct,
+            "arena_bytes": figures.arena_bytes,
+            "peak_sram_bytes": figures.peak_sram_bytes,
+            "flash_bytes": figures.flash_bytes,
+            "source": figures.source,
+            "estimated": figures.estimated,
+        }
+        if figures.macs is not None:
+            values["macs"] = figures.macs
+        sim = figures.latency_ms if before_training else figures.sim_latency_ms
+        if sim is not None:
+            values["sim_latency_ms"] = sim
+        self.update(trial_id, **values)
+
     def finish_trial(self, trial_id: str, status: TrialStatus, **values: Any) -> None:
         """Record a trial's final status and figures (and the run's wall time so far)."""
         self.update(trial_id, status=status, **values)
@@ -342,38 +323,3 @@ def _record(row: tuple[Any, ...]) -> TrialRecord:
     for name in ("build_s", "check_s", "train_s", "convert_s", "eval_s", "measure_s"):
         data[name] = data[name] or 0.0
     return TrialRecord(**data)
-
-
-def first_missing(out_dir: Path) -> Path | None:
-    """The top-most folder of ``out_dir`` that does not exist yet (None if it exists).
-
-    Raises:
-        UserError: ``out_dir`` or one of its parents is a file, or the nearest
-            existing parent is not writable: the folder could not be created.
-    """
-    path = Path(out_dir).expanduser().absolute()
-    if path.is_dir():
-        if not os.access(path, os.W_OK):
-            raise UserError(f"Output folder {out_dir} is not writable.")
-        return None
-    missing = path
-    while not missing.parent.exists() and missing.parent != missing:
-        missing = missing.parent
-    if missing.exists() or not missing.parent.is_dir():
-        blocker = missing if missing.exists() else missing.parent
-        raise UserError(f"Cannot create output folder {out_dir}: {blocker} is a file.")
-    if not os.access(missing.parent, os.W_OK | os.X_OK):
-        raise UserError(f"Cannot create output folder {out_dir}: {missing.parent} is not writable.")
-    return missing
-
-
-def ensure_writable(out_dir: Path) -> None:
-    """Raise :class:`UserError` if ``out_dir`` cannot be created or written."""
-    try:
-        Path(out_dir).mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        if _is_disk_full(exc):
-            raise DiskFull(out_dir) from exc
-        raise UserError(f"Cannot create output folder {out_dir}: {exc.strerror}") from exc
-    if not os.access(out_dir, os.W_OK):
-        raise UserError(f"Output folder {out_dir} is not writable.")

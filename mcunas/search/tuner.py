@@ -33,10 +33,12 @@ import keras_tuner
 from keras_tuner.src import config as kt_config
 
 from mcunas.errors import FatalError, McunasError, describe
-from mcunas.search.budgets import Budgets, CostFigures, score, violations
+from mcunas.figures import Figures
+from mcunas.files import write_file
+from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.pareto import Point, dominates
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore, write_file
+from mcunas.search.store import TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -56,7 +58,7 @@ MAX_CONSECUTIVE_FAILURES = 5
 class CheckResult:
     """Cost of a candidate before training (from its untrained INT8 graph)."""
 
-    cost: CostFigures
+    cost: Figures
     params: int | None = None
     description: str | None = None
 
@@ -103,7 +105,7 @@ class CandidateRunner(Protocol):
         """INT8 accuracy on the validation split with the TFLite Micro kernels."""
         ...
 
-    def measure(self, model_bytes: bytes, promising: Callable[[CostFigures], bool]) -> CostFigures:
+    def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure; ``promising`` says whether a simulated result deserves a board run."""
         ...
 
@@ -141,6 +143,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         warm_start: bool | None, Hyperband's promoted trials start from their parent's
             weights (default: True unless the environment sets ``MCUNAS_WARM_START=0``).
             Runners without ``save_weights``/``load_weights`` always train from scratch.
+        debug: bool, let keras-tuner print each failed trial's traceback (``mcunas --debug``;
+            default False: the reason is in the store and the progress line).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -157,6 +161,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         epochs: int,
         seed: int = 0,
         warm_start: bool | None = None,
+        debug: bool = False,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
@@ -169,7 +174,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
-        kt_config.DEBUG = os.environ.get("MCUNAS_DEBUG") == "1"
+        kt_config.DEBUG = debug
 
     def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
         """Run one candidate through every stage and return its metrics.
@@ -211,13 +216,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             stage = "check"
             with _timed(timings, "check_s"):
                 check = self.runner.check(model)
-            self.store.update(
-                tid,
-                **timings,
-                **_cost_columns(check.cost, pre=True),
-                params=check.params,
-                description=check.description,
-            )
+            self.store.record_figures(tid, check.cost, before_training=True)
+            self.store.update(tid, **timings, params=check.params, description=check.description)
             reasons = violations(check.cost, self.budgets)
             if reasons:
                 self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
@@ -240,22 +240,33 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
             self.store.update(tid, **timings)
             self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}")
+        self.store.update(tid, **timings, epochs_run=start.before + trained.epochs_run)
+        self._record_model(tid, model_bytes, cost, trained, accuracy)
+        if self.warm.keeps_weights(values):  # only OK trials can be promoted
+            notes.append(self.warm.save(model, tid))
+        return self._record_ok(tid, accuracy, cost, notes)
+
+    def _record_model(
+        self, tid: str, model_bytes: bytes, cost: Figures, trained: TrainResult, accuracy: float
+    ) -> None:
+        """Keep the trained model and its figures; an over-budget measurement ends the trial."""
         path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
+        self.store.record_figures(tid, cost)
         self.store.update(
             tid,
-            **timings,
-            **_cost_columns(cost),
             float_accuracy=trained.float_accuracy,
             int8_accuracy=accuracy,
-            epochs_run=start.before + trained.epochs_run,
-            model_path=str(path),
+            model_path=os.path.relpath(path, self.store.path.parent),  # the folder may move
             model_sha256=hashlib.sha256(model_bytes).hexdigest(),
         )
         reasons = violations(cost, self.budgets)
         if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible
             self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-        if self.warm.keeps_weights(values):  # only OK trials can be promoted
-            notes.append(self.warm.save(model, tid))
+
+    def _record_ok(
+        self, tid: str, accuracy: float, cost: Figures, notes: list[str | None]
+    ) -> dict[str, float]:
+        """Score a feasible trial, mark it ``ok`` and return keras-tuner's metrics."""
         result = score(accuracy, cost, self.budgets)
         self.store.finish_trial(
             tid,
@@ -285,14 +296,14 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.store.finish_trial(tid, status, reason=reason, finished_at=time.time())
         raise keras_tuner.errors.FailedTrialError(f"{status}: {reason}")
 
-    def _promising(self, accuracy: float) -> Callable[[CostFigures], bool]:
+    def _promising(self, accuracy: float) -> Callable[[Figures], bool]:
         """A test: would a candidate with these figures join the current Pareto front."""
         front = [
             Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0)
             for r in self.store.trials(TrialStatus.OK)
         ]
 
-        def promising(cost: CostFigures) -> bool:
+        def promising(cost: Figures) -> bool:
             cand = Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)
             return not any(dominates(p, cand) for p in front)
 
@@ -329,22 +340,3 @@ class HardwareAwareTuner(keras_tuner.Tuner):
 def _index(trial_id: str) -> int:
     digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
     return int(digits) if digits else 0
-
-
-def _cost_columns(cost: CostFigures, pre: bool = False) -> dict[str, Any]:
-    cols = {
-        "latency_ms": cost.latency_ms,
-        "latency_error_pct": cost.latency_error_pct,
-        "arena_bytes": cost.arena_bytes,
-        "peak_sram_bytes": cost.peak_sram_bytes,
-        "flash_bytes": cost.flash_bytes,
-        "source": cost.source,
-        "estimated": cost.estimated,
-    }
-    if cost.macs is not None:
-        cols["macs"] = cost.macs
-    if pre:
-        cols["sim_latency_ms"] = cost.latency_ms
-    elif cost.sim_latency_ms is not None:
-        cols["sim_latency_ms"] = cost.sim_latency_ms
-    return cols

@@ -30,8 +30,8 @@ import keras
 import keras_tuner as kt
 from keras import layers
 
+import mcunas.space.blocks as blocks
 from mcunas.errors import UserError
-from mcunas.space import blocks
 
 FAMILIES = ("dsconv", "mbconv", "transformer", "hybrid")
 MAX_BLOCKS = 4

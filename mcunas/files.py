@@ -1,0 +1,187 @@
+"""Writing results safely: atomic files, a full disk as one clear error, output folders.
+
+Used by the trial store, the report, the export of ``best/`` and anything else
+that writes a result a user will read. Low layer: imports only ``mcunas.errors``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+from mcunas.errors import FatalError, UserError
+
+__all__ = [
+    "DiskFull",
+    "FolderLock",
+    "content_sha256",
+    "disk_full_as_fatal",
+    "ensure_writable",
+    "first_missing",
+    "is_disk_full",
+    "write_file",
+]
+
+# Permissions of result files (mkstemp would leave them owner-only).
+FILE_MODE = 0o644
+
+
+class DiskFull(FatalError):
+    """The disk filled up while writing search results."""
+
+    def __init__(self, what: str | os.PathLike[str]) -> None:
+        super().__init__(
+            f"Disk full while writing {what}. Free some space, then run the same command "
+            "with --resume: finished trials are kept."
+        )
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """True if ``exc`` says the disk (or the database file's disk) is full."""
+    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+        return True
+    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
+
+
+@contextlib.contextmanager
+def disk_full_as_fatal(what: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn a full-disk error inside the block into :class:`DiskFull`."""
+    try:
+        yield
+    except (OSError, sqlite3.OperationalError) as exc:
+        if is_disk_full(exc):
+            raise DiskFull(what) from exc
+        raise
+
+
+def write_file(path: Path, data: bytes | str) -> Path:
+    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
+    raw = data.encode() if isinstance(data, str) else data
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with disk_full_as_fatal(path):
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+            os.chmod(tmp, FILE_MODE)
+            os.replace(tmp, path)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+    return path
+
+
+def first_missing(out_dir: Path) -> Path | None:
+    """The top-most folder of ``out_dir`` that does not exist yet (None if it exists).
+
+    Raises:
+        UserError: ``out_dir`` or one of its parents is a file, or the nearest
+            existing parent is not writable: the folder could not be created.
+    """
+    path = Path(out_dir).expanduser().absolute()
+    if path.is_dir():
+        if not os.access(path, os.W_OK):
+            raise UserError(f"Output folder {out_dir} is not writable.")
+        return None
+    missing = path
+    while not missing.parent.exists() and missing.parent != missing:
+        missing = missing.parent
+    if missing.exists() or not missing.parent.is_dir():
+        blocker = missing if missing.exists() else missing.parent
+        raise UserError(f"Cannot create output folder {out_dir}: {blocker} is a file.")
+    if not os.access(missing.parent, os.W_OK | os.X_OK):
+        raise UserError(f"Cannot create output folder {out_dir}: {missing.parent} is not writable.")
+    return missing
+
+
+def ensure_writable(out_dir: Path) -> None:
+    """Raise :class:`UserError` if ``out_dir`` cannot be created or written."""
+    try:
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        if is_disk_full(exc):
+            raise DiskFull(out_dir) from exc
+        raise UserError(f"Cannot create output folder {out_dir}: {exc.strerror}") from exc
+    if not os.access(out_dir, os.W_OK):
+        raise UserError(f"Output folder {out_dir} is not writable.")
+
+
+class FolderLock:
+    """An exclusive lock on a folder for one process's life (``fcntl.flock``).
+
+    The lock is a file inside the folder holding the owner's pid. The OS
+    releases it when the owner exits, however it dies, so a ``kill -9`` leaves
+    no stale lock; the file itself stays and is reused.
+
+    Example::
+
+        with FolderLock(Path("runs/demo"), "mcunas search"):
+            ...  # only this process writes runs/demo
+
+    Raises (on entry):
+        UserError: another process holds the lock (its pid is named).
+    """
+
+    NAME = ".mcunas.lock"
+
+    def __init__(self, folder: Path, what: str) -> None:
+        """Remember the folder; nothing is locked until the ``with`` block starts."""
+        self.path = Path(folder) / self.NAME
+        self.what = what
+        self._fd: int | None = None
+
+    def __enter__(self) -> FolderLock:
+        """Take the lock or say who holds it."""
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise UserError(
+                f"{self.path.parent} is in use by another {self.what} (pid {holder}). "
+                "Wait for it to finish, or choose another --out."
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Release the lock (the file stays)."""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+
+def content_sha256(path: Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of a file's bytes, or of a folder's files (relative names and bytes).
+
+    Hidden files and folders (names starting with ``.``) are skipped.
+    """
+    digest = hashlib.sha256()
+    path = Path(path)
+    files = (
+        [path]
+        if path.is_file()
+        else sorted(p for p in path.rglob("*") if p.is_file() and not _hidden(p.relative_to(path)))
+    )
+    for file in files:
+        if file is not path:
+            digest.update(file.relative_to(path).as_posix().encode() + b"\0")
+        with open(file, "rb") as fh:
+            while block := fh.read(chunk):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+def _hidden(rel: Path) -> bool:
+    return any(part.startswith(".") for part in rel.parts)

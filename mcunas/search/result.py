@@ -1,0 +1,247 @@
+"""A search's result, computed once from its trial store: front, chosen model, hypervolume.
+
+The report (:mod:`mcunas.search.report`), the export of ``best/``, the
+``--json`` summary and the terminal summary all read one :class:`SearchResult`;
+nothing downstream recomputes the front.
+
+Example::
+
+    result = compute_result(store, config, board, stopped=None)
+    result.front, result.best, result.hypervolume["normalized"]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mcunas.boards import BoardProfile
+from mcunas.search.config import SearchConfig
+from mcunas.search.pareto import (
+    Point,
+    hypervolume,
+    normalized_hypervolume,
+    pareto_front,
+    reference_point,
+)
+from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.summary import chosen_text, estimate_note, pareto_table
+
+__all__ = [
+    "ACCURACY_TIE",
+    "SearchResult",
+    "choose_best",
+    "compute_result",
+    "front_of",
+    "infeasible_train_s",
+    "trial_points",
+]
+
+# Scores this close to the top count as a tie (0.5 percentage points is under two
+# samples of digits' 360-sample validation split): the tie goes to lower latency.
+ACCURACY_TIE = 0.005
+
+
+def trial_points(records: Sequence[TrialRecord]) -> list[Point]:
+    """Objective-space points of the feasible (``ok``) trials."""
+    return [
+        Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0, r.trial_id)
+        for r in records
+        if r.status == TrialStatus.OK
+    ]
+
+
+def front_of(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """The feasible trials on the Pareto front, most accurate first."""
+    by_id = {r.trial_id: r for r in records}
+    return [by_id[p.key] for p in pareto_front(trial_points(records))]
+
+
+def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
+    """The feasible trial with the highest score.
+
+    Scores within :data:`ACCURACY_TIE` of the top tie; among those the lowest
+    latency wins, then the lowest peak SRAM, then the higher score (a Hyperband
+    round often re-trains the same architecture: same costs, better accuracy).
+    """
+    ok = [r for r in records if r.feasible and r.model_path]
+    if not ok:
+        return None
+    top = max(r.score or 0.0 for r in ok)
+    near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
+    return min(
+        near,
+        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
+    )
+
+
+def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
+    """Seconds of training spent on candidates that turned out infeasible."""
+    return round(sum(r.train_s for r in records if r.status == TrialStatus.INFEASIBLE), 3)
+
+
+def _hypervolume(points: list[Point], config: SearchConfig, board: BoardProfile) -> dict:
+    sram_ref = config.max_sram_kb * 1024 if config.max_sram_kb else board.usable_sram_bytes
+    ref = reference_point(config.max_latency_ms, sram_ref, points)
+    return {
+        "value": hypervolume(points, ref),
+        "normalized": round(normalized_hypervolume(points, ref), 6),
+        "reference": {
+            "accuracy": ref.accuracy,
+            "latency_ms": ref.latency_ms,
+            "peak_sram_bytes": ref.peak_sram_bytes,
+        },
+    }
+
+
+def _round(seconds: float | None) -> float | None:
+    return None if seconds is None else round(seconds, 2)
+
+
+@dataclass
+class SearchResult:
+    """What a search found; ``to_dict()`` is the ``--json`` summary."""
+
+    out_dir: Path
+    board: BoardProfile
+    config: SearchConfig
+    trials: list[TrialRecord]
+    front: list[TrialRecord]
+    best: TrialRecord | None
+    hypervolume: dict[str, Any]
+    wall_s: float  # every session of this search (first run and resumes)
+    session_wall_s: float | None = None  # this session only
+    sessions: int = 1
+    stopped_reason: str | None = None
+    message: str | None = None  # why nothing is feasible, when nothing is
+    paths: dict[str, str] = field(default_factory=dict)
+
+    def counts(self) -> dict[str, int]:
+        """Trials per status."""
+        return {
+            s.value: sum(r.status == s for r in self.trials)
+            for s in TrialStatus
+            if any(r.status == s for r in self.trials)
+        }
+
+    def board_summary(self) -> dict[str, Any]:
+        """The board facts the report and ``best.json`` show."""
+        return self.board_summary_of(self.board)
+
+    @staticmethod
+    def board_summary_of(board: BoardProfile) -> dict[str, Any]:
+        """The board facts the report and ``best.json`` show, for any board."""
+        return {
+            "name": board.name,
+            "title": board.title,
+            "clock_hz": board.clock_hz,
+            "kernels": board.kernels,
+            "sram_budget_bytes": board.usable_sram_bytes,
+            "flash_budget_bytes": board.model_flash_budget_bytes,
+        }
+
+    def overview(self) -> dict[str, Any]:
+        """The summary the report pages and ``pareto.json`` are written from."""
+        cfg = self.config
+        return {
+            "board": self.board_summary(),
+            "budgets": cfg.budgets.to_dict(),
+            "budgets_text": cfg.budgets.describe(),
+            "strategy": cfg.strategy,
+            "dataset": cfg.dataset or "digits (built-in)",
+            "counts": self.counts(),
+            "wall_s": round(self.wall_s, 2),
+            "session_wall_s": round(self.session_wall_s or 0.0, 2),
+            "sessions": self.sessions,
+            "infeasible_train_s": infeasible_train_s(self.trials),
+            "stopped_reason": self.stopped_reason,
+            "hypervolume": self.hypervolume,
+            "best": None if self.best is None else self.best.to_dict(),
+            "estimate_note": estimate_note(self.trials),
+            "pareto_table": pareto_table(self.front),
+        }
+
+    def text(self) -> str:
+        """The terminal summary: counts and time, the front, the hypervolume, the choice."""
+        counts = ", ".join(f"{v} {k}" for k, v in self.counts().items())
+        wall = f"{self.wall_s:.0f} s"
+        if self.sessions > 1 and self.session_wall_s is not None:
+            wall += f" over {self.sessions} sessions (this session {self.session_wall_s:.0f} s)"
+        stopped = f" ({self.stopped_reason})" if self.stopped_reason else ""
+        lines = [
+            f"\nSearch on {self.board.name}: {counts} in {wall}{stopped}",
+            "\nPareto front (INT8 accuracy vs latency vs peak SRAM):",
+            pareto_table(self.front),
+            f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
+        ]
+        if self.best is not None:
+            lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir")))
+        lines.append(f"Report: {self.paths.get('report_html')}")
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Machine-readable summary."""
+        return {
+            "out_dir": str(self.out_dir),
+            "board": self.board.name,
+            "config": self.config.to_dict(),
+            "counts": self.counts(),
+            "best": None if self.best is None else self.best.to_dict(),
+            "front": [r.to_dict() for r in self.front],
+            "hypervolume": self.hypervolume,
+            "infeasible_train_s": infeasible_train_s(self.trials),
+            "wall_s": round(self.wall_s, 2),
+            "session_wall_s": _round(self.session_wall_s),
+            "sessions": self.sessions,
+            "stopped_reason": self.stopped_reason,
+            "message": self.message,
+            "paths": self.paths,
+        }
+
+
+def compute_result(
+    store: TrialStore, config: SearchConfig, board: BoardProfile, stopped: str | None
+) -> SearchResult:
+    """Read the store once and compute the front, the chosen model and the hypervolume.
+
+    The wall time is the store's: every session of this search, written back to it.
+    """
+    wall_s = store.checkpoint_wall()
+    records = store.trials()
+    best = choose_best(records)
+    return SearchResult(
+        out_dir=Path(config.out or "."),
+        board=board,
+        config=config,
+        trials=records,
+        front=front_of(records),
+        best=best,
+        hypervolume=_hypervolume(trial_points(records), config, board),
+        wall_s=wall_s,
+        session_wall_s=wall_s - store.earlier_wall_s,
+        sessions=max(1, store.sessions),
+        stopped_reason=stopped,
+        message=None if best else no_feasible_message(records, config, board),
+    )
+
+
+def no_feasible_message(
+    records: Sequence[TrialRecord], cfg: SearchConfig, board: BoardProfile
+) -> str:
+    """Say that nothing was feasible, and what the smallest candidates seen need."""
+    seen = [r for r in records if r.peak_sram_bytes is not None]
+    head = f"No candidate met the limits ({cfg.budgets.describe()}; board {board.name})"
+    if not seen:
+        return head + ", and none got as far as a cost estimate: see the trial reasons."
+    lat = min(seen, key=lambda r: r.latency_ms or 0.0)
+    sram = min(seen, key=lambda r: r.peak_sram_bytes or 0)
+    flash = min(seen, key=lambda r: r.flash_bytes or 0)
+    return (
+        f"{head}. Of {len(seen)} candidates costed, the smallest need "
+        f"{lat.latency_ms:.2f} ms latency (trial {lat.trial_id}), "
+        f"{(sram.peak_sram_bytes or 0) / 1024:.1f} KB peak SRAM (trial {sram.trial_id}), "
+        f"{(flash.flash_bytes or 0) / 1024:.1f} KB flash (trial {flash.trial_id}). "
+        "Relax the budgets or search smaller families."
+    )

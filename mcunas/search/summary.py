@@ -1,0 +1,86 @@
+"""The words of a search's result: the front as a table, the note on estimates, the chosen model.
+
+The terminal summary, ``report.html`` and ``pareto.json`` all take their text
+from here, so a figure is worded (and marked as an estimate) the same way
+everywhere. Figures from the simulator are estimates and are marked ``~``
+with the predictor's stated error; figures measured on a board carry the
+simulator's error against that measurement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from mcunas.search.store import TrialRecord, TrialStatus
+
+__all__ = ["chosen_text", "estimate_mark", "estimate_note", "estimate_tag", "pareto_table"]
+
+
+def estimate_mark(rec: TrialRecord) -> str:
+    """``~`` for a simulated figure, nothing for a measured one."""
+    return "~" if rec.estimated else ""
+
+
+def pareto_table(front: Sequence[TrialRecord]) -> str:
+    """A plain-text table of the front for the terminal."""
+    if not front:
+        return "No feasible candidate: the Pareto front is empty."
+    head = f"{'trial':>6}  {'family':<12} {'INT8 acc':>8}  {'latency':>11}  {'peak SRAM':>11}  "
+    head += f"{'flash':>10}  source"
+    lines = [head, "-" * len(head)]
+    for r in front:
+        mark = estimate_mark(r)
+        lines.append(
+            f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
+            f"{r.latency_ms or 0:8.2f} ms{mark:1}  "
+            f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{mark:1}  "
+            f"{(r.flash_bytes or 0) / 1024:7.1f} KB{mark:1}  {r.source or ''}"
+        )
+    if any(r.estimated for r in front):
+        lines.append("~ simulator estimate (see report.html for the predictor's error)")
+    return "\n".join(lines)
+
+
+def estimate_tag(best: dict[str, Any]) -> str:
+    """' (simulator estimates, +/-E%)' for a simulated best model, else its source."""
+    if best.get("estimated"):
+        err = best.get("latency_error_pct")
+        return " (simulator estimates" + (f", latency +/-{err:g}%" if err else "") + ")"
+    return f" (measured on {best.get('source', 'a board')})"
+
+
+def estimate_note(trials: Sequence[TrialRecord]) -> str:
+    """What the ``~`` marks and the 'error %' column mean for these trials."""
+    ok = [r for r in trials if r.status == TrialStatus.OK]
+    errs = sorted({r.latency_error_pct for r in ok if r.estimated and r.latency_error_pct})
+    measured = [r for r in ok if not r.estimated]
+    note = "Latency, arena, peak SRAM and flash marked ~ are simulator estimates"
+    if errs:
+        lo, hi = errs[0], errs[-1]
+        span = f"{lo:.0f}-{hi:.0f}%" if hi - lo >= 1 else f"{hi:.1f}%"
+        note += (
+            f" (predictor's stated latency error +/-{span} by model: the measured error "
+            "of each op kind on this board, 50% for kinds no measurement covers; "
+            "see the 'error %' column)."
+        )
+    else:
+        note += "."
+    if measured:
+        note += (
+            f" {len(measured)} trial(s) were measured on a board; their 'error %' column "
+            "is the simulator's latency error against that measurement."
+        )
+    return note
+
+
+def chosen_text(best: TrialRecord, where: str | None) -> str:
+    """Two lines on the chosen model for the terminal: its figures and where it went."""
+    mark = estimate_mark(best)
+    return (
+        f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n"
+        f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "
+        f"{best.latency_ms or 0:.2f} ms{mark}, peak SRAM {(best.peak_sram_bytes or 0) / 1024:.1f}"
+        f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}\n"
+        f"  exported to {where}"
+    )
