@@ -99,7 +99,7 @@ def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypat
     import mcunas.convert
     import mcunas.search.api
 
-    def interrupted(config):
+    def interrupted(config, **_options):
         Path(config.out).mkdir()
         raise KeyboardInterrupt
 

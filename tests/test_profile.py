@@ -88,7 +88,7 @@ def test_simulator_measurer() -> None:
     assert m.estimated and m.source.startswith("simulator:")
     assert m.latency_error_pct is not None and m.latency_max_ms > m.latency_ms
     assert len(m.model_crc32) == 8 and len(m.ops) == 13
-    assert m.details["fits"] is True
+    assert m.fits is True and m.reasons == () and m.macs and m.details["runnable"]
     with pytest.raises(CandidateError, match="GELU"):
         measurer.measure(gelu_model())
     with pytest.raises(CandidateError, match="float model"):
