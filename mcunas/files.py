@@ -21,10 +21,10 @@ __all__ = [
     "DiskFull",
     "FolderLock",
     "content_sha256",
-    "disk_full_as_fatal",
     "ensure_writable",
     "first_missing",
     "is_disk_full",
+    "storage_errors",
     "write_file",
 ]
 
@@ -49,22 +49,54 @@ def is_disk_full(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
 
 
+# errno values that mean "this path cannot be written", with the words for each.
+_UNWRITABLE = {
+    errno.EROFS: "is on a read-only file system",
+    errno.EACCES: "is not writable (permission denied)",
+    errno.EPERM: "is not writable (operation not permitted)",
+    errno.ENAMETOOLONG: "has a name too long for the file system",
+}
+
+
 @contextlib.contextmanager
-def disk_full_as_fatal(what: str | os.PathLike[str]) -> Iterator[None]:
-    """Turn a full-disk error inside the block into :class:`DiskFull`."""
+def storage_errors(what: str | os.PathLike[str]) -> Iterator[None]:
+    """Turn storage faults inside the block into one clear line about ``what``.
+
+    A full disk raises :class:`DiskFull` (stop, resume later); a read-only,
+    unwritable, locked or damaged file or folder raises :class:`UserError` with
+    the path and what to do. Anything else passes through.
+    """
     try:
         yield
-    except (OSError, sqlite3.OperationalError) as exc:
+    except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
         if is_disk_full(exc):
             raise DiskFull(what) from exc
-        raise
+        message = _storage_message(exc)
+        if message is None:
+            raise
+        raise UserError(f"{what} {message}.") from exc
+
+
+def _storage_message(exc: BaseException) -> str | None:
+    if isinstance(exc, OSError):
+        return _UNWRITABLE.get(exc.errno or 0)
+    text = str(exc).lower()
+    if "readonly" in text or "read-only" in text:
+        return "is read-only: make it writable, or give another --out"
+    if "locked" in text:
+        return "is locked by another process: wait for it, or give another --out"
+    if "malformed" in text or "not a database" in text or "disk i/o" in text:
+        return f"is damaged ({exc}): restore it from a copy, or give another --out"
+    if "unable to open" in text:
+        return "cannot be opened: check that its folder exists and is writable"
+    return None
 
 
 def write_file(path: Path, data: bytes | str) -> Path:
     """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
     raw = data.encode() if isinstance(data, str) else data
     path.parent.mkdir(parents=True, exist_ok=True)
-    with disk_full_as_fatal(path):
+    with storage_errors(path):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
         try:
             with os.fdopen(fd, "wb") as fh:

@@ -180,3 +180,31 @@ def test_the_tflm_worker_dies_with_a_killed_search() -> None:
     while _alive(worker_pid) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert not _alive(worker_pid)
+
+
+def test_a_corrupted_store_is_one_line(capsys, tmp_path, fake_runner) -> None:
+    out = tmp_path / "run"
+    assert run(capsys, "--board", "esp32s3", "--out", str(out), "--max-trials", "2")[0] == 0
+    db = out / "trials.sqlite"
+    raw = bytearray(db.read_bytes())
+    raw[100:4096] = b"\xa5" * (4096 - 100)  # the first page past the header: the schema
+    db.write_bytes(bytes(raw))
+    for name in ("trials.sqlite-wal", "trials.sqlite-shm"):
+        (out / name).unlink(missing_ok=True)
+    code, _, err = run(capsys, "--out", str(out), "--resume", "--max-trials", "3")
+    assert code == 2 and "Traceback" not in err and str(db) in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_storage_errors_name_the_path_and_what_to_do(tmp_path: Path) -> None:
+    from mcunas.errors import UserError
+    from mcunas.files import DiskFull, storage_errors
+
+    with pytest.raises(UserError, match="read-only file system"), storage_errors(tmp_path):
+        raise OSError(30, "Read-only file system")  # EROFS
+    with pytest.raises(UserError, match="locked by another"), storage_errors(tmp_path):
+        raise sqlite3.OperationalError("database is locked")
+    with pytest.raises(DiskFull), storage_errors(tmp_path):
+        raise sqlite3.OperationalError("database or disk is full")
+    with pytest.raises(KeyError), storage_errors(tmp_path):
+        raise KeyError("not a storage fault: passes through")

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.errors import ModelError
-from mcunas.files import disk_full_as_fatal, write_file
+from mcunas.files import storage_errors, write_file
 from mcunas.search.store import TrialRecord
 
 __all__ = ["export_best"]
@@ -42,7 +42,7 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
     dest = Path(out_dir) / "best"
     write_file(dest / "model.tflite", model_bytes)
     op_names = read_graph(model_bytes).op_names()
-    with disk_full_as_fatal(dest):
+    with storage_errors(dest):
         sources = write_model_sources(model_bytes, dest, op_names)
     info = {
         **context,

@@ -26,7 +26,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.files import disk_full_as_fatal
+from mcunas.files import storage_errors
 
 __all__ = ["TrialRecord", "TrialStatus", "TrialStore"]
 
@@ -127,7 +127,7 @@ class TrialStore:
         """Open (creating if needed) the store at ``path``."""
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        with disk_full_as_fatal(self.path):
+        with storage_errors(self.path):
             self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
             try:
                 self._refuse_other_kind()
@@ -170,8 +170,12 @@ class TrialStore:
         self._db.close()
 
     def _write(self, sql: str, args: tuple[Any, ...] = ()) -> None:
-        with disk_full_as_fatal(self.path):
+        with storage_errors(self.path):
             self._db.execute(sql, args)
+
+    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+        with storage_errors(self.path):
+            return self._db.execute(sql, args).fetchall()
 
     # --- meta -----------------------------------------------------------
     def _set_meta_default(self, key: str, value: Any) -> None:
@@ -183,8 +187,8 @@ class TrialStore:
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``key``, or ``default``."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return default if row is None else json.loads(row[0])
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return default if not rows else json.loads(rows[0][0])
 
     # --- wall time over sessions ---------------------------------------
     def begin_session(self) -> None:
@@ -279,11 +283,10 @@ class TrialStore:
 
     def get(self, trial_id: str) -> TrialRecord | None:
         """One trial, or None."""
-        cur = self._db.execute(
+        rows = self._query(
             f"SELECT {', '.join(_COLUMNS)} FROM trials WHERE trial_id = ?", (trial_id,)
         )
-        row = cur.fetchone()
-        return None if row is None else _record(row)
+        return None if not rows else _record(rows[0])
 
     def trials(self, status: TrialStatus | None = None) -> list[TrialRecord]:
         """Every trial (or those with ``status``), oldest first."""
@@ -292,12 +295,12 @@ class TrialStore:
         if status is not None:
             sql += " WHERE status = ?"
             args = (str(status),)
-        rows = self._db.execute(sql + " ORDER BY started_at, trial_id", args).fetchall()
+        rows = self._query(sql + " ORDER BY started_at, trial_id", args)
         return [_record(r) for r in rows]
 
     def count(self) -> int:
         """Number of trials recorded."""
-        return int(self._db.execute("SELECT COUNT(*) FROM trials").fetchone()[0])
+        return int(self._query("SELECT COUNT(*) FROM trials")[0][0])
 
 
 def _to_sql(name: str, value: Any) -> Any:

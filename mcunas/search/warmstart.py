@@ -28,7 +28,8 @@ from typing import Any
 import keras_tuner
 
 from mcunas.errors import FatalError, describe
-from mcunas.search.store import TrialStore, disk_full_as_fatal
+from mcunas.files import storage_errors
+from mcunas.search.store import TrialStore
 
 __all__ = ["WARM_START_ENV", "WEIGHTS_SUFFIX", "Start", "WarmStart"]
 
@@ -92,7 +93,7 @@ class WarmStart:
         final = self.weights_path(tid)
         tmp = final.with_name(f".trial_{tid}.part{WEIGHTS_SUFFIX}")
         try:
-            with disk_full_as_fatal(final):
+            with storage_errors(final):
                 final.parent.mkdir(parents=True, exist_ok=True)
                 self.runner.save_weights(model, tmp)
                 os.replace(tmp, final)
