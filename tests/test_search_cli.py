@@ -33,13 +33,16 @@ class ExportableRunner(FakeRunner):
         return self._cost(self.last)
 
 
-@pytest.fixture
-def fake_runner(monkeypatch: pytest.MonkeyPatch) -> ExportableRunner:
+def fake_runner_fixture(monkeypatch: pytest.MonkeyPatch) -> ExportableRunner:
+    """Searches in this test use fake candidates that export a real model."""
     runner = ExportableRunner()
     monkeypatch.setattr(
         SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
     )
     return runner
+
+
+fake_runner = pytest.fixture(fake_runner_fixture)
 
 
 def run(capsys, *args: str) -> tuple[int, str, str]:

@@ -12,23 +12,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_search_cli import ExportableRunner, run
-from test_tuner import FakeSpace
+from test_search_cli import fake_runner_fixture, run
 
 from mcunas.errors import ImplausibleFigure
 from mcunas.figures import Figures
 from mcunas.files import FolderLock
-from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialStatus, TrialStore
 
-
-@pytest.fixture
-def fake_runner(monkeypatch: pytest.MonkeyPatch) -> ExportableRunner:
-    runner = ExportableRunner()
-    monkeypatch.setattr(
-        SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
-    )
-    return runner
+fake_runner = pytest.fixture(fake_runner_fixture)
 
 
 def _digits_like(path: Path, shift: float = 0.0) -> Path:
