@@ -8,6 +8,8 @@ recorded failed trial; :class:`FatalError` stops the search at once.
 
 from __future__ import annotations
 
+import re
+
 
 class McunasError(Exception):
     """Root of every error meant for the user: one clear line, exit code 2."""
@@ -64,8 +66,33 @@ class ImplausibleFigure(MeasurementError):
 
 
 def describe(exc: BaseException, limit: int = 300) -> str:
-    """One line for a trial's reason: the message, with the type for non-mcunas errors."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """One line for a trial's reason: the message, with the type for non-mcunas errors.
+
+    Long framework errors (TensorFlow's run to dozens of lines of node names and
+    stack frames) are cut to their first line and their cause, the last line
+    that says what went wrong, so the reason is never cut before the actual error.
+    """
     if isinstance(exc, McunasError):
-        return text[:limit]
-    return f"{type(exc).__name__}: {text}"[:limit]
+        return (" ".join(str(exc).split()) or type(exc).__name__)[:limit]
+    message = str(exc).split("Arguments received by")[0]  # Keras's call context, not a cause
+    lines = [_clean(line) for line in message.splitlines()]
+    lines = [line for line in lines if line and not line.startswith(_NOISE)]
+    if not lines:
+        return type(exc).__name__
+    text = lines[0] if len(lines) == 1 or lines[-1] in lines[0] else f"{lines[0]} ... {lines[-1]}"
+    text = f"{type(exc).__name__}: {text}"
+    if len(text) <= limit:
+        return text
+    cause = f"{type(exc).__name__}: ... {lines[-1]}"
+    return cause[:limit] if len(cause) < len(text) else text[: limit - 3] + "..."
+
+
+# Lines of framework errors that locate a fault but do not say what it is.
+_NOISE = ("Detected at node", "File ", "Traceback", "Stack trace", "[[{{node", "Node:", "Op:")
+
+
+def _clean(line: str) -> str:
+    """A line without TensorFlow's ``[[{{node ...}}]]`` and ``[Op:...]`` suffixes."""
+    line = re.sub(r"\x1b\[[0-9;]*m", "", line)  # terminal colours
+    line = re.sub(r"\[\[\{\{node [^]]*\]\]|\[Op:[^]]*\]( name:)?|\{\{[^}]*\}\}", "", line)
+    return " ".join(line.split()).strip(" :")

@@ -129,7 +129,7 @@ def test_infeasible_never_trained_and_recorded(tmp_path: Path) -> None:
     tuner, store = make_tuner(tmp_path, runner, max_trials=10)
     tuner.search()
     rows = store.trials()
-    assert len(rows) == 10
+    assert len([r for r in rows if r.train_s]) == 10  # --max-trials counts trained candidates
     infeasible = [r for r in rows if r.status == TrialStatus.INFEASIBLE]
     ok = [r for r in rows if r.status == TrialStatus.OK]
     assert infeasible and ok  # width > 40 breaks the 10 ms budget
@@ -204,7 +204,9 @@ def test_every_strategy_runs_and_respects_max_trials(tmp_path: Path, strategy: s
     runner = FakeRunner()
     tuner, store = make_tuner(tmp_path, runner, strategy=strategy, max_trials=7)
     tuner.search()
-    assert 1 <= store.count() <= 7
+    trained = [r for r in store.trials() if r.train_s]
+    assert 1 <= len(trained) <= 7 and store.count() <= 70  # draws refused before training
+    assert len(runner.trained) == len(trained)  # are drawn again, not trained
     assert any(r.status == TrialStatus.OK for r in store.trials())
 
 
@@ -310,3 +312,23 @@ def test_hybrid_measures_board_only_when_promising() -> None:
     assert real.latency_error_pct == pytest.approx(20.0)  # simulator 20% above the board
     board_only = KerasRunner(None, Data(), load_board("esp32s3"), Worker(), Board())
     assert board_only.measure(b"m", lambda cost: False).source.startswith("board:")
+
+
+def test_refused_draws_are_drawn_again_up_to_the_cap(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    tuner, store = make_tuner(
+        tmp_path, runner, max_trials=6, budgets=Budgets(max_latency_ms=0.001), max_draws=9
+    )
+    tuner.search()
+    rows = store.trials()
+    assert len(rows) == 9 and not runner.trained  # nothing fits: every draw is refused
+    assert all(r.status == TrialStatus.INFEASIBLE and not r.train_s for r in rows)
+    assert tuner.stopped_reason.startswith("draw cap reached: 9 candidates drawn")
+
+
+def test_infeasible_candidates_complete_with_score_zero(tmp_path: Path) -> None:
+    tuner, _ = make_tuner(tmp_path, FakeRunner(), strategy="bayesian", max_trials=6)
+    tuner.search()
+    trials = tuner.oracle.trials.values()
+    infeasible = [t for t in trials if t.metrics.get_last_value("feasible") == 0.0]
+    assert infeasible and all(t.status == "COMPLETED" and t.score == 0.0 for t in infeasible)

@@ -37,8 +37,6 @@ Output folder: trials.sqlite (every trial), pareto.json, pareto.png, report.html
 best/ (model.tflite, model_data.cc/.h, model_ops.h, best.json). Figures marked ~
 are simulator estimates."""
 
-# Options that --resume may change; every other one comes from the interrupted run.
-
 
 @click.command("search", epilog=EPILOG)
 @click.option("--board", "-b", help="Board profile name or path (see `mcunas boards`).")
@@ -60,7 +58,14 @@ are simulator estimates."""
     type=int,
     default=DEFAULT_MAX_TRIALS,
     show_default=True,
-    help="Candidates to try at most.",
+    help="Candidates to train at most (draws refused before training are drawn again).",
+)
+@click.option(
+    "--max-draws",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Candidates drawn at most, counting those refused before training "
+    "[default: 10 x --max-trials].",
 )
 @click.option(
     "--epochs",

@@ -6,6 +6,7 @@ a search actually starts.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -17,7 +18,7 @@ import numpy as np
 from mcunas.boards import BoardProfile
 from mcunas.convert import convert_int8, to_inference_model
 from mcunas.data import Dataset
-from mcunas.errors import CandidateError
+from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
 from mcunas.search.isolate import TflmWorker
 from mcunas.search.tuner import CheckResult, TrainResult
@@ -85,7 +86,33 @@ class KerasRunner:
         """Profile the untrained model's INT8 graph against the board (no training)."""
         model_bytes = convert_int8(to_inference_model(model), self._check_samples)
         figures = self.worker.profile(model_bytes)
+        cause = self._train_step_error(model) if figures.fits else None
+        if cause is not None:
+            reasons = (*figures.reasons, f"TensorFlow cannot train it: {cause}")
+            figures = dataclasses.replace(figures, reasons=reasons)
         return CheckResult(figures, int(model.count_params()), self._description)
+
+    def _train_step_error(self, model: Any) -> str | None:
+        """One forward and backward step on two samples: the cause if TensorFlow refuses it.
+
+        The weights (BatchNorm statistics included) are put back afterwards, so the
+        candidate trains from the same start as without the check.
+        """
+        import tensorflow as tf
+
+        x, y = self.dataset.x_train[:2], self.dataset.y_train[:2]
+        weights = model.get_weights()
+        try:
+            with tf.GradientTape() as tape:
+                loss = keras.ops.mean(
+                    keras.losses.sparse_categorical_crossentropy(y, model(x, training=True))
+                )
+            tape.gradient(loss, model.trainable_variables)
+        except Exception as exc:  # noqa: BLE001 - any refusal is the candidate's
+            return describe(exc)
+        finally:
+            model.set_weights(weights)
+        return None
 
     def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
         """Fit epochs ``initial_epoch`` to ``epochs`` with early stopping (best weights restored).

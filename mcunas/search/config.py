@@ -17,6 +17,9 @@ STRATEGIES = ("random", "bayesian", "hyperband", "evolution")
 DEFAULT_MAX_TRIALS = 15
 DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
+# Without --max-draws, a search may draw this many candidates per trial it trains: the
+# draws refused before training (about a second each) are drawn again up to this cap.
+DRAWS_PER_TRIAL = 10
 MEASURES = ("simulator", "board", "hybrid")
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
 IDENTITY = (
@@ -42,6 +45,7 @@ class SearchConfig:
     out: str | None = None
     strategy: str = DEFAULT_STRATEGY
     max_trials: int = DEFAULT_MAX_TRIALS
+    max_draws: int | None = None
     epochs: int = DEFAULT_EPOCHS
     seed: int = 0
     dataset: str | None = None
@@ -56,6 +60,11 @@ class SearchConfig:
     time_budget_s: float | None = None
     resume: bool = False
     batch_size: int = 32
+
+    @property
+    def draw_cap(self) -> int:
+        """Candidates drawn at most, trained or refused before training."""
+        return self.max_draws if self.max_draws is not None else DRAWS_PER_TRIAL * self.max_trials
 
     @property
     def budgets(self) -> Budgets:
@@ -90,6 +99,10 @@ class SearchConfig:
             )
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
+        if self.max_draws is not None and self.max_draws < self.max_trials:
+            raise UserError(
+                f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
+            )
         for name in ("max_latency_ms", "max_sram_kb", "max_flash_kb", "time_budget_s"):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):

@@ -4,8 +4,9 @@
 
 - ``random``: :class:`keras_tuner.oracles.RandomSearchOracle`.
 - ``bayesian``: :class:`keras_tuner.oracles.BayesianOptimizationOracle` (Gaussian
-  process over the completed trials; infeasible and failed trials are not
-  part of its model, so it keeps sampling until it has feasible data).
+  process over the completed trials; an infeasible candidate completes with
+  score 0, so the process learns where the board's limits are; failed trials
+  are not part of its model).
 - ``hyperband``: :class:`keras_tuner.oracles.HyperbandOracle` with ``max_epochs``
   = ``--epochs``; a promoted trial starts from its parent's weights and trains
   epochs ``tuner/initial_epoch`` to ``tuner/epochs`` (see
@@ -15,8 +16,8 @@
   Evolution for Image Classifier Architecture Search", AAAI 2019).
 
 Aging evolution: the first ``population_size`` trials are random. After that,
-the population is the ``population_size`` most recently *finished* trials
-that completed (infeasible and failed candidates never become parents); draw
+the population is the ``population_size`` most recently *finished* feasible
+trials (infeasible and failed candidates never become parents); draw
 ``sample_size`` of them at random, take the best-scoring one as the parent,
 and mutate one of its active hyperparameters to a different value (newly
 activated conditional hyperparameters are sampled at random, deactivated ones
@@ -79,6 +80,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
             for t in self.end_order
             if self.trials[t].status == trial_module.TrialStatus.COMPLETED
             and self.trials[t].score is not None
+            and _feasible(self.trials[t])
         ]
         return done[-self.population_size :]
 
@@ -140,6 +142,13 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         self.sample_size = state["sample_size"]
 
 
+def _feasible(trial: trial_module.Trial) -> bool:
+    """False for a candidate the tuner found infeasible (completed with ``feasible`` 0)."""
+    if not trial.metrics.exists("feasible"):
+        return True  # stores from before the metric: only feasible trials completed
+    return bool(trial.metrics.get_last_value("feasible"))
+
+
 def _active_names(space: list[Any], values: dict[str, Any]) -> set[str]:
     hps = hp_module.HyperParameters()
     names = set()
@@ -167,8 +176,9 @@ def make_oracle(
 ) -> keras_tuner.Oracle:
     """The oracle for ``--strategy``; every one stops after ``max_trials`` trials.
 
-    Infeasible and failed trials are recorded as FAILED trials, so the limit on
-    consecutive failures is lifted: the tuner applies its own guard.
+    Failed trials are recorded as FAILED trials (infeasible ones complete with
+    score 0), so the limit on consecutive failures is lifted: the tuner applies
+    its own guard.
     """
     objective = objective or keras_tuner.Objective("score", "max")
     # keras-tuner treats seed 0 as "pick a random seed": shift by one to stay reproducible.

@@ -26,7 +26,8 @@ class Progress:
     """Tracks the search clock and prints one line per finished trial.
 
     Args:
-        max_trials: int, the N of "trial n of N".
+        max_trials: int, the N of "trial n of N" (n counts trained candidates; a draw
+            refused before training is shown with the same n).
         time_budget_s: float | None, seconds after which the search stops after
             the current trial.
         stream: TextIO | None, where lines go (default stderr); None -> silent.
@@ -65,7 +66,8 @@ class Progress:
 
     def trial_done(self, rec: TrialRecord, done: int, best: TrialRecord | None) -> str:
         """Record one finished trial and print (and return) its progress line."""
-        self.trial_seconds.append(rec.total_s)
+        if rec.train_s or rec.status == TrialStatus.OK:  # a refused draw says nothing of ETA
+            self.trial_seconds.append(rec.total_s)
         line = self.format_line(rec, done, best)
         if self.stream is not None:
             print(line, file=self.stream, flush=True)

@@ -169,7 +169,9 @@ def _html(
 kernels {esc(board["kernels"])}, {board["sram_budget_bytes"] / 1024:.0f} KB SRAM usable,
 {board["flash_budget_bytes"] / 1024:.0f} KB flash for the model.
 User budgets: {esc(summary["budgets_text"])}.</p>
-<p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts};
+<p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts}
+({summary["draws"]["trained"]} trained of {summary["draws"]["drawn"]} drawn, cap
+{summary["draws"]["cap"]});
 wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on infeasible
 candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>

@@ -126,6 +126,11 @@ class SearchResult:
             if any(r.status == s for r in self.trials)
         }
 
+    def draws(self) -> dict[str, int]:
+        """Candidates trained, candidates drawn (refused ones included), and the draw cap."""
+        trained = sum(bool(r.train_s) or r.status == TrialStatus.OK for r in self.trials)
+        return {"trained": trained, "drawn": len(self.trials), "cap": self.config.draw_cap}
+
     def board_summary(self) -> dict[str, Any]:
         """The board facts the report and ``best.json`` show."""
         return self.board_summary_of(self.board)
@@ -152,6 +157,7 @@ class SearchResult:
             "strategy": cfg.strategy,
             "dataset": cfg.dataset or "digits (built-in)",
             "counts": self.counts(),
+            "draws": self.draws(),
             "wall_s": round(self.wall_s, 2),
             "session_wall_s": round(self.session_wall_s or 0.0, 2),
             "sessions": self.sessions,
@@ -170,8 +176,12 @@ class SearchResult:
         if self.sessions > 1 and self.session_wall_s is not None:
             wall += f" over {self.sessions} sessions (this session {self.session_wall_s:.0f} s)"
         stopped = f" ({self.stopped_reason})" if self.stopped_reason else ""
+        d = self.draws()
+        drawn = (
+            f" ({d['trained']} trained of {d['drawn']} drawn)" if d["drawn"] > d["trained"] else ""
+        )
         lines = [
-            f"\nSearch on {self.board.name}: {counts} in {wall}{stopped}",
+            f"\nSearch on {self.board.name}: {counts}{drawn} in {wall}{stopped}",
             "\nPareto front (INT8 accuracy vs latency vs peak SRAM):",
             pareto_table(self.front),
             f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
@@ -188,6 +198,7 @@ class SearchResult:
             "board": self.board.name,
             "config": self.config.to_dict(),
             "counts": self.counts(),
+            "draws": self.draws(),
             "best": None if self.best is None else self.best.to_dict(),
             "front": [r.to_dict() for r in self.front],
             "hypervolume": self.hypervolume,

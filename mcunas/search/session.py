@@ -100,6 +100,7 @@ class SearchSession:
                 directory=str(self.out_dir),
                 project_name="tuner",
                 overwrite=not cfg.resume,
+                max_draws=cfg.draw_cap,
                 debug=self.debug,
             )
             self._reconcile(oracle)
@@ -128,8 +129,9 @@ class SearchSession:
                 continue
             oracle._retry_queue.remove(tid)  # noqa: SLF001
             trial = oracle.trials[tid]
-            if rec.status == TrialStatus.OK:
-                oracle.update_trial(tid, {"score": rec.score or 0.0})
+            if rec.status in (TrialStatus.OK, TrialStatus.INFEASIBLE):
+                feasible = float(rec.status == TrialStatus.OK)
+                oracle.update_trial(tid, {"score": rec.score or 0.0, "feasible": feasible})
                 trial.status = trial_module.TrialStatus.COMPLETED
             else:
                 trial.status = trial_module.TrialStatus.FAILED

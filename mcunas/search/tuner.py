@@ -36,6 +36,7 @@ from mcunas.errors import FatalError, McunasError, describe
 from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.search.budgets import Budgets, score, violations
+from mcunas.search.config import DRAWS_PER_TRIAL
 from mcunas.search.pareto import Point, dominates
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
@@ -143,6 +144,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         warm_start: bool | None, Hyperband's promoted trials start from their parent's
             weights (default: True unless the environment sets ``MCUNAS_WARM_START=0``).
             Runners without ``save_weights``/``load_weights`` always train from scratch.
+        max_draws: int | None, candidates drawn at most (default ``DRAWS_PER_TRIAL`` x the
+            oracle's ``max_trials``): a draw refused before training is drawn again, so
+            ``max_trials`` counts trained candidates, until this cap.
         debug: bool, let keras-tuner print each failed trial's traceback (``mcunas --debug``;
             default False: the reason is in the store and the progress line).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
@@ -161,6 +165,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         epochs: int,
         seed: int = 0,
         warm_start: bool | None = None,
+        max_draws: int | None = None,
         debug: bool = False,
         **kwargs: Any,
     ) -> None:
@@ -172,6 +177,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         with contextlib.redirect_stdout(io.StringIO()):  # keras-tuner's "Reloading Tuner from"
             super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
+        self.trials_wanted = int(self.oracle.max_trials or 0)
+        self.max_draws = max(self.trials_wanted, max_draws or DRAWS_PER_TRIAL * self.trials_wanted)
+        self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
         kt_config.DEBUG = debug
@@ -195,6 +203,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         fatal = False
         try:
             return self._run_stages(trial, tid, values)
+        except _Infeasible:
+            return {"score": 0.0, "feasible": 0.0}  # the oracle learns where the limits are
         except keras_tuner.errors.FailedTrialError:
             raise
         except (FatalError, SearchFatal) as exc:
@@ -235,7 +245,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             stage = "measure"
             with _timed(timings, "measure_s"):
                 cost = self.runner.measure(model_bytes, self._promising(accuracy))
-        except (keras_tuner.errors.FailedTrialError, FatalError, SearchFatal):
+        except (keras_tuner.errors.FailedTrialError, FatalError, SearchFatal, _Infeasible):
             raise
         except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
             self.store.update(tid, **timings)
@@ -280,6 +290,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             "int8_accuracy": float(accuracy),
             "latency_ms": float(cost.latency_ms),
             "peak_sram_bytes": float(cost.peak_sram_bytes),
+            "feasible": 1.0,
         }
 
     @property
@@ -292,8 +303,14 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         return self.warm.weights_path(trial_id)
 
     def _finish(self, tid: str, status: TrialStatus, reason: str) -> None:
-        """Record a trial that did not make it, then tell keras-tuner (raises)."""
+        """Record a trial that did not make it, then tell keras-tuner (raises).
+
+        An infeasible candidate completes with score 0 (so Bayesian optimisation
+        models the limits); a failed one is a failed trial.
+        """
         self.store.finish_trial(tid, status, reason=reason, finished_at=time.time())
+        if status == TrialStatus.INFEASIBLE:
+            raise _Infeasible(reason)
         raise keras_tuner.errors.FailedTrialError(f"{status}: {reason}")
 
     def _promising(self, accuracy: float) -> Callable[[Figures], bool]:
@@ -312,7 +329,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
     def _after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""
         rows = self.store.trials()
-        done = sum(r.status != TrialStatus.RUNNING for r in rows)
+        done = sum(r.status != TrialStatus.RUNNING and not _untrained(r) for r in rows)
         ok = [r for r in rows if r.status == TrialStatus.OK]
         best = max(ok, key=lambda r: r.score or 0.0, default=None)
         rec = self.store.get(tid)
@@ -322,7 +339,21 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         if self.progress.time_up() and self.stopped_reason is None:
             self.stopped_reason = "time budget reached"
             self.oracle.max_trials = len(self.oracle.trials)  # create_trial now says STOPPED
+        self._apply_draw_cap(rows)
         self._check_failure_streak(rows)
+
+    def _apply_draw_cap(self, rows: list[Any]) -> None:
+        """Draw again for every candidate refused before training, up to ``max_draws``."""
+        if self.stopped_reason is not None:
+            return
+        untrained = sum(_untrained(r) for r in rows)
+        extra = min(untrained, self.max_draws - self.trials_wanted)
+        self.oracle.max_trials = self.trials_wanted + extra
+        if len(rows) >= self.max_draws and len(rows) - untrained < self.trials_wanted:
+            self.stopped_reason = (
+                f"draw cap reached: {len(rows)} candidates drawn, {untrained} refused before "
+                f"training (cap {self.max_draws}; raise --max-draws or relax the budgets)"
+            )
 
     def _check_failure_streak(self, rows: list[Any]) -> None:
         streak = 0
@@ -335,6 +366,15 @@ class HardwareAwareTuner(keras_tuner.Tuner):
                     "looks broken; see the trial table (mcunas search --resume continues)."
                 )
             )
+
+
+class _Infeasible(Exception):  # noqa: N818 - a verdict, not an error
+    """A recorded infeasible candidate: keras-tuner gets score 0, not a failure."""
+
+
+def _untrained(rec: Any) -> bool:
+    """True for a finished trial that never reached training (a draw, not a trial)."""
+    return rec.status in (TrialStatus.INFEASIBLE, TrialStatus.FAILED) and not rec.train_s
 
 
 def _index(trial_id: str) -> int:
