@@ -33,15 +33,14 @@ from mcunas.board_checks import (
     positive_int,
 )
 from mcunas.errors import BoardProfileError, UnknownBoard
+from mcunas.paths import builtin_boards_dir, user_boards_dir
 
 __all__ = [
     "CORES",
     "KERNEL_LIBRARIES",
     "BoardProfile",
-    "builtin_boards_dir",
     "list_boards",
     "load_board",
-    "user_boards_dir",
 ]
 
 CORES = (
@@ -168,20 +167,6 @@ class BoardProfile:
         data["model_sram_budget_bytes"] = self.model_sram_budget_bytes
         data["model_flash_budget_bytes"] = self.model_flash_budget_bytes
         return data
-
-
-def builtin_boards_dir() -> Path:
-    """The folder of built-in profiles (``MCUNAS_BOARDS_DIR`` overrides it)."""
-    env = os.environ.get("MCUNAS_BOARDS_DIR")
-    if env:
-        return Path(env)
-    return Path(__file__).resolve().parent.parent / "boards"
-
-
-def user_boards_dir() -> Path:
-    """The user's profile folder, searched before the built-in one."""
-    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
-    return Path(home) / "boards"
 
 
 def _profile_files() -> dict[str, tuple[Path, bool]]:

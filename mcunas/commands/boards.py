@@ -6,7 +6,8 @@ import json
 
 import click
 
-from mcunas.boards import BoardProfile, list_boards, load_board, user_boards_dir
+from mcunas.boards import BoardProfile, list_boards, load_board
+from mcunas.paths import user_boards_dir
 
 
 def _kb(n: int) -> str:

@@ -7,13 +7,14 @@ from pathlib import Path
 import click
 
 from mcunas.errors import UserError
+from mcunas.paths import predictor_store_path
 
 
 def _store(path: str | None, create: bool = False):  # noqa: ANN202
     """Open the store; only ``import`` creates one (a mistyped --store must not)."""
-    from mcunas.predict.records import RecordStore, default_store_path
+    from mcunas.predict.records import RecordStore
 
-    where = Path(path) if path else default_store_path()
+    where = Path(path) if path else predictor_store_path()
     if not create and not where.is_file():
         raise UserError(
             f"No measurements store at {where}: run `mcunas predictor import CSV` "
@@ -57,10 +58,8 @@ def import_cmd(csv_path: str, store: str | None) -> None:
 @_STORE
 def list_cmd(store: str | None) -> None:
     """What the store holds: measurements per board, kernel library and source."""
-    from mcunas.predict.records import default_store_path
-
-    if store is None and not default_store_path().is_file():
-        click.echo(f"No measurements yet ({default_store_path()} does not exist)")
+    if store is None and not predictor_store_path().is_file():
+        click.echo(f"No measurements yet ({predictor_store_path()} does not exist)")
         return
     db = _store(store)
     groups = db.summary()
@@ -158,7 +157,7 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards import load_board
     from mcunas.predict.fit import _graph, load_calibration, summarize
-    from mcunas.predict.records import board_for_row, default_store_path
+    from mcunas.predict.records import board_for_row
     from mcunas.predict.refit import report_loo
 
     board = load_board(board_name)
@@ -166,7 +165,7 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
         raise UserError(f"Cannot write the plot {plot}: its folder does not exist")
     rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
     db = None
-    if store is not None or default_store_path().is_file():  # the published rows need none
+    if store is not None or predictor_store_path().is_file():  # the published rows need none
         db = _store(store)
         rows.update({r.id: r for r in db.model_rows(board.name)})
     if not rows:

@@ -11,7 +11,6 @@ Example::
 
 from __future__ import annotations
 
-import os
 import re
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from mcunas.figures import Figures, OpTiming
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result, model_crc32
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
+from mcunas.paths import user_path
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -63,14 +63,13 @@ class WrongFirmware(LinkError):
 
 
 def _pio_project(board: BoardProfile, work_dir: Path, pio: str = "pio") -> Any:
-    from mcunas.measure.pio import PioProject  # helper E's module, imported when flashing
+    from mcunas.measure.pio import PioProject  # imported when flashing: it needs PlatformIO
 
     return PioProject(board, work_dir, pio=pio)
 
 
 def _default_work_dir(board: BoardProfile, port: str) -> Path:
-    home = Path(os.environ.get("MCUNAS_HOME") or Path.home() / ".mcunas")
-    return home / "build" / f"{board.name}-{re.sub(r'[^A-Za-z0-9]+', '_', port).strip('_')}"
+    return user_path("build") / f"{board.name}-{re.sub(r'[^A-Za-z0-9]+', '_', port).strip('_')}"
 
 
 def probe_board(

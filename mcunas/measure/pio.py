@@ -31,13 +31,13 @@ from mcunas.boards import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
 from mcunas.measure.protocol import model_crc32
+from mcunas.paths import firmware_template_dir
 
 __all__ = [
     "BUILD_TIMEOUT_S",
     "UPLOAD_TIMEOUT_S",
     "BuildInfo",
     "PioProject",
-    "firmware_template_dir",
 ]
 
 # A first ESP-IDF build installs the toolchain and compiles the IDF: 10-20 min.
@@ -117,12 +117,6 @@ class BuildInfo:
     flash_bytes: int
     sections: dict[str, int] = field(default_factory=dict)
     log_path: Path | None = None
-
-
-def firmware_template_dir() -> Path:
-    """The folder of ``platformio.ini`` and ``firmware/``; ``MCUNAS_FIRMWARE_DIR`` overrides."""
-    env = os.environ.get("MCUNAS_FIRMWARE_DIR")
-    return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
 class PioProject:

@@ -16,16 +16,16 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
+from mcunas.paths import predictor_store_path
 from mcunas.predict.fit import CalibrationRow, load_calibration
 
-__all__ = ["OpRecord", "RecordStore", "default_store_path", "model_hash"]
+__all__ = ["OpRecord", "RecordStore", "model_hash"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS models (hash TEXT PRIMARY KEY, name TEXT, bytes BLOB NOT NULL);
@@ -44,12 +44,6 @@ _DEDUPE = f"""
 DELETE FROM measurements WHERE id NOT IN (SELECT MAX(id) FROM measurements GROUP BY {_KEY});
 CREATE UNIQUE INDEX IF NOT EXISTS measurements_key ON measurements ({_KEY});
 """
-
-
-def default_store_path() -> Path:
-    """``$MCUNAS_HOME/predictor.sqlite`` (``~/.mcunas`` without MCUNAS_HOME)."""
-    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
-    return Path(home) / "predictor.sqlite"
 
 
 def model_hash(model_bytes: bytes) -> str:
@@ -75,7 +69,7 @@ class RecordStore:
     """The measurements database (stdlib sqlite3)."""
 
     def __init__(self, path: Path | None = None) -> None:
-        self.path = Path(path) if path else default_store_path()
+        self.path = Path(path) if path else predictor_store_path()
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
@@ -259,7 +253,8 @@ def board_for_row(row: CalibrationRow) -> str:
     not take the published rows away from the board they were measured on. A
     malformed user profile is skipped here (``mcunas boards`` reports it).
     """
-    from mcunas.boards import builtin_boards_dir, list_boards
+    from mcunas.boards import list_boards
+    from mcunas.paths import builtin_boards_dir
 
     boards = list_boards(errors=[])
     for board in boards:

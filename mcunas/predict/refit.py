@@ -157,7 +157,8 @@ def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
     """
     from dataclasses import replace
 
-    from mcunas.boards import builtin_boards_dir, load_board
+    from mcunas.boards import load_board
+    from mcunas.paths import builtin_boards_dir
 
     latency = board.latency or {}
     if board.builtin or not str(latency.get("source", "")).startswith(FIT_SOURCE):
@@ -270,7 +271,7 @@ def _toml_value(value) -> str:  # noqa: ANN001
 
 def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
     """Write the profile with a new ``[latency]`` table into the user boards folder."""
-    from mcunas.boards import user_boards_dir
+    from mcunas.paths import user_boards_dir
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
     # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids

@@ -19,7 +19,6 @@ Example::
 from __future__ import annotations
 
 import json
-import os
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from mcunas.errors import UserError
+from mcunas.paths import user_path
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 
@@ -375,8 +375,7 @@ def build_suite(size: str = "small") -> list[SuiteModel]:
 
 def suite_dir(size: str) -> Path:
     """Cache folder of one suite: ``$MCUNAS_HOME/calibration-suite/<version>-<size>``."""
-    home = os.environ.get("MCUNAS_HOME") or str(Path.home() / ".mcunas")
-    return Path(home) / "calibration-suite" / f"{SUITE_VERSION}-{size}"
+    return user_path("calibration-suite", f"{SUITE_VERSION}-{size}")
 
 
 def load_suite(size: str = "small") -> list[SuiteModel]:
