@@ -9,8 +9,8 @@ from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 from mcunas.boards import load_board
 from mcunas.cli import main
 from mcunas.commands import bench
+from mcunas.csource import model_crc32
 from mcunas.errors import MeasurementError
-from mcunas.measure.protocol import model_crc32
 from mcunas.measure.virtual_board import VirtualProject
 from mcunas.tflm import build_model
 

@@ -9,13 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.convert import (
-    convert_int8,
-    model_crc32,
-    resolver_methods,
-    to_inference_model,
-    write_model_sources,
-)
+from mcunas.convert import convert_int8, to_inference_model
+from mcunas.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.errors import CandidateError
 from mcunas.evaluate import int8_accuracy, int8_predict, quantize_inputs
 from mcunas.graph import read_graph
@@ -190,3 +185,23 @@ def test_conversion_failures_are_one_line_candidate_errors() -> None:
     assert "\n" not in message
     with pytest.raises(CandidateError, match="does not fit the model input"):
         convert_int8(model, np.zeros((3, 8, 8), np.float32))
+
+
+# The firmware sources of a real model, generated before they moved into template files,
+# pinned by digest: the templates must give the same bytes.
+PINNED_SOURCES = {
+    "ad01_int8": ("22a7fea28ae7bf4e", "a6e043e082b51c2f", "890e561160b61f95"),
+    "kws_ref_model": ("33254bd359fdc9ef", "caa7ea535bc13af3", "28a45c7c812b4fc0"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PINNED_SOURCES))
+def test_model_sources_are_byte_identical_to_the_pinned_ones(name: str, tmp_path: Path) -> None:
+    import hashlib
+
+    import mcunas
+
+    model = Path(mcunas.__file__).parent / "calibration" / "models" / f"{name}.tflite"
+    paths = write_model_sources(model.read_bytes(), tmp_path)
+    digests = tuple(hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in paths)
+    assert digests == PINNED_SOURCES[name]

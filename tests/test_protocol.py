@@ -2,6 +2,7 @@ import zlib
 
 import pytest
 
+from mcunas.csource import model_crc32
 from mcunas.errors import MeasurementError
 from mcunas.measure.protocol import (
     BoardError,
@@ -11,7 +12,6 @@ from mcunas.measure.protocol import (
     Ready,
     Result,
     encode_line,
-    model_crc32,
     parse_line,
 )
 

@@ -5,6 +5,7 @@ import pytest
 from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
 from mcunas.boards import load_board
+from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.measure.base import get_measurer
 from mcunas.measure.board import (
@@ -15,7 +16,6 @@ from mcunas.measure.board import (
     UploadFailed,
     WrongFirmware,
 )
-from mcunas.measure.protocol import model_crc32
 from mcunas.measure.serial_link import BoardCrashed, LinkError, PortVanished
 from mcunas.measure.virtual_board import FAULTS, VirtualBoard, VirtualProject
 

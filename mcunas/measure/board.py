@@ -18,10 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.boards import BoardProfile
+from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures, OpTiming
 from mcunas.measure.ports import Lister, detect_port
-from mcunas.measure.protocol import Ready, Result, model_crc32
+from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.paths import user_path
 

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcunas.boards import BoardProfile
+from mcunas.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
-from mcunas.measure.protocol import model_crc32
 from mcunas.paths import firmware_template_dir
 
 __all__ = [
@@ -50,7 +50,7 @@ LOG_TAIL_LINES = 25
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP_RUNS = 3
 DEFAULT_PROFILE_RUNS = 3
-# Names the generated model sources must define (mcunas.convert.write_model_sources).
+# Names the generated model sources must define (mcunas.csource.write_model_sources).
 _REQUIRED_SYMBOLS = {
     "model_data.h": ("MCUNAS_MODEL_CRC32_U32", "g_model_data"),
     "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
@@ -187,7 +187,7 @@ class PioProject:
                 f"for the model ({budget} bytes): not built."
             )
         self._copy_template()
-        from mcunas.convert import write_model_sources
+        from mcunas.csource import write_model_sources
 
         if self.generated_dir.exists():
             shutil.rmtree(self.generated_dir)

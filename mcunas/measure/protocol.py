@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,7 +30,6 @@ __all__ = [
     "Ready",
     "Result",
     "encode_line",
-    "model_crc32",
     "parse_line",
 ]
 
@@ -117,11 +115,6 @@ class Malformed:
 
 
 Event = Ready | Result | BoardError | Crash | Malformed
-
-
-def model_crc32(model_bytes: bytes) -> str:
-    """CRC-32 (zlib) of the ``.tflite`` bytes as 8 lowercase hex digits."""
-    return f"{zlib.crc32(model_bytes) & 0xFFFFFFFF:08x}"
 
 
 def encode_line(payload: dict[str, Any]) -> str:

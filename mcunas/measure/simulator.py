@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, ModelError
 from mcunas.figures import Figures
-from mcunas.measure.protocol import model_crc32
 
 __all__ = ["SimulatorMeasurer"]
 

@@ -38,7 +38,8 @@ import tty
 from pathlib import Path
 
 from mcunas.boards import BoardProfile
-from mcunas.measure.protocol import encode_line, model_crc32
+from mcunas.csource import model_crc32
+from mcunas.measure.protocol import encode_line
 from mcunas.measure.virtual_figures import (
     Figures,
     FiguresProvider,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcunas.boards import BoardProfile
-from mcunas.measure.protocol import model_crc32
+from mcunas.csource import model_crc32
 
 __all__ = ["Figures", "FiguresProvider", "fixed_figures", "simulator_figures"]
 
