@@ -115,7 +115,7 @@ def open_measurer(
 
     The virtual measurer gets a ``calibration_source`` attribute: the stable
     name its figures are stored under. ``virtual`` starts a
-    :class:`~mcunas.measure.virtual_board.VirtualBoard` in this process (with the
+    :class:`~mcunas.measure.virtual_board.device.VirtualBoard` in this process (with the
     ground-truth device of ``truth_seed``, or the
     simulator's own figures if None) and measures it over its pty, flashing
     through a virtual project; ``rack`` measures on every board of that profile
@@ -125,8 +125,10 @@ def open_measurer(
 
     timeout = timeout_s or DEFAULT_TIMEOUT_S
     if virtual:
-        from mcunas.measure.virtual_board import VirtualBoard, VirtualProject, simulator_figures
-        from mcunas.measure.virtual_truth import truth_figures
+        from mcunas.measure.virtual_board.device import VirtualBoard
+        from mcunas.measure.virtual_board.figures import simulator_figures
+        from mcunas.measure.virtual_board.project import VirtualProject
+        from mcunas.measure.virtual_board.truth import truth_figures
 
         figures = simulator_figures if truth_seed is None else truth_figures(truth_seed)
         vb = VirtualBoard(

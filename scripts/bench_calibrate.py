@@ -8,7 +8,7 @@ Held-out models are never in the suite: the 5 models of mcunas/calibration/model
 three composite models (DS-CNN, inverted residual, attention block) built by the
 test suite's recipes, and optionally models sampled from McuSearchSpace and
 converted with convert_int8. The virtual board is a test device whose hidden costs
-differ from the predictor's (mcunas/measure/virtual_truth.py): these figures say the
+differ from the predictor's (mcunas/measure/virtual_board/truth.py): these figures say the
 fit recovers such costs, not how close the predictor is on a real board.
 """
 
@@ -54,7 +54,7 @@ def main() -> int:
 
     from mcunas.boards import load_board
     from mcunas.calibrate import calibrate, check_models, open_measurer
-    from mcunas.measure.virtual_truth import GroundTruth
+    from mcunas.measure.virtual_board.truth import GroundTruth
     from mcunas.predict.records import RecordStore
     from mcunas.predict.suite import load_suite
 

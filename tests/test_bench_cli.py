@@ -11,7 +11,7 @@ from mcunas.cli import main
 from mcunas.commands import bench
 from mcunas.csource import model_crc32
 from mcunas.errors import MeasurementError
-from mcunas.measure.virtual_board import VirtualProject
+from mcunas.measure.virtual_board.project import VirtualProject
 from mcunas.tflm import build_model
 
 

@@ -16,7 +16,7 @@ from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming
 from mcunas.graph import read_graph
-from mcunas.measure.virtual_truth import GroundTruth
+from mcunas.measure.virtual_board.truth import GroundTruth
 from mcunas.predict import suite as suite_mod
 from mcunas.predict.features import op_features
 from mcunas.predict.records import RecordStore
@@ -211,8 +211,9 @@ def test_failed_model_is_recorded_and_skipped(isolated_home):
 
 def test_rack_of_virtual_boards_measures_in_parallel(isolated_home, tmp_path):
     from mcunas.measure.rack import RackMeasurer
-    from mcunas.measure.virtual_board import VirtualBoard, VirtualProject
-    from mcunas.measure.virtual_truth import truth_figures
+    from mcunas.measure.virtual_board.device import VirtualBoard
+    from mcunas.measure.virtual_board.project import VirtualProject
+    from mcunas.measure.virtual_board.truth import truth_figures
 
     board = load_board("esp32s3")
     suite = build_suite("small")[:8]

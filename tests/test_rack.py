@@ -9,7 +9,7 @@ from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures
 from mcunas.measure.base import get_measurer
 from mcunas.measure.rack import RackError, RackMeasurer, load_rack, probe_rack
-from mcunas.measure.virtual_board import VirtualProject
+from mcunas.measure.virtual_board.project import VirtualProject
 
 ESP = load_board("esp32s3")
 

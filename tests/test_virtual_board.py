@@ -17,7 +17,8 @@ from mcunas.measure.board import (
     WrongFirmware,
 )
 from mcunas.measure.serial_link import BoardCrashed, LinkError, PortVanished
-from mcunas.measure.virtual_board import FAULTS, VirtualBoard, VirtualProject
+from mcunas.measure.virtual_board.device import FAULTS, VirtualBoard
+from mcunas.measure.virtual_board.project import VirtualProject
 
 ESP = load_board("esp32s3")
 
@@ -144,7 +145,7 @@ def test_connection_check_without_flash():
 
 def test_simulator_figures(calibration_dir):
     pytest.importorskip("mcunas.profile")
-    from mcunas.measure.virtual_board import simulator_figures
+    from mcunas.measure.virtual_board.figures import simulator_figures
 
     model = (calibration_dir / "models" / "kws_ref_model.tflite").read_bytes()
     figures = simulator_figures(model, ESP)

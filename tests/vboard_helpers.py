@@ -5,7 +5,8 @@ from __future__ import annotations
 import contextlib
 
 from mcunas.boards import load_board
-from mcunas.measure.virtual_board import VirtualBoard, fixed_figures
+from mcunas.measure.virtual_board.device import VirtualBoard
+from mcunas.measure.virtual_board.figures import fixed_figures
 from mcunas.tflm import build_model
 
 

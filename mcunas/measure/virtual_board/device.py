@@ -15,7 +15,7 @@ divided by ``time_scale``. Fault modes imitate what real boards do wrong:
 
 With ``figures=truth_figures(seed)`` (``--truth SEED``) the board reports a
 hidden ground truth that differs from the simulator, for checking that
-``mcunas calibrate`` recovers real costs (:mod:`mcunas.measure.virtual_truth`).
+``mcunas calibrate`` recovers real costs (:mod:`mcunas.measure.virtual_board.truth`).
 
 Demo::
 
@@ -25,40 +25,25 @@ Demo::
 
 from __future__ import annotations
 
-import argparse
 import fcntl
 import os
 import pty
 import random
 import select
-import signal
 import threading
 import time
 import tty
-from pathlib import Path
 
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.measure.protocol import encode_line
-from mcunas.measure.virtual_figures import (
-    Figures,
+from mcunas.measure.virtual_board.figures import (
     FiguresProvider,
-    fixed_figures,
+    FirmwareFigures,
     simulator_figures,
 )
-from mcunas.measure.virtual_project import VirtualBuild, VirtualProject
 
-__all__ = [
-    "FAULTS",
-    "Figures",
-    "FiguresProvider",
-    "VirtualBoard",
-    "VirtualBuild",
-    "VirtualProject",
-    "board_at",
-    "fixed_figures",
-    "simulator_figures",
-]
+__all__ = ["FAULTS", "VirtualBoard", "board_at"]
 
 FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
@@ -106,7 +91,7 @@ class VirtualBoard:
         self.time_scale = time_scale
         self._provider = figures
         self._model: bytes | None = None
-        self._figures: Figures | None = None
+        self._figures: FirmwareFigures | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -201,7 +186,7 @@ class VirtualBoard:
             self.runs_served += 1
             self._run_output(figures)
 
-    def _run_output(self, figures: Figures) -> None:
+    def _run_output(self, figures: FirmwareFigures) -> None:
         fault = self.fault
         if fault == "error" or figures.error is not None:
             code, message = figures.error or ("arena_too_small", "AllocateTensors failed")
@@ -244,7 +229,7 @@ class VirtualBoard:
             }
         )
 
-    def _result_line(self, f: Figures) -> str:
+    def _result_line(self, f: FirmwareFigures) -> str:
         assert self._model is not None
         crc = self._crc()
         median = round(f.latency_ms * 1000)
@@ -307,56 +292,3 @@ class VirtualBoard:
                     os.close(fd)
                 except OSError:
                     pass
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Serve a virtual board until interrupted; print its port path first."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--board", required=True, help="board profile name or .toml path")
-    parser.add_argument("--model", required=True, help=".tflite the board pretends to run")
-    parser.add_argument("--fault", choices=FAULTS, default=None)
-    parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--time-scale", type=float, default=1.0, help="speed-up of run time")
-    parser.add_argument("--latency-ms", type=float, help="fixed latency instead of the simulator")
-    parser.add_argument("--arena-bytes", type=int, default=50_000, help="with --latency-ms")
-    parser.add_argument(
-        "--truth",
-        type=int,
-        default=None,
-        metavar="SEED",
-        help="report a hidden ground truth's latencies (mcunas.measure.virtual_truth)",
-    )
-    args = parser.parse_args(argv)
-    from mcunas.boards import load_board
-
-    board = load_board(args.board)
-    figures = (
-        fixed_figures(args.latency_ms, args.arena_bytes)
-        if args.latency_ms is not None
-        else simulator_figures
-    )
-    if args.truth is not None:
-        from mcunas.measure.virtual_truth import truth_figures
-
-        figures = truth_figures(args.truth)
-    vb = VirtualBoard(
-        board,
-        Path(args.model).read_bytes(),
-        figures=figures,
-        fault=args.fault,
-        runs=args.runs,
-        time_scale=args.time_scale,
-    )
-    done = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: done.set())
-    with vb:
-        print(vb.port, flush=True)
-        try:
-            done.wait()
-        except KeyboardInterrupt:
-            pass
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

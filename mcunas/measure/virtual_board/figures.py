@@ -1,7 +1,7 @@
 """What a virtual board reports for a model: the simulator's figures, or fixed ones.
 
-A :class:`mcunas.measure.virtual_board.VirtualBoard` takes a provider
-``(model_bytes, board) -> Figures``; :mod:`mcunas.measure.virtual_truth` gives a
+A :class:`mcunas.measure.virtual_board.device.VirtualBoard` takes a provider
+``(model_bytes, board) -> FirmwareFigures``; :mod:`mcunas.measure.virtual_board.truth` gives a
 third, a device with hidden costs.
 """
 
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 
-__all__ = ["Figures", "FiguresProvider", "fixed_figures", "simulator_figures"]
+__all__ = ["FirmwareFigures", "FiguresProvider", "fixed_figures", "simulator_figures"]
 
 
 @dataclass(frozen=True)
-class Figures:
+class FirmwareFigures:
     """What the virtual firmware reports for one model (estimates, not measurements)."""
 
     latency_ms: float
@@ -30,14 +30,14 @@ class Figures:
     error: tuple[str, str] | None = None  # (code, message) when the model cannot run
 
 
-FiguresProvider = Callable[[bytes, BoardProfile], Figures]
+FiguresProvider = Callable[[bytes, BoardProfile], FirmwareFigures]
 # Simulated figures per (model CRC, size, board, kernels): a re-flashed model is not re-simulated.
-_FIGURES_CACHE: dict[tuple[str, int, str, str], Figures] = {}
+_FIGURES_CACHE: dict[tuple[str, int, str, str], FirmwareFigures] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
-    """Figures from the simulator (``mcunas.profile.profile_model``) for a model and board.
+def simulator_figures(model_bytes: bytes, board: BoardProfile) -> FirmwareFigures:
+    """FirmwareFigures from the simulator (``mcunas.profile.profile_model``) for a model and board.
 
     The stack high-water mark is not simulated: a third of the firmware's stack
     stands in for it.
@@ -53,7 +53,7 @@ def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
     if not prof.fits:
         over = prof.memory.arena_bytes > board.model_sram_budget_bytes
         error = ("arena_too_small" if over else "model_not_runnable", "; ".join(prof.reasons))
-    figures = Figures(
+    figures = FirmwareFigures(
         latency_ms=float(prof.latency.ms),
         arena_bytes=int(prof.memory.arena_bytes),
         stack_bytes=board.firmware_stack_bytes // 3,
@@ -70,8 +70,8 @@ def simulator_figures(model_bytes: bytes, board: BoardProfile) -> Figures:
 def fixed_figures(latency_ms: float, arena_bytes: int) -> FiguresProvider:
     """A provider that reports the same latency and arena for any model (no simulator)."""
 
-    def provider(model_bytes: bytes, board: BoardProfile) -> Figures:
-        return Figures(
+    def provider(model_bytes: bytes, board: BoardProfile) -> FirmwareFigures:
+        return FirmwareFigures(
             latency_ms=latency_ms,
             arena_bytes=arena_bytes,
             stack_bytes=board.firmware_stack_bytes // 3,

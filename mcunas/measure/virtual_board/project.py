@@ -2,7 +2,7 @@
 
 ``BoardMeasurer(board, port=vb.port, project_factory=VirtualProject)`` runs the
 whole bench flow (generate, build, upload, read the serial lines) against a
-:class:`mcunas.measure.virtual_board.VirtualBoard`, with no PlatformIO.
+:class:`mcunas.measure.virtual_board.device.VirtualBoard`, with no PlatformIO.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import MeasurementError
+from mcunas.measure.virtual_board.device import board_at
 
 __all__ = ["VirtualBuild", "VirtualProject"]
 
@@ -64,8 +65,6 @@ class VirtualProject:
 
     def upload(self, port: str) -> None:
         """Flash the virtual board listening on ``port``."""
-        from mcunas.measure.virtual_board import board_at
-
         target = board_at(port)
         if target is None or self._model is None:
             raise MeasurementError(f"upload failed: no virtual board on {port}; check --port")

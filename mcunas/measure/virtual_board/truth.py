@@ -35,7 +35,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from mcunas.boards import BoardProfile
-from mcunas.measure.virtual_board import Figures, FiguresProvider, simulator_figures
+from mcunas.measure.virtual_board.figures import (
+    FiguresProvider,
+    FirmwareFigures,
+    simulator_figures,
+)
 
 __all__ = ["PIXEL_CYCLES", "GroundTruth", "truth_figures"]
 
@@ -122,7 +126,7 @@ def truth_figures(seed: int = 0) -> FiguresProvider:
     """A figures provider for :class:`VirtualBoard` that reports the ground truth's times."""
     truth = GroundTruth.from_seed(seed)
 
-    def provider(model_bytes: bytes, board: BoardProfile) -> Figures:
+    def provider(model_bytes: bytes, board: BoardProfile) -> FirmwareFigures:
         from mcunas.graph import read_graph
 
         sim = simulator_figures(model_bytes, board)
