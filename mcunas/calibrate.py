@@ -11,17 +11,16 @@ later ``profile``, ``search`` and simulator run picks it up.
 
 Example::
 
-    with open_measurer(board, virtual=True) as measurer:
+    with open_measurer("virtual", calibration_board(board, virtual=True)) as measurer:
         result = calibrate(board, measurer, load_suite("small"), RecordStore())
     result.before, result.after, result.profile_path
 """
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import statistics
-import tempfile
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +30,14 @@ from mcunas.errors import CandidateError, MeasurementError, UserError
 from mcunas.figures import Figures
 from mcunas.predict.suite import SuiteModel
 
-__all__ = ["CalibrationResult", "ModelOutcome", "calibrate", "error_summary", "open_measurer"]
+__all__ = [
+    "CalibrationResult",
+    "ModelOutcome",
+    "calibrate",
+    "calibration_board",
+    "error_summary",
+]
 
-VIRTUAL_RUNS = 5  # timed invokes per model on the virtual board
-VIRTUAL_TIME_SCALE = 1000.0  # the virtual board runs this much faster than real time
 CV_FOLDS = 5
 Progress = Callable[[int, int, "ModelOutcome"], None]
 
@@ -100,61 +103,18 @@ def error_summary(pairs: Sequence[tuple[float, float]]) -> dict[str, float]:
     }
 
 
-@contextlib.contextmanager
-def open_measurer(
-    board: BoardProfile,
-    *,
-    port: str = "auto",
-    rack: str | Path | None = None,
-    virtual: bool = False,
-    truth_seed: int | None = 0,
-    flash: bool = True,
-    timeout_s: float | None = None,
-) -> Iterator[Any]:
-    """The measurer for a calibration run (closed on exit).
+def calibration_board(board: BoardProfile, virtual: bool) -> BoardProfile:
+    """The profile a calibration run measures and writes.
 
-    The virtual measurer gets a ``calibration_source`` attribute: the stable
-    name its figures are stored under. ``virtual`` starts a
-    :class:`~mcunas.measure.virtual_board.device.VirtualBoard` in this process (with the
-    ground-truth device of ``truth_seed``, or the
-    simulator's own figures if None) and measures it over its pty, flashing
-    through a virtual project; ``rack`` measures on every board of that profile
-    in a ``rack.toml``; otherwise one board on ``port``.
+    A virtual test device's costs must never overwrite the real board's profile:
+    it is calibrated as a separate board, ``NAME-virtual``, titled as a test
+    device and with no USB ids (so it is never auto-detected as the real board).
     """
-    from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
-
-    timeout = timeout_s or DEFAULT_TIMEOUT_S
-    if virtual:
-        from mcunas.measure.virtual_board.device import VirtualBoard
-        from mcunas.measure.virtual_board.figures import simulator_figures
-        from mcunas.measure.virtual_board.project import VirtualProject
-        from mcunas.measure.virtual_board.truth import truth_figures
-
-        figures = simulator_figures if truth_seed is None else truth_figures(truth_seed)
-        vb = VirtualBoard(
-            board, None, figures=figures, runs=VIRTUAL_RUNS, time_scale=VIRTUAL_TIME_SCALE
-        )
-        with vb, tempfile.TemporaryDirectory(prefix="mcunas-vboard-") as work:
-            measurer = BoardMeasurer(
-                board,
-                port=vb.port,
-                flash=True,
-                timeout_s=timeout,
-                project_factory=VirtualProject,
-                work_dir=work,
-            )
-            measurer.calibration_source = f"virtual:truth-{truth_seed}"
-            yield measurer
-    elif rack is not None:
-        from mcunas.measure.rack import RackMeasurer
-
-        with RackMeasurer(board, rack=rack, flash=flash, timeout_s=timeout) as measurer:
-            yield measurer
-    else:
-        from mcunas.measure.ports import check_port
-
-        check_port(port)
-        yield BoardMeasurer(board, port=port, flash=flash, timeout_s=timeout)
+    if not virtual:
+        return board
+    return dataclasses.replace(
+        board, name=f"{board.name}-virtual", title=f"{board.title} (virtual test device)", hwids=()
+    )
 
 
 def _predict_before(board: BoardProfile, model: SuiteModel) -> float:

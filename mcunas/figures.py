@@ -8,8 +8,9 @@ all use it.
 
 Example::
 
-    from mcunas.measure.base import open_measurer
-    figures = open_measurer("simulator", load_board("esp32s3")).measure(model_bytes)
+    from mcunas.measure.opener import open_measurer
+    with open_measurer("simulator", load_board("esp32s3")) as measurer:
+        figures = measurer.measure(model_bytes)
     figures.latency_ms, figures.latency_error_pct, figures.estimated, figures.fits
 """
 

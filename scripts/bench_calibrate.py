@@ -53,7 +53,8 @@ def main() -> int:
     from test_calibrate import _held_out
 
     from mcunas.boards import load_board
-    from mcunas.calibrate import calibrate, check_models, open_measurer
+    from mcunas.calibrate import calibrate, check_models
+    from mcunas.measure.opener import open_measurer
     from mcunas.measure.virtual_board.truth import GroundTruth
     from mcunas.predict.records import RecordStore
     from mcunas.predict.suite import load_suite
@@ -66,7 +67,7 @@ def main() -> int:
             board = load_board(args.board)
             truth = GroundTruth.from_seed(seed)
             before = check_models(board, truth, models)
-            with open_measurer(board, virtual=True, truth_seed=seed) as m:
+            with open_measurer("virtual", board, truth_seed=seed) as m:
                 res = calibrate(
                     board, m, load_suite(args.suite), RecordStore(), source=m.calibration_source
                 )

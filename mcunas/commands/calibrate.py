@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from typing import Any
 
 import click
 from click.core import ParameterSource
@@ -89,7 +90,8 @@ def cli(
     from pathlib import Path
 
     from mcunas.boards import load_board
-    from mcunas.calibrate import calibrate, open_measurer
+    from mcunas.calibrate import calibrate, calibration_board
+    from mcunas.measure.opener import open_measurer
     from mcunas.predict.records import RecordStore
     from mcunas.predict.suite import load_suite
 
@@ -100,56 +102,41 @@ def cli(
             "fail for every suite model it does not run",
             err=True,
         )
-    board = load_board(board_name)
-    if virtual:  # never overwrite the real board's profile with a test device's costs
-        from dataclasses import replace
-
-        board = replace(  # and no USB ids: never auto-detected as the real board
-            board,
-            name=f"{board.name}-virtual",
-            title=f"{board.title} (virtual test device)",
-            hwids=(),
-        )
-    if not virtual and rack_path is None and port in ("auto", ""):
+    board = calibration_board(load_board(board_name), virtual)
+    kind = "virtual" if virtual else ("rack" if rack_path else "board")
+    if kind == "board" and port in ("auto", ""):
         from mcunas.measure.ports import detect_port
 
         port = detect_port(board)  # no board: its one-line error before any header or store
     suite = load_suite(suite_size)
     db = RecordStore(Path(store) if store else None)
-
-    def progress(i: int, n: int, outcome) -> None:  # noqa: ANN001
-        if as_json:
-            return
-        if outcome.ok:
-            err = (outcome.predicted_ms / outcome.measured_ms - 1) * 100
-            click.echo(
-                f"[{i:>2}/{n}] {outcome.name:<24} {outcome.measured_ms:9.3f} ms  "
-                f"(predicted before {outcome.predicted_ms:9.3f} ms, {err:+6.1f}%)  "
-                f"{outcome.ops} op(s)"
-            )
-        else:
-            click.echo(f"[{i:>2}/{n}] {outcome.name:<24} FAILED, skipped: {outcome.error}")
-
     if not as_json:
         where = "the virtual board" if virtual else (rack_path or f"port {port}")
         click.echo(f"Calibrating {board.name} on {where}: {len(suite)} models ({suite_size} suite)")
-    with open_measurer(
-        board,
-        port=port,
-        rack=rack_path,
-        virtual=virtual,
-        truth_seed=None if truth_seed < 0 else truth_seed,
-        flash=not no_flash,
-        timeout_s=timeout_s,
-    ) as measurer:
-        result = calibrate(
-            board,
-            measurer,
-            suite,
-            db,
-            progress=progress,
-            source=getattr(measurer, "calibration_source", None),
+    options = {"port": port, "rack": rack_path, "flash": not no_flash, "timeout_s": timeout_s}
+    seed = None if truth_seed < 0 else truth_seed
+    with open_measurer(kind, board, truth_seed=seed, **options) as measurer:
+        source = getattr(measurer, "calibration_source", None)
+        progress = None if as_json else _print_progress
+        result = calibrate(board, measurer, suite, db, progress=progress, source=source)
+    _print_result(result, as_json)
+
+
+def _print_progress(i: int, n: int, outcome: Any) -> None:
+    """One line per measured suite model: its time and the prediction before calibration."""
+    if outcome.ok:
+        err = (outcome.predicted_ms / outcome.measured_ms - 1) * 100
+        click.echo(
+            f"[{i:>2}/{n}] {outcome.name:<24} {outcome.measured_ms:9.3f} ms  "
+            f"(predicted before {outcome.predicted_ms:9.3f} ms, {err:+6.1f}%)  "
+            f"{outcome.ops} op(s)"
         )
+    else:
+        click.echo(f"[{i:>2}/{n}] {outcome.name:<24} FAILED, skipped: {outcome.error}")
+
+
+def _print_result(result: Any, as_json: bool) -> None:
+    """The calibration's summary (or JSON); no profile written is an error."""
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
         return

@@ -16,8 +16,8 @@ class Measurer(Protocol):
 
     Example::
 
-        measurer = get_measurer("simulator")(board)
-        m = measurer.measure(model_bytes)
+        with open_measurer("simulator", board) as measurer:  # mcunas.measure.opener
+            figures = measurer.measure(model_bytes)
     """
 
     name: str
@@ -28,6 +28,10 @@ class Measurer(Protocol):
 
     def test_connection(self) -> None:
         """Raise ``FatalError`` if this backend cannot measure anything now."""
+        ...
+
+    def close(self) -> None:
+        """Release ports, workers and processes; safe to call twice."""
         ...
 
 

@@ -131,6 +131,15 @@ class BoardMeasurer:
             self._port = detect_port(self.board, lister=self._lister)
         return self._port
 
+    def close(self) -> None:
+        """Nothing stays open between measurements: each opens and closes its port."""
+
+    def __enter__(self) -> BoardMeasurer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def test_connection(self) -> None:
         """Check the port opens (and, without flashing, that the firmware answers).
 

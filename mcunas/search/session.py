@@ -5,6 +5,7 @@ Imported only when a search starts (it pulls in TensorFlow through the space).
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -37,23 +38,27 @@ class SearchSession:
         self.debug = debug
         self.dataset: Any = None
 
-    def _hardware(self) -> Any | None:
-        """The board or rack measurer for ``--measure board|hybrid``; None for simulator."""
-        from mcunas.measure.base import get_measurer
+    def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
+        """The board or rack measurer for ``--measure board|hybrid``; None for simulator.
 
-        if self.config.measure == "simulator":
+        Its connection is checked now (a missing board fails before TensorFlow
+        loads) and it is closed with ``stack``.
+        """
+        from mcunas.measure.opener import open_measurer
+
+        cfg = self.config
+        if cfg.measure == "simulator":
             return None
-        if self.config.rack:
-            hardware = get_measurer("rack")(self.board, rack=self.config.rack)
-        else:
-            hardware = get_measurer("board")(self.board, port=self.config.port or "auto")
-        hardware.test_connection()  # FatalError now rather than after the first training
-        return hardware
+        kind = "rack" if cfg.rack else "board"
+        return stack.enter_context(
+            open_measurer(kind, self.board, port=cfg.port or "auto", rack=cfg.rack, check=True)
+        )
 
     def _components(self) -> tuple[Any, Any, Callable[[], None]]:
-        """The search space, the candidate runner and a clean-up callable."""
+        """The search space, the candidate runner and a clean-up callable (closes both)."""
         cfg = self.config
-        hardware = self._hardware()  # before TensorFlow loads: a missing board fails fast
+        stack = contextlib.ExitStack()
+        hardware = self._hardware(stack)
 
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
@@ -63,6 +68,7 @@ class SearchSession:
             self.dataset.input_shape, self.dataset.num_classes, cfg.families or FAMILIES
         )
         worker = TflmWorker(self.board)
+        stack.callback(worker.close)
         runner = KerasRunner(
             space,
             self.dataset,
@@ -73,7 +79,7 @@ class SearchSession:
             batch_size=cfg.batch_size,
             seed=cfg.seed,
         )
-        return space, runner, worker.close
+        return space, runner, stack.close
 
     def run(self, progress: Progress) -> str | None:
         """Search until ``max_trials`` or the time budget; return why it stopped early."""
