@@ -37,6 +37,8 @@ TABLE_KEYS = {
     "serial": ("baud", "hwids"),
 }
 HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
+# A board name is also a file and folder name (profiles, build folders): keep it plain.
+BOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def positive_int(data: dict[str, Any], key: str, where: str) -> int:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.board_checks import (
+    BOARD_NAME,
     HWID,
     KERNEL_LIBRARIES,
     REQUIRED_KEYS,
@@ -243,28 +244,71 @@ def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
 
 def _load_file(path: Path, builtin: bool) -> BoardProfile:
     where = str(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BoardProfileError(f"{where}: cannot read board profile ({exc})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardProfileError(f"{where}: not valid TOML ({exc})") from exc
-    missing = [key for key in REQUIRED_KEYS if key not in data]
-    if missing:
-        raise BoardProfileError(f"{where}: missing required key(s): {', '.join(missing)}")
-    _check_choice("core", data["core"], CORES, where)
-    _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
-    _check_kernels_fit_core(data["kernels"], data["core"], where)
+    data = _read_toml(path)
+    _check_required(data, where)
     sizes = {k: positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
     tables = ("firmware", "platformio", "serial", "latency", "sources")
     fw, pio, serial, latency, sources = (_table(data, key, where) for key in tables)
-    hwids = serial.get("hwids", [])
-    if not isinstance(hwids, list):
-        raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
     check_keys(data, TOP_KEYS, where)
     check_latency(latency, where)
     for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
         check_keys(values, TABLE_KEYS[table], where, f"[{table}] ")
+    try:
+        board = BoardProfile(
+            name=data["name"],
+            core=data["core"],
+            kernels=data["kernels"],
+            title=str(data.get("title", data["name"])),
+            mcu=str(data.get("mcu", "")),
+            **_usable_sizes(data, sizes, where),
+            **_firmware_baseline(fw, data["core"], where),
+            peak_macs_per_cycle=_peak_macs(data, where),
+            max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
+            pio_env=str(pio.get("env", "")),
+            pio_board=str(pio.get("board", "")),
+            pio_platform=str(pio.get("platform", "")),
+            baud=optional_int(serial, "baud", 115200, where, label="[serial] baud"),
+            hwids=_hwids(serial, where),
+            latency=latency,
+            sources={str(k): str(v) for k, v in sources.items()},
+            path=where,
+            builtin=builtin,
+            **sizes,
+        )
+    except (TypeError, ValueError) as exc:
+        raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
+    _check_model_room(board, where)
+    return board
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BoardProfileError(f"{path}: cannot read board profile ({exc})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise BoardProfileError(f"{path}: not valid TOML ({exc})") from exc
+
+
+def _check_required(data: dict[str, Any], where: str) -> None:
+    """The required keys are there, the name is a name, core and kernels are known and fit."""
+    missing = [key for key in REQUIRED_KEYS if key not in data]
+    if missing:
+        raise BoardProfileError(f"{where}: missing required key(s): {', '.join(missing)}")
+    name = data["name"]
+    if not isinstance(name, str) or not BOARD_NAME.fullmatch(name):
+        raise BoardProfileError(
+            f"{where}: name must be a string of letters, digits, '_', '-' and '.', got {name!r}"
+        )
+    _check_choice("core", data["core"], CORES, where)
+    _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
+    _check_kernels_fit_core(data["kernels"], data["core"], where)
+
+
+def _hwids(serial: dict[str, Any], where: str) -> tuple[str, ...]:
+    hwids = serial.get("hwids", [])
+    if not isinstance(hwids, list):
+        raise BoardProfileError(f'{where}: serial.hwids must be a list, e.g. ["303A:1001"]')
     hwids = [str(h).upper() for h in hwids]
     bad_ids = [h for h in hwids if not HWID.fullmatch(h)]
     if bad_ids:
@@ -272,7 +316,10 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             f'{where}: serial.hwids entry {bad_ids[0]!r} is not a USB "VID:PID" in hex, '
             'e.g. "303A:1001"'
         )
-    fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(data["core"])]
+    return tuple(hwids)
+
+
+def _usable_sizes(data: dict[str, Any], sizes: dict[str, int], where: str) -> dict[str, int]:
     usable = {
         f"usable_{m}_bytes": optional_int(data, f"usable_{m}_bytes", sizes[f"{m}_bytes"], where)
         for m in ("sram", "flash")
@@ -283,10 +330,18 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
                 f"{where}: usable_{m}_bytes ({usable[f'usable_{m}_bytes']}) is more than "
                 f"{m}_bytes ({sizes[f'{m}_bytes']})"
             )
-    firmware = {
+    return usable
+
+
+def _firmware_baseline(fw: dict[str, Any], core: str, where: str) -> dict[str, int]:
+    fam_ram, fam_stack, fam_flash = _FAMILY_FIRMWARE[core_family(core)]
+    return {
         f"firmware_{k}": optional_int(fw, k, d, where, minimum=0, label=f"[firmware] {k}")
         for k, d in (("ram_bytes", fam_ram), ("stack_bytes", fam_stack), ("flash_bytes", fam_flash))
     }
+
+
+def _peak_macs(data: dict[str, Any], where: str) -> float:
     peak = data.get("peak_macs_per_cycle", _PEAK_MACS_PER_CYCLE[data["core"]])
     if (
         not isinstance(peak, (int, float))
@@ -297,30 +352,10 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         raise BoardProfileError(
             f"{where}: peak_macs_per_cycle must be a positive number, got {peak!r}"
         )
-    try:
-        board = BoardProfile(
-            name=str(data["name"]),
-            core=data["core"],
-            kernels=data["kernels"],
-            title=str(data.get("title", data["name"])),
-            mcu=str(data.get("mcu", "")),
-            **usable,
-            **firmware,
-            peak_macs_per_cycle=float(peak),
-            max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
-            pio_env=str(pio.get("env", "")),
-            pio_board=str(pio.get("board", "")),
-            pio_platform=str(pio.get("platform", "")),
-            baud=optional_int(serial, "baud", 115200, where, label="[serial] baud"),
-            hwids=tuple(hwids),
-            latency=latency,
-            sources={str(k): str(v) for k, v in sources.items()},
-            path=where,
-            builtin=builtin,
-            **sizes,
-        )
-    except (TypeError, ValueError) as exc:
-        raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
+    return float(peak)
+
+
+def _check_model_room(board: BoardProfile, where: str) -> None:
     for what, left in (
         ("SRAM", board.model_sram_budget_bytes),
         ("flash", board.model_flash_budget_bytes),
@@ -330,4 +365,3 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
                 f"{where}: no {what} left to the model ({left} B) after the firmware "
                 "baseline; check the sizes or give [firmware] figures"
             )
-    return board

@@ -238,3 +238,11 @@ def test_board_list_says_which_latency_tables_are_fitted():
     rows = {line.split()[0]: line for line in output.splitlines() if line.strip()}
     assert "fitted" in rows["esp32s3"] and "+/-14%" in rows["esp32s3"]
     assert "defaults" in rows["nucleo_f746zg"]
+
+
+@pytest.mark.parametrize("name", ["42", '"../etc"', '""', '"two words"', "[1]"])
+def test_a_board_name_must_be_a_plain_string(tmp_path, name: str) -> None:
+    text = "\n".join(
+        f"name = {name}" if line.startswith("name =") else line for line in MINIMAL.splitlines()
+    )
+    _refused(tmp_path, text, "name must be a string")
