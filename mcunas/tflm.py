@@ -196,6 +196,32 @@ def arena_report(interp: Any) -> ArenaReport:
     return parse_allocations(log[0])
 
 
+def _operator_code(fb: Any, name: str) -> Any:
+    code = fb.OperatorCodeT()
+    code.builtinCode = getattr(fb.BuiltinOperator, name)
+    code.deprecatedBuiltinCode = min(code.builtinCode, 127)
+    code.version = 1
+    return code
+
+
+def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
+    """One tensor of :func:`build_model`; a constant's data goes into a new model buffer."""
+    t = fb.TensorT()
+    t.shape = list(spec["shape"])
+    t.type = getattr(fb.TensorType, spec["dtype"].upper())
+    t.name = spec.get("name", f"t{index}").encode()
+    t.buffer = 0
+    if spec.get("data") is not None:
+        buf = fb.BufferT()
+        data = spec["data"]
+        buf.data = list(data.tobytes() if hasattr(data, "tobytes") else bytes(data))
+        model.buffers.append(buf)
+        t.buffer = len(model.buffers) - 1
+    if spec.get("scale") is not None:
+        t.quantization = _quantization(fb, spec)
+    return t
+
+
 def build_model(
     ops: list[tuple[Any, ...]],
     tensors: list[dict[str, Any]],
@@ -227,31 +253,10 @@ def build_model(
     model = fb.ModelT()
     model.version, model.description = 3, description.encode()
     names = list(dict.fromkeys(op[0] for op in ops))
-    model.operatorCodes = []
-    for name in names:
-        code = fb.OperatorCodeT()
-        code.builtinCode = getattr(fb.BuiltinOperator, name)
-        code.deprecatedBuiltinCode = min(code.builtinCode, 127)
-        code.version = 1
-        model.operatorCodes.append(code)
+    model.operatorCodes = [_operator_code(fb, name) for name in names]
     model.buffers = [fb.BufferT()]
     sub = fb.SubGraphT()
-    sub.tensors = []
-    for i, spec in enumerate(tensors):
-        t = fb.TensorT()
-        t.shape = list(spec["shape"])
-        t.type = getattr(fb.TensorType, spec["dtype"].upper())
-        t.name = spec.get("name", f"t{i}").encode()
-        t.buffer = 0
-        if spec.get("data") is not None:
-            buf = fb.BufferT()
-            data = spec["data"]
-            buf.data = list(data.tobytes() if hasattr(data, "tobytes") else bytes(data))
-            model.buffers.append(buf)
-            t.buffer = len(model.buffers) - 1
-        if spec.get("scale") is not None:
-            t.quantization = _quantization(fb, spec)
-        sub.tensors.append(t)
+    sub.tensors = [_tensor(fb, model, i, spec) for i, spec in enumerate(tensors)]
     sub.inputs, sub.outputs = list(inputs), list(outputs)
     sub.operators = [_operator(fb, op, names) for op in ops]
     model.subgraphs = [sub]

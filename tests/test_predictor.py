@@ -92,9 +92,10 @@ _ROW = "r1,ad01_int8.tflite,,cortex-m4f,120,cmsis-nn,,10.5,me\n"
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (_ROW.replace("10.5", "nan"), r"csv:2: latency_ms must be a positive number, got nan"),
-        (_ROW.replace("10.5", "-3"), r"csv:2: latency_ms must be a positive number"),
-        (_ROW.replace(",120,", ",0,"), r"csv:2: clock_mhz must be positive"),
+        (_ROW.replace("10.5", "nan"), r"csv:2: latency_ms = nan is outside \(0, 3.6e\+06\]"),
+        (_ROW.replace("10.5", "-3"), r"csv:2: latency_ms = -3 is outside"),
+        (_ROW.replace("10.5", "1e308"), r"csv:2: latency_ms = 1e308 is outside"),
+        (_ROW.replace(",120,", ",0,"), r"csv:2: clock_mhz = 0 is outside"),
         (_ROW.replace("cmsis-nn", "esp-nn"), r"csv:2: kernels esp-nn .* cannot run on cortex-m4f"),
         (_ROW + _ROW, r"csv:3: id 'r1' is used again \(first on line 2\)"),
     ],
@@ -145,3 +146,15 @@ def test_list_and_report_without_any_store_create_none(isolated_home):
     result = runner.invoke(cli, ["report", "--board", "esp32s3"])  # the published rows
     assert result.exit_code == 0 and "leave-one-out on 2" in result.output
     assert not (isolated_home / "predictor.sqlite").exists()
+
+
+def test_a_csv_with_a_byte_order_mark_imports(isolated_home, tmp_path):
+    (tmp_path / "models").mkdir()
+    (tmp_path / "models" / "ad01_int8.tflite").write_bytes(
+        (CAL / "models" / "ad01_int8.tflite").read_bytes()
+    )
+    csv_path = tmp_path / "m.csv"
+    csv_path.write_bytes(b"\xef\xbb\xbf" + (_HEADER + _ROW).encode())  # as spreadsheets save it
+    store = RecordStore(tmp_path / "s.sqlite")
+    store.import_csv(csv_path)
+    assert store.summary()

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from mcunas.boards import CORES, KERNEL_LIBRARIES
 from mcunas.errors import UserError
+from mcunas.figures import MAX_LATENCY_MS
 from mcunas.predict.coefficients import path_for
 
 __all__ = [
@@ -48,6 +49,8 @@ CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
 # Further published rows mcunas added (sources checked; see calibration/README.md).
 CALIBRATION_EXTRA_CSV = CALIBRATION_DIR / "measurements_extra.csv"
 _REQUIRED = ("id", "model_file", "core", "clock_mhz", "kernels", "latency_ms")
+# A clock above 10 GHz or a latency above an hour is a typing error, not a measurement.
+MAX_CLOCK_MHZ = 10_000.0
 
 
 @dataclass(frozen=True)
@@ -80,19 +83,25 @@ def load_calibration(
 ) -> list[CalibrationRow]:
     """Read a measurements CSV (the form of ``mcunas/calibration/measurements.csv``).
 
+    Every row is checked (columns, model file, core, kernels, and a latency and
+    clock that are finite and physically possible) and refused with its line.
+
     Without ``path``: the built-in data, ``measurements.csv`` (as shipped in
     ``shared/calibration``) followed by ``measurements_extra.csv``.
 
     Raises:
         UserError: missing file or columns, unreadable numbers, missing model file.
     """
-    from mcunas.audit import is_float_model
-
     if path is None:
         return [*load_calibration(CALIBRATION_CSV), *load_calibration(CALIBRATION_EXTRA_CSV)]
     models_dir = models_dir or path.parent / "models"
+    return [_calibration_row(path, n, raw, models_dir) for n, raw in _csv_rows(path)]
+
+
+def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """The rows of a measurements CSV with their line numbers (a byte-order mark is fine)."""
     try:
-        with open(path, newline="", encoding="utf-8") as fh:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # spreadsheets write a BOM
             rows = list(csv.DictReader(fh))
     except (OSError, UnicodeDecodeError, csv.Error) as exc:
         raise UserError(f"Cannot read measurements file {path} as CSV: {exc}") from exc
@@ -101,47 +110,60 @@ def load_calibration(
         raise UserError(
             f"{path}: needs columns {', '.join(_REQUIRED)}; missing {', '.join(missing)}"
         )
-    out = []
-    for n, raw in enumerate(rows, start=2):
-        if any(raw.get(k) in (None, "") for k in _REQUIRED):
-            empty = [k for k in _REQUIRED if raw.get(k) in (None, "")]
-            raise UserError(f"{path}:{n}: too few columns or empty {', '.join(empty)}")
-        model = Path(raw["model_file"])
-        model = model if model.is_absolute() else models_dir / model
-        if not model.is_file():
-            raise UserError(
-                f"{path}:{n}: model file not found: {model} "
-                "(relative names are looked up in models/ beside the CSV)"
-            )
-        if raw["core"] not in CORES:
-            raise UserError(f"{path}:{n}: unknown core {raw['core']!r} (cores: {', '.join(CORES)})")
-        if raw["kernels"] not in KERNEL_LIBRARIES:
-            raise UserError(
-                f"{path}:{n}: unknown kernels {raw['kernels']!r} "
-                f"(kernels: {', '.join(KERNEL_LIBRARIES)})"
-            )
-        if is_float_model(_graph(model)):
-            raise UserError(
-                f"{path}:{n}: {model} is a float model; calibration rows need "
-                "full-integer INT8 models"
-            )
-        try:
-            out.append(
-                CalibrationRow(
-                    id=raw["id"],
-                    model=model,
-                    board=raw.get("board", ""),
-                    core=raw["core"],
-                    clock_hz=int(float(raw["clock_mhz"]) * 1_000_000),
-                    kernels=raw["kernels"],
-                    latency_ms=float(raw["latency_ms"]),
-                    runtime=raw.get("runtime", ""),
-                    source=raw.get("source", ""),
-                )
-            )
-        except ValueError as exc:
-            raise UserError(f"{path}:{n}: bad number ({exc})") from exc
-    return out
+    return list(enumerate(rows, start=2))
+
+
+def _calibration_row(path: Path, n: int, raw: dict[str, str], models_dir: Path) -> CalibrationRow:
+    """One checked row of a measurements CSV.
+
+    Its columns are present, its model is found and INT8, its core and kernels are
+    known, and its latency and clock are finite and physically possible.
+    """
+    from mcunas.audit import is_float_model
+
+    where = f"{path}:{n}"
+    empty = [k for k in _REQUIRED if raw.get(k) in (None, "")]
+    if empty:
+        raise UserError(f"{where}: too few columns or empty {', '.join(empty)}")
+    model = Path(raw["model_file"])
+    model = model if model.is_absolute() else models_dir / model
+    if not model.is_file():
+        raise UserError(
+            f"{where}: model file not found: {model} "
+            "(relative names are looked up in models/ beside the CSV)"
+        )
+    if raw["core"] not in CORES:
+        raise UserError(f"{where}: unknown core {raw['core']!r} (cores: {', '.join(CORES)})")
+    if raw["kernels"] not in KERNEL_LIBRARIES:
+        raise UserError(
+            f"{where}: unknown kernels {raw['kernels']!r} (kernels: {', '.join(KERNEL_LIBRARIES)})"
+        )
+    if is_float_model(_graph(model)):
+        raise UserError(f"{where}: {model} is a float model; calibration rows need INT8 models")
+    latency_ms = _bounded(raw["latency_ms"], 0.0, MAX_LATENCY_MS, f"{where}: latency_ms")
+    clock_mhz = _bounded(raw["clock_mhz"], 0.0, MAX_CLOCK_MHZ, f"{where}: clock_mhz")
+    return CalibrationRow(
+        id=raw["id"],
+        model=model,
+        board=raw.get("board", ""),
+        core=raw["core"],
+        clock_hz=int(clock_mhz * 1_000_000),
+        kernels=raw["kernels"],
+        latency_ms=latency_ms,
+        runtime=raw.get("runtime", ""),
+        source=raw.get("source", ""),
+    )
+
+
+def _bounded(text: str, low: float, high: float, what: str) -> float:
+    """A number strictly above ``low`` and at most ``high``, else one line naming it."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise UserError(f"{what}: bad number {text!r}") from None
+    if not (math.isfinite(value) and low < value <= high):
+        raise UserError(f"{what} = {text} is outside ({low:g}, {high:g}]: refused")
+    return value
 
 
 @lru_cache(maxsize=64)

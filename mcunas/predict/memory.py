@@ -176,36 +176,59 @@ def estimate_memory(
         is a static estimate and ``runtime_error`` says why.
     """
     library = kernels or board.kernels
-    host = _host_arena(model_bytes, graph)
     methods: dict[str, str] = {}
+    head, tail, headroom, host_total, error = _arena_parts(model_bytes, graph, methods)
     scratch = largest_scratch_bytes(graph, library, board.core)
-    if isinstance(host, str):
-        head, tail = _static_head(graph), _static_tail(graph)
-        host_total = headroom = 0
-        error: str | None = host
-        methods["arena_bytes"] = (
-            "static estimate (the host TFLM runtime could not allocate the model: "
-            f"{host}): peak of live tensor bytes in graph order + 32-bit struct sizes"
-        )
-    else:
-        report, smallest = host
-        head, tail = report.head_bytes, _mcu_tail(report, graph)
-        host_total, error = report.total_bytes, None
-        headroom = max(0, smallest - report.total_bytes)
-        methods["arena_bytes"] = (
-            f"TFLM planner on the host (reference kernels): head {report.head_bytes} B "
-            f"as is; tail {report.tail_bytes} B (64-bit) corrected to {tail} B for a "
-            f"32-bit MCU by allocation kind and count; planner headroom {headroom} B "
-            f"(smallest host arena that allocates {smallest} B - reported total)"
-        )
     if scratch:
         methods["arena_bytes"] += (
             f"; + {scratch} B {library} kernel scratch (largest per-op buffer, upper bound)"
         )
     arena = head + scratch + tail + headroom
     code = kernel_code_bytes(graph, library)
-    peak = arena + board.firmware_ram_bytes + board.firmware_stack_bytes
-    flash = len(model_bytes) + code + board.firmware_flash_bytes
+    _describe_totals(methods, arena, len(model_bytes), code, library, board)
+    return MemoryEstimate(
+        arena_bytes=arena,
+        arena_head_bytes=head + scratch,
+        arena_tail_bytes=tail + headroom,
+        peak_sram_bytes=arena + board.firmware_ram_bytes + board.firmware_stack_bytes,
+        flash_bytes=len(model_bytes) + code + board.firmware_flash_bytes,
+        model_bytes=len(model_bytes),
+        kernel_code_bytes=code,
+        methods=methods,
+        host_arena_bytes=host_total,
+        planner_headroom_bytes=headroom,
+        scratch_bytes=scratch,
+        runtime_error=error,
+    )
+
+
+def _arena_parts(
+    model_bytes: bytes, graph: Graph, methods: dict[str, str]
+) -> tuple[int, int, int, int, str | None]:
+    """Planned head, 32-bit tail, planner headroom, host total and runtime error (if any)."""
+    host = _host_arena(model_bytes, graph)
+    if isinstance(host, str):
+        methods["arena_bytes"] = (
+            "static estimate (the host TFLM runtime could not allocate the model: "
+            f"{host}): peak of live tensor bytes in graph order + 32-bit struct sizes"
+        )
+        return _static_head(graph), _static_tail(graph), 0, 0, host
+    report, smallest = host
+    tail = _mcu_tail(report, graph)
+    headroom = max(0, smallest - report.total_bytes)
+    methods["arena_bytes"] = (
+        f"TFLM planner on the host (reference kernels): head {report.head_bytes} B "
+        f"as is; tail {report.tail_bytes} B (64-bit) corrected to {tail} B for a "
+        f"32-bit MCU by allocation kind and count; planner headroom {headroom} B "
+        f"(smallest host arena that allocates {smallest} B - reported total)"
+    )
+    return report.head_bytes, tail, headroom, report.total_bytes, None
+
+
+def _describe_totals(
+    methods: dict[str, str], arena: int, model_len: int, code: int, library: str, board: Any
+) -> None:
+    """How peak SRAM, kernel code and flash were made up, for ``profile --json``."""
     methods["peak_sram_bytes"] = (
         f"arena {arena} B + firmware static RAM {board.firmware_ram_bytes} B + stack "
         f"{board.firmware_stack_bytes} B (board profile baseline)"
@@ -214,22 +237,8 @@ def estimate_memory(
         f"estimate: per-op kernel code sizes for {library} (-Os), summed over distinct ops"
     )
     methods["flash_bytes"] = (
-        f"model {len(model_bytes)} B + kernel code {code} B (estimate) + firmware "
-        f"{board.firmware_flash_bytes} B (board profile baseline)"
-    )
-    return MemoryEstimate(
-        arena_bytes=arena,
-        arena_head_bytes=head + scratch,
-        arena_tail_bytes=tail + headroom,
-        peak_sram_bytes=peak,
-        flash_bytes=flash,
-        model_bytes=len(model_bytes),
-        kernel_code_bytes=code,
-        methods=methods,
-        host_arena_bytes=host_total,
-        planner_headroom_bytes=headroom,
-        scratch_bytes=scratch,
-        runtime_error=error,
+        f"model {model_len} B + kernel code {code} B (estimate) "
+        f"+ firmware {board.firmware_flash_bytes} B (board profile baseline)"
     )
 
 

@@ -252,9 +252,24 @@ def _head(n: _Net, x: int) -> int:
     return n.softmax(n.fc(flat, 10))
 
 
-# (name, input shape, recipe, variants); the small suite keeps the rows marked True.
-def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
-    r: list = []
+# (name, input shape, recipe, variants, in the small suite)
+RecipeRow = tuple[str, list[int], Recipe, tuple[str, ...], bool]
+
+
+def _recipes() -> list[RecipeRow]:
+    """Every suite model, by kind; the small suite keeps the rows marked True."""
+    return [
+        *_conv_recipes(),
+        *_dw_recipes(),
+        *_matrix_recipes(),
+        *_elementwise_recipes(),
+        *_pool_recipes(),
+        *_block_recipes(),
+    ]
+
+
+def _conv_recipes() -> list[RecipeRow]:
+    r: list[RecipeRow] = []
     for hw, c, out, small in (
         (24, 16, 32, True),
         (12, 32, 64, True),
@@ -262,40 +277,24 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
         (48, 8, 16, False),
         (12, 96, 24, False),
     ):
-        r.append(
-            (
-                f"conv1x1_{hw}x{c}to{out}",
-                [1, hw, hw, c],
-                _single("conv", out=out, k=1),
-                ("conv_1x1",),
-                small,
-            )
-        )
+        conv = _single("conv", out=out, k=1)
+        r.append((f"conv1x1_{hw}x{c}to{out}", [1, hw, hw, c], conv, ("conv_1x1",), small))
     for hw, c, out, small in (
         (16, 16, 16, True),
         (8, 32, 32, True),
         (24, 8, 16, False),
         (6, 64, 64, False),
     ):
-        r.append(
-            (
-                f"conv3x3_{hw}x{c}to{out}",
-                [1, hw, hw, c],
-                _single("conv", out=out, k=3),
-                ("conv_kxk",),
-                small,
-            )
-        )
+        conv = _single("conv", out=out, k=3)
+        r.append((f"conv3x3_{hw}x{c}to{out}", [1, hw, hw, c], conv, ("conv_kxk",), small))
     for hw, c, out, st, small in ((48, 1, 8, 2, True), (32, 3, 16, 1, True), (64, 3, 8, 2, False)):
-        r.append(
-            (
-                f"stem3x3s{st}_{hw}x{c}to{out}",
-                [1, hw, hw, c],
-                _single("conv", out=out, k=3, stride=st),
-                ("conv_shallow",),
-                small,
-            )
-        )
+        stem = _single("conv", out=out, k=3, stride=st)
+        r.append((f"stem3x3s{st}_{hw}x{c}to{out}", [1, hw, hw, c], stem, ("conv_shallow",), small))
+    return r
+
+
+def _dw_recipes() -> list[RecipeRow]:
+    r: list[RecipeRow] = []
     for k, st, variant in (
         (3, 1, "dw_3x3_s1"),
         (3, 2, "dw_3x3_s2"),
@@ -303,17 +302,15 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
         (5, 2, "dw_kxk"),
     ):
         for hw, c, small in ((24, 16, True), (12, 64, True), (48, 8, False), (6, 128, False)):
-            r.append(
-                (
-                    f"dw{k}x{k}s{st}_{hw}x{c}",
-                    [1, hw, hw, c],
-                    _single("dw", k=k, stride=st),
-                    (variant,),
-                    small,
-                )
-            )
+            dw = _single("dw", k=k, stride=st)
+            r.append((f"dw{k}x{k}s{st}_{hw}x{c}", [1, hw, hw, c], dw, (variant,), small))
     r.append(("dwmult2_12x16", [1, 12, 12, 16], _single("dw", k=3, mult=2), ("dw_mult",), True))
     r.append(("dwmult2_24x8", [1, 24, 24, 8], _single("dw", k=3, mult=2), ("dw_mult",), True))
+    return r
+
+
+def _matrix_recipes() -> list[RecipeRow]:
+    r: list[RecipeRow] = []
     for i, o, small in ((64, 32, True), (256, 64, True), (640, 128, True), (32, 10, False)):
         r.append((f"fc_{i}to{o}", [1, i], _single("fc", out=o), ("fc",), small))
     for n_, k, small in ((16, 32, True), (32, 64, True), (24, 48, False)):
@@ -322,6 +319,11 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
     for shape, small in (([1, 10], True), ([1, 16, 16], True), ([1, 32, 64], False)):
         tag = "x".join(map(str, shape[1:]))
         r.append((f"softmax_{tag}", shape, _single("softmax"), ("softmax",), small))
+    return r
+
+
+def _elementwise_recipes() -> list[RecipeRow]:
+    r: list[RecipeRow] = []
     for kind, variant in (("ADD", "add"), ("MUL", "mul")):
         for hw, c, small in ((12, 16, True), (24, 32, True), (6, 64, False)):
             r.append((f"{variant}_{hw}x{c}", [1, hw, hw, c], _single(kind), (variant,), small))
@@ -329,30 +331,32 @@ def _recipes() -> list[tuple[str, list[int], Recipe, tuple[str, ...], bool]]:
         r.append((f"sqdiff_{n_}x{d}", [1, n_, d], _single("SQUARED_DIFFERENCE"), ("add",), small))
     for hw, c, small in ((12, 32, True), (24, 64, True), (6, 128, False)):
         r.append((f"mean_{hw}x{c}", [1, hw, hw, c], _single("mean"), ("mean",), small))
+    return r
+
+
+def _pool_recipes() -> list[RecipeRow]:
+    r: list[RecipeRow] = []
     for kind, variant in (("MAX_POOL_2D", "pool_max"), ("AVERAGE_POOL_2D", "pool_avg")):
         for hw, c, k, st, small in (
             (24, 16, 2, 2, True),
             (12, 32, 3, 1, True),
             (6, 64, 6, 1, False),
         ):
-            r.append(
-                (
-                    f"{variant}{k}s{st}_{hw}x{c}",
-                    [1, hw, hw, c],
-                    _single(kind, k=k, stride=st),
-                    (variant,),
-                    small,
-                )
-            )
-    r.append(("block_ds_24x16", [1, 24, 24, 16], _ds_block, ("dw_3x3_s2", "conv_1x1"), True))
-    r.append(("block_mb_12x16", [1, 12, 12, 16], _mb_block, ("conv_1x1", "dw_kxk", "add"), True))
-    r.append(
-        ("block_attn_16x32", [1, 16, 32], _attention, ("fc", "bmm", "softmax", "transpose"), True)
-    )
-    r.append(("block_head_6x64", [1, 6, 6, 64], _head, ("mean", "fc", "softmax"), True))
-    r.append(("block_ds_12x32", [1, 12, 12, 32], _ds_block, ("dw_3x3_s2", "conv_1x1"), False))
-    r.append(("block_mb_6x32", [1, 6, 6, 32], _mb_block, ("conv_1x1", "dw_kxk", "add"), False))
+            pool = _single(kind, k=k, stride=st)
+            r.append((f"{variant}{k}s{st}_{hw}x{c}", [1, hw, hw, c], pool, (variant,), small))
     return r
+
+
+def _block_recipes() -> list[RecipeRow]:
+    attention = ("fc", "bmm", "softmax", "transpose")
+    return [
+        ("block_ds_24x16", [1, 24, 24, 16], _ds_block, ("dw_3x3_s2", "conv_1x1"), True),
+        ("block_mb_12x16", [1, 12, 12, 16], _mb_block, ("conv_1x1", "dw_kxk", "add"), True),
+        ("block_attn_16x32", [1, 16, 32], _attention, attention, True),
+        ("block_head_6x64", [1, 6, 6, 64], _head, ("mean", "fc", "softmax"), True),
+        ("block_ds_12x32", [1, 12, 12, 32], _ds_block, ("dw_3x3_s2", "conv_1x1"), False),
+        ("block_mb_6x32", [1, 6, 6, 32], _mb_block, ("conv_1x1", "dw_kxk", "add"), False),
+    ]
 
 
 def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
