@@ -67,7 +67,7 @@ _FAMILY_FIRMWARE = {
     "riscv32": (36 * 1024, 8 * 1024, 200 * 1024),
 }
 # Peak int8 multiply-accumulates per cycle of the core's best kernel path,
-# the basis of the latency lower bound (see boards/README.md for the reasoning).
+# the basis of the latency lower bound; the reason for each value is beside it.
 _PEAK_MACS_PER_CYCLE = {
     "cortex-m0plus": 0.25,  # no DSP extension: ~4 cycles per MAC at best
     "cortex-m4": 2.0,  # SMLAD: two 16-bit MACs per cycle
