@@ -86,6 +86,11 @@ def log_mel(samples: np.ndarray, sample_rate: int) -> np.ndarray:
     return np.log(energies + LOG_FLOOR).astype(np.float32)
 
 
+# Sample rates a real recording has; anything else is a broken header.
+MIN_RATE_HZ = 1_000
+MAX_RATE_HZ = 384_000
+
+
 def read_wav(path: Path) -> tuple[np.ndarray, int]:
     """Read a PCM WAV file as mono float samples in [-1, 1].
 
@@ -104,6 +109,13 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
             raw = w.readframes(w.getnframes())
     except (wave.Error, EOFError, OSError) as exc:
         raise DatasetError(f"Cannot read WAV file {path}: {exc}") from None
+    if not MIN_RATE_HZ <= rate <= MAX_RATE_HZ:
+        raise DatasetError(
+            f"WAV file {path} has a sample rate of {rate} Hz (expected {MIN_RATE_HZ} to "
+            f"{MAX_RATE_HZ} Hz): the header is broken"
+        )
+    if not raw or channels < 1:
+        raise DatasetError(f"WAV file {path} holds no samples: remove it or record it again")
     if width == 1:
         data = (np.frombuffer(raw, np.uint8).astype(np.float32) - 128.0) / 128.0
     elif width == 2:

@@ -39,6 +39,10 @@ from mcunas.errors import DatasetError
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
 AUDIO_SUFFIXES = (".wav",)
 MAX_IMAGE_SIDE = 96  # larger images are shrunk to fit MCU-sized models
+# More classes than this is a labelling mistake for a microcontroller classifier (and a
+# label of 1e9 must not make mcunas allocate a billion-entry table).
+MAX_CLASSES = 1000
+_ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
 _GRAY_MODES = {"1", "L", "LA", "I", "I;16", "F"}
 
 __all__ = ["Dataset", "load_dataset", "log_mel", "stratified_split"]
@@ -110,6 +114,8 @@ def load_dataset(
     path = Path(spec).expanduser()
     if not path.exists():
         raise DatasetError(f"Dataset not found: {path}")
+    if not path.is_file() and not path.is_dir():
+        raise DatasetError(f"Dataset {path} is not a regular file or folder (a pipe or device?)")
     if path.is_file():
         if path.suffix.lower() != ".npz":
             raise DatasetError(
@@ -167,6 +173,15 @@ def _digits(seed: int, val_fraction: float) -> Dataset:
 
 
 def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+    except OSError as exc:
+        raise DatasetError(f"Cannot read {path}: {exc.strerror}") from None
+    if magic != _ZIP_MAGIC:
+        raise DatasetError(
+            f"{path} is not an .npz file (numpy.savez writes a zip archive; this file is not one)"
+        )
     try:
         with np.load(path, allow_pickle=False) as f:
             arrays = {k: f[k] for k in f.files}
@@ -239,7 +254,13 @@ def _finish(
         raise DatasetError(f"x_train has {len(x_train)} samples but y_train has {len(y_train)}")
     if len(x_train) == 0:
         raise DatasetError(f"{name}: no training samples")
+    _check_inputs(x_train, "x_train", name)
     present = np.unique(y_train)
+    if present.max() >= MAX_CLASSES:
+        raise DatasetError(
+            f"{name}: y_train has label {int(present.max())}; labels must be class indices "
+            f"0..K-1 with K at most {MAX_CLASSES}"
+        )
     num_classes = int(present.max()) + 1
     if num_classes < 2 or len(present) < 2:
         raise DatasetError(f"{name}: need at least 2 classes, found {len(present)}")
@@ -267,6 +288,7 @@ def _finish(
             )
     if len(x_val) == 0:
         raise DatasetError(f"{name}: too few samples for a validation split")
+    _check_inputs(x_val, "x_val", name)
     if len(class_names) != num_classes:
         class_names = tuple(str(i) for i in range(num_classes))
     return Dataset(
@@ -282,17 +304,37 @@ def _finish(
     )
 
 
+def _check_inputs(x: np.ndarray, key: str, name: str) -> None:
+    """Inputs a model can learn from: no zero-sized sample, no NaN or infinite value."""
+    if x.ndim < 2 or 0 in x.shape[1:]:
+        raise DatasetError(f"{name}: {key} samples have zero size (shape {x.shape[1:]})")
+    bad = ~np.isfinite(x)
+    if bad.any():
+        first = int(np.flatnonzero(bad.reshape(len(x), -1).any(axis=1))[0])
+        raise DatasetError(
+            f"{name}: {key} holds {int(bad.sum())} NaN or infinite value(s), the first in "
+            f"sample {first}; clean or impute them first"
+        )
+
+
+def _listdir(folder: Path) -> list[Path]:
+    try:
+        return sorted(folder.iterdir())
+    except OSError as exc:
+        raise DatasetError(f"Cannot read dataset folder {folder}: {exc.strerror}") from None
+
+
 def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
-    classes = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    classes = [p for p in _listdir(path) if p.is_dir() and not p.name.startswith(".")]
     if not classes:
         raise DatasetError(f"{path} has no class subfolders (expected {path}/<class>/<files>)")
     files: list[tuple[Path, int]] = []
     for label, folder in enumerate(classes):
-        found = sorted(
+        found = [
             f
-            for f in folder.iterdir()
+            for f in _listdir(folder)
             if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES + AUDIO_SUFFIXES
-        )
+        ]
         if not found:
             raise DatasetError(f"Class folder {folder} has no image or WAV files")
         files.extend((f, label) for f in found)

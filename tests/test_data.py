@@ -111,7 +111,7 @@ def test_path_errors(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="Unknown dataset format"):
         load_dataset(tmp_path / "data.csv")
     (tmp_path / "broken.npz").write_bytes(b"not a zip")
-    with pytest.raises(DatasetError, match="Cannot read .*broken.npz"):
+    with pytest.raises(DatasetError, match="broken.npz is not an .npz file"):
         load_dataset(tmp_path / "broken.npz")
     (tmp_path / "empty").mkdir()
     with pytest.raises(DatasetError, match="no class subfolders"):
@@ -182,4 +182,64 @@ def test_wav_folder(tmp_path: Path) -> None:
         load_dataset(tmp_path)
     (tmp_path / "low" / "fast.wav").write_bytes(b"RIFF\x00\x00")
     with pytest.raises(DatasetError, match="Cannot read WAV file .*fast.wav"):
+        load_dataset(tmp_path)
+
+
+def _npz(tmp_path: Path, x, y) -> Path:
+    path = tmp_path / "d.npz"
+    np.savez(path, x_train=x, y_train=y)
+    return path
+
+
+def test_absurd_labels_are_refused_before_anything_is_allocated(tmp_path: Path) -> None:
+    x = np.zeros((4, 8, 8), np.float32)
+    with pytest.raises(DatasetError, match="label 1000000000; .* at most 1000"):
+        load_dataset(_npz(tmp_path, x, np.array([0, 1, 2, 1_000_000_000])))
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+def test_nan_and_infinite_inputs_are_named(tmp_path: Path, bad: float) -> None:
+    x = np.zeros((6, 4, 4), np.float32)
+    x[3, 1, 2] = bad
+    with pytest.raises(DatasetError, match="1 NaN or infinite value.*sample 3"):
+        load_dataset(_npz(tmp_path, x, np.array([0, 1] * 3)))
+
+
+def test_zero_sized_samples_are_named(tmp_path: Path) -> None:
+    with pytest.raises(DatasetError, match="samples have zero size"):
+        load_dataset(_npz(tmp_path, np.zeros((6, 0, 4), np.float32), np.array([0, 1] * 3)))
+
+
+def test_a_text_file_named_npz_is_not_given_pickle_advice(tmp_path: Path) -> None:
+    path = tmp_path / "x.npz"
+    path.write_text("x_train,y_train\n1,2\n")
+    with pytest.raises(DatasetError, match="is not an .npz file") as info:
+        load_dataset(path)
+    assert "pickle" not in str(info.value)
+
+
+def test_a_named_pipe_is_refused_without_opening_it(tmp_path: Path) -> None:
+    import os
+
+    fifo = tmp_path / "data.npz"
+    os.mkfifo(fifo)
+    with pytest.raises(DatasetError, match="not a regular file or folder"):
+        load_dataset(fifo)  # opening a FIFO for reading would block forever
+
+
+@pytest.mark.parametrize(
+    ("rate", "frames", "message"), [(0, 100, "sample rate of 0 Hz"), (16000, 0, "holds no samples")]
+)
+def test_broken_wavs_are_named(tmp_path: Path, rate: int, frames: int, message: str) -> None:
+    for cls in ("a", "b"):
+        (tmp_path / cls).mkdir()
+        with wave.open(str(tmp_path / cls / "x.wav"), "wb") as w:
+            w.setnchannels(1)
+            w.setsampwidth(2)
+            w.setframerate(16000)
+            w.writeframes(b"\x00\x01" * (frames if cls == "a" else 100))
+    raw = bytearray((tmp_path / "a" / "x.wav").read_bytes())
+    raw[24:28] = rate.to_bytes(4, "little")  # the header's sample rate (wave refuses to write 0)
+    (tmp_path / "a" / "x.wav").write_bytes(bytes(raw))
+    with pytest.raises(DatasetError, match=message):
         load_dataset(tmp_path)
