@@ -255,3 +255,14 @@ def test_bench_as_subprocess(model_file):
         )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["model_crc32"] == model_crc32(MODEL)
+
+
+@pytest.mark.parametrize("value", ["inf", "nan", "0", "-1", "soon"])
+def test_every_timeout_is_a_finite_positive_number(model_file, capsys, value: str) -> None:
+    for argv in (
+        ["bench", str(model_file), "--board", "esp32s3", "--timeout", value],
+        ["rack", "list", "--timeout", value],
+        ["calibrate", "--board", "esp32s3", "--virtual", "--timeout", value],
+    ):
+        code, _, err = run(argv, capsys)
+        assert code == 2 and "--timeout" in err and "Traceback" not in err

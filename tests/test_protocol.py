@@ -116,3 +116,22 @@ def test_crc_is_zlib_as_8_lowercase_hex():
 def test_encode_roundtrip():
     line = encode_line({"event": "ready", "board": "rp2040", "fw": "1"})
     assert line.endswith("\n") and parse_line(line.rstrip("\n")).board == "rp2040"
+
+
+def test_hostile_lines_are_malformed_not_a_crash_of_the_host():
+    deep = "MCUNAS/1 " + '{"a":' * 20000 + "1" + "}" * 20000
+    assert isinstance(parse_line(deep), Malformed)
+    huge = 'MCUNAS/1 {"event":"ready","board":"' + "x" * 100_000 + '"}'
+    event = parse_line(huge)
+    assert isinstance(event, Malformed) and "over" in event.reason
+
+
+def test_an_absurd_board_figure_is_refused():
+    from mcunas.errors import ImplausibleFigure
+    from mcunas.figures import Figures
+
+    with pytest.raises(ProtocolError, match="arena_bytes"):
+        parse_line(RESULT.replace('"arena_bytes":84312', '"arena_bytes":1e30'))
+    result = parse_line(RESULT.replace('"arena_bytes":84312', f'"arena_bytes":{10**30}'))
+    with pytest.raises(ImplausibleFigure, match="arena_bytes"):  # a whole number, but absurd
+        Figures("board:/dev/ttyACM0", False, 1.0, result.arena_bytes, 10, 10)

@@ -8,6 +8,7 @@ from typing import Any
 import click
 
 from mcunas.boards import load_board
+from mcunas.commands import SECONDS
 from mcunas.figures import Figures
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 from mcunas.measure.ports import check_port
@@ -55,7 +56,7 @@ Exit code 2 with one line on any failure (no board, busy port, timeout, wrong mo
 @click.option(
     "--timeout",
     "timeout_s",
-    type=float,
+    type=SECONDS,
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
     help="Seconds to wait for the board's ready and result lines.",
@@ -76,8 +77,6 @@ def cli(
     pio: str,
 ) -> None:
     """Build, flash and measure MODEL.tflite on a board over serial."""
-    if timeout_s <= 0:
-        raise click.BadParameter("must be positive", param_hint="--timeout")
     board = load_board(board_name)
     from mcunas.profile import load_int8_model
 

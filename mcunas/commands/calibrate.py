@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 import click
 from click.core import ParameterSource
 
+from mcunas.commands import SECONDS
 from mcunas.errors import UserError
 
 
@@ -26,8 +26,6 @@ def _check_options(ctx: click.Context, timeout_s: float | None) -> None:
         return ctx.get_parameter_source(name) not in (None, ParameterSource.DEFAULT)
 
     p = ctx.params
-    if timeout_s is not None and not (math.isfinite(timeout_s) and timeout_s > 0):
-        raise UserError(f"--timeout must be a positive number of seconds, got {timeout_s:g}")
     targets = [
         f"--{n}"
         for n, on in (("port", given("port")), ("rack", p["rack_path"]), ("virtual", p["virtual"]))
@@ -71,7 +69,7 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
     show_default=True,
     help="Calibration suite: small (~40 models) or full (~65).",
 )
-@click.option("--timeout", "timeout_s", type=float, default=None, help="Seconds per model read.")
+@click.option("--timeout", "timeout_s", type=SECONDS, default=None, help="Seconds per model read.")
 @click.option("--store", default=None, help="Measurements database (default in MCUNAS_HOME).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def cli(

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from mcunas.commands import SECONDS
 from mcunas.measure.rack import load_rack, probe_rack
 
 RACK_HELP = "The rack file: [[board]] entries with profile = and port =."
@@ -34,7 +35,7 @@ def cli() -> None:
 @click.option(
     "--timeout",
     "timeout_s",
-    type=float,
+    type=SECONDS,
     default=5.0,
     show_default=True,
     help="Seconds each board has to print its ready line.",

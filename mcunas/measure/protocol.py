@@ -34,6 +34,9 @@ __all__ = [
 ]
 
 PROTOCOL_VERSION = 1
+# The longest protocol line the firmware writes is a result with a few hundred per-op
+# times (~40 characters each); anything far longer is noise or a fault.
+MAX_LINE_CHARS = 64 * 1024
 
 # MCUNAS/1 {"event":"result","model_crc32":"8c2f61a0","runs":20,"latency_us":{"min":51210,
 #           "median":51300,"max":51544},"arena_bytes":84312,"stack_bytes":2804, ...}
@@ -148,10 +151,14 @@ def parse_line(line: str) -> Event | None:
             f"the board speaks MCUNAS/{version}, this mcunas speaks MCUNAS/{PROTOCOL_VERSION}: "
             "reflash the board with this version's firmware"
         )
+    if len(line) > MAX_LINE_CHARS:
+        return Malformed(line[:200], f"line of {len(line)} characters, over {MAX_LINE_CHARS}")
     try:
         payload = json.loads(match["json"])
     except json.JSONDecodeError as exc:
         return Malformed(line, f"not JSON ({exc.msg})")
+    except RecursionError:
+        return Malformed(line[:200], "JSON nested too deeply")
     if not isinstance(payload, dict):
         return Malformed(line, "not a JSON object")
     return _decode(payload)
