@@ -255,21 +255,7 @@ def _finish(
     if len(x_train) == 0:
         raise DatasetError(f"{name}: no training samples")
     _check_inputs(x_train, "x_train", name)
-    present = np.unique(y_train)
-    if present.max() >= MAX_CLASSES:
-        raise DatasetError(
-            f"{name}: y_train has label {int(present.max())}; labels must be class indices "
-            f"0..K-1 with K at most {MAX_CLASSES}"
-        )
-    num_classes = int(present.max()) + 1
-    if num_classes < 2 or len(present) < 2:
-        raise DatasetError(f"{name}: need at least 2 classes, found {len(present)}")
-    if len(present) != num_classes:
-        missing = sorted(set(range(num_classes)) - set(present.tolist()))
-        raise DatasetError(
-            f"y_train labels must be integers 0..{num_classes - 1} with every class present; "
-            f"missing {missing[:5]}"
-        )
+    num_classes = _class_count(y_train, name)
     if x_val is None:
         train_idx, val_idx = stratified_split(y_train, val_fraction, seed)
         x_train, y_train, x_val, y_val = (
@@ -302,6 +288,26 @@ def _finish(
         class_names=class_names,
         preprocessing=preprocessing,
     )
+
+
+def _class_count(y_train: np.ndarray, name: str) -> int:
+    """K for labels that are exactly the class indices 0..K-1, every class present."""
+    present = np.unique(y_train)
+    if present.max() >= MAX_CLASSES:
+        raise DatasetError(
+            f"{name}: y_train has label {int(present.max())}; labels must be class indices "
+            f"0..K-1 with K at most {MAX_CLASSES}"
+        )
+    num_classes = int(present.max()) + 1
+    if num_classes < 2 or len(present) < 2:
+        raise DatasetError(f"{name}: need at least 2 classes, found {len(present)}")
+    if len(present) != num_classes:
+        missing = sorted(set(range(num_classes)) - set(present.tolist()))
+        raise DatasetError(
+            f"y_train labels must be integers 0..{num_classes - 1} with every class present; "
+            f"missing {missing[:5]}"
+        )
+    return num_classes
 
 
 def _check_inputs(x: np.ndarray, key: str, name: str) -> None:

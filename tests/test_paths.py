@@ -36,3 +36,13 @@ def test_mcunas_home_on_a_file_is_one_line(tmp_path: Path, monkeypatch, capsys) 
     err = capsys.readouterr().err
     assert info.value.code == 2 and "MCUNAS_HOME" in err and "is a file" in err
     assert "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
+def test_json_output_is_standard_json() -> None:
+    import json
+
+    from mcunas.jsontext import dumps
+
+    text = dumps({"a": float("nan"), "b": [float("inf"), 1.5], "c": Path("x")})
+    assert json.loads(text) == {"a": None, "b": [None, 1.5], "c": "x"}
+    assert "NaN" not in text and "Infinity" not in text

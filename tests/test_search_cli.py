@@ -78,7 +78,7 @@ def test_unreadable_dataset(capsys, tmp_path: Path) -> None:
     code, _, err = run(
         capsys, "--board", "esp32s3", "--dataset", str(bad), "--out", str(tmp_path / "o")
     )
-    assert code == 2 and "Cannot read" in err
+    assert code == 2 and "is not an .npz file" in err
 
 
 def test_mislabelled_dataset(capsys, tmp_path: Path) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -10,6 +9,7 @@ import click
 from mcunas.boards import load_board
 from mcunas.commands import SECONDS
 from mcunas.figures import Figures
+from mcunas.jsontext import dumps
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 from mcunas.measure.ports import check_port
 
@@ -93,6 +93,6 @@ def cli(
     )
     m = measurer.measure(model_bytes)
     if as_json:
-        click.echo(json.dumps(m.to_dict(), indent=2))
+        click.echo(dumps(m.to_dict()))
     else:
         click.echo("\n".join(_report(m)))

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from mcunas.boards import BoardProfile, list_boards, load_board
+from mcunas.jsontext import dumps
 from mcunas.paths import user_boards_dir
 
 
@@ -34,7 +33,7 @@ def cli(ctx: click.Context, as_json: bool) -> None:
     for problem in problems:
         click.secho(f"skipped: {problem}", err=True, fg="yellow")
     if as_json:
-        click.echo(json.dumps([b.to_dict() for b in boards], indent=2))
+        click.echo(dumps([b.to_dict() for b in boards]))
         return
     header = (
         f"{'name':<15} {'core':<14} {'MHz':>5} {'SRAM KB':>8} {'model KB':>8} "
@@ -99,7 +98,7 @@ def show(name: str, as_json: bool) -> None:
     """Show one board profile: NAME or a path to a .toml profile."""
     board = load_board(name)
     if as_json:
-        click.echo(json.dumps(board.to_dict(), indent=2))
+        click.echo(dumps(board.to_dict()))
     else:
         click.echo("\n".join(_describe(board)))
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
@@ -10,6 +9,7 @@ from click.core import ParameterSource
 
 from mcunas.commands import SECONDS
 from mcunas.errors import UserError
+from mcunas.jsontext import dumps
 
 
 def _pct(stats: dict[str, float]) -> str:
@@ -136,7 +136,7 @@ def _print_progress(i: int, n: int, outcome: Any) -> None:
 def _print_result(result: Any, as_json: bool) -> None:
     """The calibration's summary (or JSON); no profile written is an error."""
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(dumps(result.to_dict()))
         return
     failed = [o for o in result.outcomes if not o.ok]
     click.echo(

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
+
+from mcunas.jsontext import dumps
 
 KIB = 1024
 
@@ -40,7 +41,7 @@ def cli(model: str, board_name: str, kernels: str | None, as_json: bool) -> None
     if not prof.runnable:
         raise ModelError(f"{model}: {'; '.join(prof.reasons[:1])}")
     if as_json:
-        click.echo(json.dumps(prof.to_dict(), indent=2))
+        click.echo(dumps(prof.to_dict()))
         return
     _print_profile(model, prof)
 

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from mcunas.commands import SECONDS
+from mcunas.jsontext import dumps
 from mcunas.measure.rack import load_rack, probe_rack
 
 RACK_HELP = "The rack file: [[board]] entries with profile = and port =."
@@ -47,7 +46,7 @@ def list_cmd(rack_path: str, timeout_s: float, as_json: bool) -> None:
     rows = probe_rack(rack, timeout_s)
     if as_json:
         click.echo(
-            json.dumps(
+            dumps(
                 [
                     {
                         "name": b.name,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import signal
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,6 +12,7 @@ import click
 
 from mcunas.commands import debug_wanted
 from mcunas.errors import UserError
+from mcunas.jsontext import dumps
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
     DEFAULT_MAX_TRIALS,
@@ -143,7 +143,7 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
             )
         raise click.exceptions.Exit(130) from None  # the line above is the whole message
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(dumps(result.to_dict()))
     else:
         click.echo(result.text())
     if result.best is None:

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from pathlib import Path
 from typing import Any
 
 from mcunas.errors import ModelError
 from mcunas.files import storage_errors, write_file
+from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
 
 __all__ = ["export_best"]
@@ -52,5 +52,5 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }
-    write_file(dest / "best.json", json.dumps(info, indent=2, default=str))
+    write_file(dest / "best.json", dumps(info))
     return dest

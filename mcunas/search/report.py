@@ -9,11 +9,11 @@ from __future__ import annotations
 import base64
 import html
 import io
-import json
 from collections.abc import Sequence
 from pathlib import Path
 
 from mcunas.files import write_file
+from mcunas.jsontext import dumps
 from mcunas.search.result import SearchResult
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.search.summary import estimate_mark, estimate_tag
@@ -84,7 +84,7 @@ def write_report(result: SearchResult) -> dict[str, str]:
     summary = result.overview()
     keys = ("board", "budgets", "hypervolume", "wall_s", "session_wall_s", "sessions")
     pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in result.front]}
-    paths = {"pareto_json": write_file(out_dir / "pareto.json", json.dumps(pareto, indent=2))}
+    paths = {"pareto_json": write_file(out_dir / "pareto.json", dumps(pareto))}
     png = plot_pareto(result.trials, result.front, f"{result.board.name}: feasible candidates")
     paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
     page = _html(summary, result.trials, result.front, base64.b64encode(png).decode())
