@@ -93,8 +93,15 @@ _LATENCY_TABLES = ("mac", "op_error_pct")  # variant -> cycles per unit / error 
 _LATENCY_TEXT = ("source", "runtime", "error_method", "rows", "checked_variants")
 
 
+# No latency coefficient (a scale, cycles per MAC or per op, an error in %) comes near a
+# billion: such a value is a fit gone wrong or a typing error, and would give absurd estimates.
+MAX_COEFFICIENT = 1e9
+
+
 def _number_ok(value: Any, low: float, strict: bool) -> bool:
     if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        return False
+    if value >= MAX_COEFFICIENT:
         return False
     return value > low if strict else value >= low
 

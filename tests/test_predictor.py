@@ -158,3 +158,30 @@ def test_a_csv_with_a_byte_order_mark_imports(isolated_home, tmp_path):
     store = RecordStore(tmp_path / "s.sqlite")
     store.import_csv(csv_path)
     assert store.summary()
+
+
+def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp_path, capsys):
+    import sqlite3
+
+    from mcunas.cli import main
+    from mcunas.search.store import TrialStore
+
+    TrialStore.open(tmp_path).close()
+    db = tmp_path / "trials.sqlite"
+    before = sorted(sqlite3.connect(db).execute("SELECT name FROM sqlite_master"))
+    with pytest.raises(SystemExit) as info:
+        main(["predictor", "list", "--store", str(db)])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "not an mcunas measurements store" in err
+    assert sorted(sqlite3.connect(db).execute("SELECT name FROM sqlite_master")) == before
+
+
+def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
+    from mcunas.errors import BoardProfileError
+    from mcunas.predict.refit import write_user_board
+
+    board = load_board("esp32s3")
+    for bad in (4.8e306, float("nan"), -1.0):
+        with pytest.raises(BoardProfileError, match="scale must be a positive number"):
+            write_user_board(board, {"esp-nn": {"scale": bad}})
+    assert not (isolated_home / "boards" / "esp32s3.toml").exists()

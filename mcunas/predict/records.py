@@ -65,6 +65,22 @@ class OpRecord:
     source: str
 
 
+# Tables a measurements store has; a database holding other tables is another kind.
+_STORE_TABLES = {"models", "measurements"}
+
+
+def _refuse_other_kind(db: sqlite3.Connection, path: Path) -> None:
+    """Raise before anything is written if ``path`` is a database of another kind."""
+    names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    other = {n for n in names if not n.startswith("sqlite_")} - _STORE_TABLES
+    if other:
+        db.close()
+        raise UserError(
+            f"{path} is not an mcunas measurements store (it holds {', '.join(sorted(other))}; "
+            "a search's trials.sqlite?). Give --store a predictor store, or omit --store."
+        )
+
+
 class RecordStore:
     """The measurements database (stdlib sqlite3)."""
 
@@ -73,6 +89,7 @@ class RecordStore:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
+            _refuse_other_kind(self._db, self.path)
             self._db.executescript(_SCHEMA)
             if not self._db.execute(
                 "SELECT 1 FROM sqlite_master WHERE name='measurements_key'"

@@ -270,7 +270,17 @@ def _toml_value(value) -> str:  # noqa: ANN001
 
 
 def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
-    """Write the profile with a new ``[latency]`` table into the user boards folder."""
+    """Write the profile with a new ``[latency]`` table into the user boards folder.
+
+    The table is checked first, as a profile's is when it loads: a fit can never
+    write a non-finite, negative or absurd coefficient. The file is replaced
+    atomically.
+
+    Raises:
+        BoardProfileError: the fitted table is not one a profile may hold.
+    """
+    from mcunas.board_checks import check_latency
+    from mcunas.files import write_file
     from mcunas.paths import user_boards_dir
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
@@ -295,6 +305,5 @@ def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
             lines += ["", f"[latency.{lib}]"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
     out = user_boards_dir() / f"{board.name}.toml"
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text("\n".join(lines).rstrip() + "\n", encoding="utf-8")
-    return out
+    check_latency(latency, f"refit of {board.name} (not written to {out})")
+    return write_file(out, "\n".join(lines).rstrip() + "\n")
