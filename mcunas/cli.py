@@ -7,6 +7,7 @@ imports TensorFlow. Errors are caught once, in :func:`main`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -77,6 +78,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; map every error to one line and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_wanted(args)
+    if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to answer
+        click.secho("Error: standard output is closed; mcunas has nowhere to print.", err=True)
+        sys.exit(2)
     try:
         # without standalone mode click returns ctx.exit(code)'s code instead of exiting
         code = cli.main(args=args, prog_name="mcunas", standalone_mode=False)
@@ -102,6 +106,10 @@ def main(argv: list[str] | None = None) -> None:
             traceback.print_exc()
         click.secho(f"Error: {exc}", err=True, fg="red")
         sys.exit(exc.exit_code)
+    except OSError as exc:  # the machine, not mcunas: a closed pipe, a full disk, a bad path
+        if debug:
+            traceback.print_exc()
+        _os_error_line(exc)
     except Exception as exc:  # noqa: BLE001 - the last line of defence
         if _is_serial_error(exc) and not debug:
             click.secho(
@@ -118,6 +126,20 @@ def main(argv: list[str] | None = None) -> None:
         )
         sys.exit(1)
     sys.exit(0)
+
+
+def _os_error_line(exc: OSError) -> None:
+    """One line for an operating-system error, then exit 2 (or quietly for a closed pipe)."""
+    if isinstance(exc, BrokenPipeError):  # the reader went away (`mcunas ... | head`)
+        with contextlib.suppress(OSError):  # and no second error when Python flushes at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(141)
+    where = f": {exc.filename}" if exc.filename else ""
+    what = exc.strerror or str(exc) or type(exc).__name__
+    with contextlib.suppress(OSError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    click.secho(f"Error: {what}{where} (writing the output or a file failed)", err=True, fg="red")
+    sys.exit(2)
 
 
 def _is_serial_error(exc: BaseException) -> bool:

@@ -114,8 +114,9 @@ def run_forked(fn: Callable[..., Any], *args: Any) -> Any:
         return fn(*args)
     read_fd, write_fd = os.pipe()
     log_file = tempfile.TemporaryFile()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # None when the caller closed it
+        if stream is not None:
+            stream.flush()
     pid = os.fork()
     if pid == 0:  # child: never returns into the caller
         code = 1

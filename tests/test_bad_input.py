@@ -113,3 +113,54 @@ def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypat
     assert err.strip().splitlines() == [
         f"Interrupted. Finished trials are kept; continue with: mcunas search --out {out} --resume"
     ]
+
+
+def _mcunas(args: list[str], **kwargs):
+    import subprocess
+    import sys
+
+    return subprocess.run(
+        [sys.executable, "-m", "mcunas", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        **kwargs,
+    )
+
+
+def test_output_to_a_full_device_is_one_line():
+    import subprocess
+    import sys
+
+    with open("/dev/full", "w") as full:
+        proc = subprocess.run(
+            [sys.executable, "-m", "mcunas", "boards", "--json"],
+            stdout=full,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    assert proc.returncode == 2 and "No space left on device" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_closed_stdout_is_one_line():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-m", "mcunas", "boards", "--json"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: __import__("os").close(1),
+    )
+    assert proc.returncode == 2 and "standard output is closed" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_an_overlong_model_path_is_one_line():
+    proc = _mcunas(["profile", "a/" * 2500 + "x.tflite", "--board", "esp32s3"])
+    assert proc.returncode == 2 and "File name too long" in proc.stderr
+    assert "Traceback" not in proc.stderr and len(proc.stderr) < 400
