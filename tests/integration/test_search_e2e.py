@@ -81,7 +81,16 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
 
 def test_budgets_nobody_meets(tmp_path: Path) -> None:
     proc = subprocess.run(
-        _cli("--max-trials", "2", "--max-latency-ms", "0.001", "--out", str(tmp_path / "o")),
+        _cli(
+            "--max-trials",
+            "2",
+            "--max-draws",
+            "4",
+            "--max-latency-ms",
+            "0.001",
+            "--out",
+            str(tmp_path / "o"),
+        ),
         capture_output=True,
         text=True,
         env=_env(),
@@ -151,3 +160,59 @@ def test_kill_mid_trial_then_resume(tmp_path: Path) -> None:
     for tid, row in before.items():  # finished trials kept as they were, not redone
         assert next(r for r in after if r[0] == tid) == row
     assert summary["config"]["families"] == ["dsconv"] and summary["best"] is not None
+
+
+def _children(pid: int) -> list[int]:
+    """Processes whose parent is ``pid`` (the search's TFLM worker among them)."""
+    kids = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            kids.append(int(stat.parent.name))
+    return kids
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def _search_until_training(out: Path) -> subprocess.Popen:
+    """A search that has finished its first cost check and holds its TFLM worker."""
+    proc = subprocess.Popen(
+        _cli("--max-trials", "3", "--epochs", "3", "--strategy", "random", "--out", str(out)),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=_env(),
+    )
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(r[2] for r in _rows(out / "trials.sqlite")) and _children(proc.pid):
+            return proc
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail("the search never reached its first training")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
+def test_stopped_search_leaves_no_process_behind(tmp_path: Path, how: str) -> None:
+    out = tmp_path / "o"
+    proc = _search_until_training(out)
+    children = _children(proc.pid)
+    proc.send_signal(getattr(signal, how))  # the search alone, not its process group
+    _, err = proc.communicate(timeout=60)
+    deadline = time.monotonic() + 10
+    while any(_alive(c) for c in children) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [c for c in children if _alive(c)], "a child outlived the search"
+    if how == "SIGTERM":  # stopped like Ctrl-C: one resume line, exit 130
+        assert proc.returncode == 130 and f"--out {out} --resume" in err
+        assert "Traceback" not in err
