@@ -28,7 +28,13 @@ def _activations(model: keras.Model) -> set[str]:
 
 
 def _smallest_feature_map(model: keras.Model) -> int:
-    sides = [min(layer.output.shape[1:3]) for layer in model.layers if len(layer.output.shape) == 4]
+    """The smallest side of any feature map before the head's pooling."""
+    sides = []
+    for layer in model.layers:
+        if isinstance(layer, keras.layers.AveragePooling2D) and layer.output.shape[1:3] == (1, 1):
+            break  # the stage family's head pools the whole map
+        if len(layer.output.shape) == 4:
+            sides.append(min(layer.output.shape[1:3]))
     return min(sides)
 
 

@@ -29,6 +29,7 @@ Examples:
   mcunas search --board nucleo_f746zg --max-latency-ms 50 --safe-latency   # uncalibrated board
   mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
+  mcunas search --board nano33ble --dataset data/kws --seed-arch kws-dscnn --max-latency-ms 50
   mcunas search --out runs/kws --resume            # continue an interrupted search
   mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
   mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
@@ -79,7 +80,12 @@ are simulator estimates."""
     "--dataset",
     help="A .npz, a folder of class subfolders of images or WAV files; default: built-in digits.",
 )
-@click.option("--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid [all].")
+@click.option("--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid,stages [all].")
+@click.option(
+    "--seed-arch",
+    help="Start from a known-good design scaled to the dataset: kws-dscnn, vww-mobilenet, "
+    "ic-resnet8 (see `mcunas space show`).",
+)
 @click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
 @click.option("--max-flash-kb", type=float, help="Flash budget (KB).")

@@ -34,6 +34,7 @@ IDENTITY = (
     "max_flash_kb",
     "measure",
     "safe_latency",
+    "seed_arch",
 )
 
 
@@ -50,6 +51,7 @@ class SearchConfig:
     seed: int = 0
     dataset: str | None = None
     families: tuple[str, ...] | None = None
+    seed_arch: str | None = None
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
@@ -86,12 +88,23 @@ class SearchConfig:
             clean["families"] = tuple(clean["families"])
         return cls(**clean)
 
+    def _check_seed_arch(self) -> None:
+        from mcunas.space.reference import get_reference
+
+        get_reference(self.seed_arch or "")
+        if self.strategy == "hyperband":
+            raise UserError("--seed-arch starts evolution, random or bayesian; not hyperband.")
+        if self.families and "stages" not in self.families:
+            raise UserError("--seed-arch is a design of the 'stages' family: add it to --families.")
+
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""
         if self.strategy not in STRATEGIES:
             raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
+        if self.seed_arch is not None:
+            self._check_seed_arch()
         if self.measure == "simulator" and (self.port or self.rack):
             raise UserError(
                 "--port and --rack need --measure board or hybrid; "

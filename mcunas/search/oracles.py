@@ -38,7 +38,7 @@ from keras_tuner.engine import trial as trial_module
 
 from mcunas.search.config import STRATEGIES
 
-__all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle"]
+__all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle", "seed_first_trial"]
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
@@ -195,3 +195,20 @@ def make_oracle(
         population = max(4, min(10, max_trials // 3))
         return AgingEvolutionOracle(max_trials=max_trials, population_size=population, **common)
     raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+
+
+def seed_first_trial(oracle: keras_tuner.Oracle, values: dict[str, Any]) -> None:
+    """Make ``values`` the oracle's first trial (``--seed-arch``); later trials are its own.
+
+    For evolution the seed joins the first population (and, once it has a score,
+    can be a parent); random and Bayesian search simply start there. A resumed
+    search already has its first trial, so nothing changes.
+    """
+    own = oracle.populate_space
+
+    def populate_space(trial_id: str) -> dict[str, Any]:
+        if oracle.trials:
+            return own(trial_id)
+        return {"status": trial_module.TrialStatus.RUNNING, "values": dict(values)}
+
+    oracle.populate_space = populate_space

@@ -93,6 +93,8 @@ class SearchSession:
             from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
 
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
+            if cfg.seed_arch:
+                self._seed(oracle, space)
             tuner = HardwareAwareTuner(
                 oracle,
                 space,
@@ -118,6 +120,14 @@ class SearchSession:
         finally:
             close()
         return tuner.stopped_reason
+
+    def _seed(self, oracle: Any, space: Any) -> None:
+        """Start the search from the reference design ``--seed-arch``, scaled to the data."""
+        from mcunas.search.oracles import seed_first_trial
+        from mcunas.space.reference import reference_hyperparameters
+
+        values = reference_hyperparameters(self.config.seed_arch or "", self.dataset.input_shape)
+        seed_first_trial(oracle, space.hyperparameters(**values).values)
 
     def _reconcile(self, oracle: Any) -> None:
         """Square the store with keras-tuner's state after a kill.

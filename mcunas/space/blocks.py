@@ -25,6 +25,7 @@ __all__ = [
     "ACTIVATIONS",
     "NORMS",
     "PositionEmbedding",
+    "activation",
     "conv_bn",
     "ds_block",
     "head",
@@ -52,10 +53,12 @@ class PositionEmbedding(layers.Layer):
 
 
 def plan_stride(size: tuple[int, int], wanted: bool) -> tuple[int, int]:
-    """Per-side stride for a downsampling step that suits small inputs.
+    """The stride of a downsampling step that suits small inputs.
 
-    A side is halved when downsampling is wanted and it is at least 4 long, or
-    always when it is longer than 24 (large inputs must shrink for MCU memory).
+    The map is halved when downsampling is wanted and a side is at least 4
+    long, or always when a side is longer than 24 (large inputs must shrink for
+    MCU memory). Both sides get the same stride: TensorFlow's depthwise kernel
+    needs equal strides, and with "same" padding a side of 1 (a series) stays 1.
 
     Args:
         size: tuple[int, int], current (height, width).
@@ -64,58 +67,63 @@ def plan_stride(size: tuple[int, int], wanted: bool) -> tuple[int, int]:
     Returns:
         (stride_h, stride_w), each 1 or 2.
     """
-    return tuple(  # type: ignore[return-value]
-        2 if side > FORCE_STRIDE_ABOVE or (wanted and side >= MIN_SIDE_FOR_STRIDE) else 1
-        for side in size
+    halve = any(
+        side > FORCE_STRIDE_ABOVE or (wanted and side >= MIN_SIDE_FOR_STRIDE) for side in size
     )
+    return (2, 2) if halve else (1, 1)
 
 
-def _act(x: keras.KerasTensor, activation: str) -> keras.KerasTensor:
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    return layers.Activation(activation)(x)
+def activation(x: keras.KerasTensor, name: str) -> keras.KerasTensor:
+    """A ReLU-family activation layer (GELU and friends have no TFLite Micro kernel)."""
+    if name not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {name!r}")
+    return layers.Activation(name)(x)
 
 
 def conv_bn(
     x: keras.KerasTensor,
     filters: int,
-    kernel: int,
+    kernel: int | tuple[int, int],
     stride: tuple[int, int] = (1, 1),
-    activation: str | None = "relu",
+    act: str | None = "relu",
 ) -> keras.KerasTensor:
     """Conv2D (no bias) + BatchNormalization (+ activation)."""
     x = layers.Conv2D(
         filters, kernel, strides=stride, padding="same", use_bias=False, kernel_initializer=INIT
     )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
-    return _act(x, activation) if activation else x
+    return activation(x, act) if act else x
 
 
 def _dw_bn(
-    x: keras.KerasTensor, kernel: int, stride: tuple[int, int], activation: str
+    x: keras.KerasTensor, kernel: int | tuple[int, int], stride: tuple[int, int], act: str
 ) -> keras.KerasTensor:
     x = layers.DepthwiseConv2D(
         kernel, strides=stride, padding="same", use_bias=False, depthwise_initializer=INIT
     )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
-    return _act(x, activation)
+    return activation(x, act)
 
 
 def ds_block(
-    x: keras.KerasTensor, width: int, kernel: int, stride: tuple[int, int], activation: str
+    x: keras.KerasTensor,
+    width: int,
+    kernel: int | tuple[int, int],
+    stride: tuple[int, int],
+    act: str,
 ) -> keras.KerasTensor:
     """Depthwise-separable block: depthwise kxk + BN + act, pointwise 1x1 + BN + act."""
-    x = _dw_bn(x, kernel, stride, activation)
-    return conv_bn(x, width, 1, activation=activation)
+    x = _dw_bn(x, kernel, stride, act)
+    return conv_bn(x, width, 1, act=act)
 
 
 def mb_block(
     x: keras.KerasTensor,
     width: int,
-    kernel: int,
+    kernel: int | tuple[int, int],
     stride: tuple[int, int],
     expansion: int,
-    activation: str,
+    act: str,
 ) -> keras.KerasTensor:
     """Inverted residual (MobileNetV2): expand 1x1, depthwise kxk, linear project 1x1.
 
@@ -124,9 +132,9 @@ def mb_block(
     inputs = x
     channels = int(x.shape[-1])
     if expansion > 1:
-        x = conv_bn(x, channels * expansion, 1, activation=activation)
-    x = _dw_bn(x, kernel, stride, activation)
-    x = conv_bn(x, width, 1, activation=None)
+        x = conv_bn(x, channels * expansion, 1, act=act)
+    x = _dw_bn(x, kernel, stride, act)
+    x = conv_bn(x, width, 1, act=None)
     if stride == (1, 1) and channels == width:
         x = layers.Add()([inputs, x])
     return x
@@ -143,7 +151,7 @@ def _norm(x: keras.KerasTensor, norm: str) -> keras.KerasTensor:
 
 
 def transformer_block(
-    x: keras.KerasTensor, heads: int, ffn: int, norm: str, activation: str
+    x: keras.KerasTensor, heads: int, ffn: int, norm: str, act: str
 ) -> keras.KerasTensor:
     """Pre-norm encoder block: x + MHA(norm(x)), then x + FFN(norm(x)).
 
@@ -155,7 +163,7 @@ def transformer_block(
     h = layers.MultiHeadAttention(num_heads=heads, key_dim=d_model // heads)(h, h)
     x = layers.Add()([x, h])
     h = _norm(x, norm)
-    h = layers.Dense(ffn, activation=activation)(h)
+    h = layers.Dense(ffn, activation=act)(h)
     h = layers.Dense(d_model)(h)
     return layers.Add()([x, h])
 

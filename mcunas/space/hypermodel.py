@@ -1,7 +1,8 @@
 """The MCU search space as a Keras Tuner ``HyperModel``.
 
-Four families share one stem-blocks-head layout and a Dense softmax head after
-global average pooling:
+Five families. ``stages`` (:mod:`mcunas.space.stages`) is the stage-based
+space that holds the MLPerf Tiny reference models; the other four share one
+stem-blocks-head layout and a Dense softmax head after global average pooling:
 
 - ``dsconv``: conv stem, 1-4 depthwise-separable blocks (width, stride per block;
   one kernel size);
@@ -17,8 +18,9 @@ Transformer hyperparameters (d_model, heads, FFN width, depth, normalization
 none/batch/layer) are shared by ``transformer`` and ``hybrid``. Widths are
 multiples of 8; activations are ReLU or ReLU6. Downsampling follows
 :func:`~mcunas.space.blocks.plan_stride`: the stem uses stride 2 on inputs of
-32 pixels or more, a searched stride-2 is dropped on sides shorter than 4, and
-sides longer than 24 are always halved.
+32 pixels or more, a searched stride-2 is dropped on maps whose sides are all
+shorter than 4, and maps with a side longer than 24 are always halved (one
+stride for both sides: a series, one pixel wide, keeps its width).
 """
 
 from __future__ import annotations
@@ -32,8 +34,9 @@ from keras import layers
 
 import mcunas.space.blocks as blocks
 from mcunas.errors import UserError
+from mcunas.space.stages import build_stages, declare_stages, describe_stages
 
-FAMILIES = ("dsconv", "mbconv", "transformer", "hybrid")
+FAMILIES = ("dsconv", "mbconv", "transformer", "hybrid", "stages")
 MAX_BLOCKS = 4
 STEM_STRIDE_FROM = 32  # inputs with a side this long or longer get a stride-2 stem
 
@@ -119,6 +122,8 @@ class McuSearchSpace(kt.HyperModel):
             hp.Int("tf_ffn", 16, 128, step=16, default=64)
             hp.Int("tf_depth", 1, 3, default=1)
             hp.Choice("tf_norm", ["batch", "none", "layer"])
+        with hp.conditional_scope("family", ["stages"]):
+            declare_stages(hp, one_dimensional=self.input_shape[1] == 1)
         with hp.conditional_scope("family", ["hybrid"]):
             hp.Int("hy_stem_width", 8, 32, step=8, default=16)
             hp.Choice("hy_kernel", [3, 5])
@@ -239,9 +244,12 @@ class McuSearchSpace(kt.HyperModel):
             width = min(64, width * 2) if stride != (1, 1) else width
             x = blocks.ds_block(x, width, v["hy_kernel"], stride, act)
             left -= 1
-        x = blocks.conv_bn(x, v["tf_d_model"], 1, activation=act)
+        x = blocks.conv_bn(x, v["tf_d_model"], 1, act=act)
         x = layers.Reshape((_tokens(x), v["tf_d_model"]))(x)
         return self._encoder(x, v)
+
+    def _build_stages(self, inputs: keras.KerasTensor, v: dict[str, Any]) -> keras.KerasTensor:
+        return build_stages(inputs, v, self.num_classes)
 
     def _encoder(self, x: keras.KerasTensor, v: dict[str, Any]) -> keras.KerasTensor:
         x = blocks.PositionEmbedding()(x)
@@ -263,7 +271,9 @@ class McuSearchSpace(kt.HyperModel):
         """
         v = self.declare_hyperparameters(hp)
         fam = v["family"]
-        if fam == "dsconv":
+        if fam == "stages":
+            body = describe_stages(v)
+        elif fam == "dsconv":
             body = f"stem {v['ds_stem_width']} | ds k{v['ds_kernel']}: " + ", ".join(
                 f"{v[f'ds_width_{i}']}/s{v[f'ds_stride_{i}']}" for i in range(v["ds_blocks"])
             )

@@ -198,7 +198,8 @@ def _search_until_training(out: Path) -> subprocess.Popen:
             return proc
         time.sleep(0.2)
     proc.kill()
-    pytest.fail("the search never reached its first training")
+    _, err = proc.communicate(timeout=30)
+    pytest.fail(f"the search never reached its first training: {err[-1500:]}")
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")

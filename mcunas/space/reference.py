@@ -1,0 +1,130 @@
+"""Known-good designs as points of the stage space: the MLPerf Tiny reference models.
+
+Each reference is the stage family's hyperparameters for one MLPerf Tiny v1.x
+reference model. Built and converted to INT8, it has the same op kinds in the
+same counts and the same MACs as the reference ``.tflite`` in
+``mcunas/calibration/models`` (checked by ``tests/test_reference.py``):
+
+- ``kws-dscnn``: DS-CNN keyword spotting, 49x10x1 log-mel, 12 classes
+  (``kws_ref_model.tflite``): 10x4 stride-2 stem of 64, four 64-wide
+  depthwise-separable blocks;
+- ``vww-mobilenet``: MobileNetV1 x0.25 visual wake words, 96x96x3, 2 classes
+  (``vww_96_int8.tflite``): 13 depthwise-separable blocks, 16 to 256 wide;
+- ``ic-resnet8``: ResNet-8 image classification, 32x32x3, 10 classes
+  (``pretrainedResnet_quant.tflite``): three residual stages of 16, 32, 64.
+
+:func:`reference_hyperparameters` scales one to another input shape and
+class count (``mcunas search --seed-arch``, ``mcunas space reference``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from mcunas.errors import UserError
+
+__all__ = ["REFERENCES", "Reference", "get_reference", "reference_hyperparameters"]
+
+
+def _stages(*spec: tuple[str, int, int, int]) -> dict[str, Any]:
+    """Stage hyperparameters from (block, width, repeats, stride) per stage, kernel 3."""
+    values: dict[str, Any] = {"st_stages": len(spec)}
+    for i, (block, width, repeats, stride) in enumerate(spec):
+        values |= {
+            f"st_block_{i}": block,
+            f"st_width_{i}": width,
+            f"st_repeats_{i}": repeats,
+            f"st_kernel_{i}": 3,
+            f"st_stride_{i}": stride,
+        }
+    return values
+
+
+_COMMON = {"family": "stages", "st_resolution": 1, "st_width_mult": 1.0, "activation": "relu"}
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One reference design: its input, classes, hyperparameters and model file."""
+
+    name: str
+    input_shape: tuple[int, int, int]
+    num_classes: int
+    values: dict[str, Any]
+    model_file: str
+    title: str
+
+
+REFERENCES: dict[str, Reference] = {
+    "kws-dscnn": Reference(
+        "kws-dscnn",
+        (49, 10, 1),
+        12,
+        {
+            **_COMMON,
+            **{"st_stem_width": 64, "st_stem_kh": 10, "st_stem_kw": 4, "st_stem_stride": 2},
+            **_stages(("ds", 64, 4, 1)),
+        },
+        "kws_ref_model.tflite",
+        "MLPerf Tiny keyword spotting, DS-CNN",
+    ),
+    "vww-mobilenet": Reference(
+        "vww-mobilenet",
+        (96, 96, 3),
+        2,
+        {
+            **_COMMON,
+            **{"st_stem_width": 8, "st_stem_kh": 3, "st_stem_kw": 3, "st_stem_stride": 2},
+            **_stages(
+                ("ds", 16, 1, 1),
+                ("ds", 32, 2, 2),
+                ("ds", 64, 2, 2),
+                ("ds", 128, 4, 2),
+                ("ds", 128, 2, 1),
+                ("ds", 256, 2, 2),
+            ),
+        },
+        "vww_96_int8.tflite",
+        "MLPerf Tiny visual wake words, MobileNetV1 x0.25",
+    ),
+    "ic-resnet8": Reference(
+        "ic-resnet8",
+        (32, 32, 3),
+        10,
+        {
+            **_COMMON,
+            **{"st_stem_width": 16, "st_stem_kh": 3, "st_stem_kw": 3, "st_stem_stride": 1},
+            **_stages(("res", 16, 1, 1), ("res", 32, 1, 2), ("res", 64, 1, 2)),
+        },
+        "pretrainedResnet_quant.tflite",
+        "MLPerf Tiny image classification, ResNet-8",
+    ),
+}
+
+
+def get_reference(name: str) -> Reference:
+    """The reference called ``name``.
+
+    Raises:
+        UserError: no such reference (the known ones are listed).
+    """
+    if name not in REFERENCES:
+        raise UserError(f"Unknown reference architecture '{name}'; known: {', '.join(REFERENCES)}")
+    return REFERENCES[name]
+
+
+def reference_hyperparameters(name: str, input_shape: tuple[int, ...]) -> dict[str, Any]:
+    """The reference's hyperparameters for a dataset of ``input_shape``.
+
+    The network keeps its stages; only what the input cannot take changes: a
+    series (one pixel wide) gets a kx1 stem. Kernels longer than a side are cut
+    to it when the model is built, and the class count comes from the dataset.
+
+    Raises:
+        UserError: no such reference.
+    """
+    values = dict(get_reference(name).values)
+    if len(input_shape) == 3 and int(input_shape[1]) == 1:
+        values["st_stem_kw"] = 1
+    return values

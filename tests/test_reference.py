@@ -1,0 +1,101 @@
+"""The MLPerf Tiny reference models are points of the stage space, op for op and MAC for MAC."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import mcunas
+from mcunas.graph import read_graph
+from mcunas.space.reference import REFERENCES, reference_hyperparameters
+
+MODELS = Path(mcunas.__file__).parent / "calibration" / "models"
+
+
+def _int8(shape: tuple[int, ...], classes: int, values: dict) -> bytes:
+    from mcunas.convert import convert_int8, to_inference_model
+    from mcunas.space import McuSearchSpace
+
+    space = McuSearchSpace(shape, classes, families=("stages",))
+    model = space.build(space.hyperparameters(**values))
+    samples = np.random.default_rng(0).random((4, *shape), dtype=np.float32)
+    return convert_int8(to_inference_model(model), samples)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(REFERENCES))
+def test_reference_matches_the_mlperf_model(name: str) -> None:
+    ref = REFERENCES[name]
+    built = read_graph(_int8(ref.input_shape, ref.num_classes, ref.values))
+    real = read_graph((MODELS / ref.model_file).read_bytes())
+    assert Counter(o.name for o in built.ops) == Counter(o.name for o in real.ops)
+    assert abs(built.total_macs - real.total_macs) <= 0.02 * real.total_macs
+    assert built.ops[-1].output_shape == real.ops[-1].output_shape
+
+
+@pytest.mark.slow
+def test_a_reference_scales_to_a_series_and_trains() -> None:
+    shape = (128, 1, 3)  # an accelerometer window: 128 steps, 3 axes
+    values = reference_hyperparameters("kws-dscnn", shape)
+    assert values["st_stem_kw"] == 1
+    from mcunas.space import McuSearchSpace
+
+    space = McuSearchSpace(shape, 4, families=("stages",))
+    model = space.build(space.hyperparameters(**values))
+    x = np.random.default_rng(0).random((8, *shape), dtype=np.float32)
+    history = model.fit(x, np.arange(8) % 4, epochs=1, verbose=0)  # TensorFlow can train it
+    assert np.isfinite(history.history["loss"][0])
+    graph = read_graph(_int8(shape, 4, values))
+    assert graph.ops[-1].output_shape == (1, 4)
+
+
+def test_unknown_reference_is_one_line(capsys) -> None:
+    from mcunas.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["space", "reference", "resnet50", "--out", "x.tflite"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "known: kws-dscnn, vww-mobilenet, ic-resnet8" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--seed-arch", "nope"], "Unknown reference architecture 'nope'"),
+        (["--seed-arch", "kws-dscnn", "--strategy", "hyperband"], "not hyperband"),
+        (["--seed-arch", "kws-dscnn", "--families", "dsconv"], "add it to --families"),
+    ],
+)
+def test_seed_arch_is_checked_before_anything_runs(capsys, tmp_path, args, message) -> None:
+    from mcunas.cli import main
+
+    out = tmp_path / "o"
+    with pytest.raises(SystemExit) as info:
+        main(["search", "--board", "esp32s3", "--out", str(out), *args])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and message in err and not out.exists()
+
+
+def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
+    import keras_tuner
+
+    from mcunas.search.oracles import make_oracle, seed_first_trial
+    from mcunas.space import McuSearchSpace
+
+    space = McuSearchSpace((49, 10, 1), 12)
+    oracle = make_oracle("evolution", 5, seed=0, epochs=1)
+    oracle._set_project_dir(str(tmp_path), "seed")
+    hp = keras_tuner.HyperParameters()
+    space.declare_hyperparameters(hp)
+    oracle.hyperparameters = hp
+    values = space.hyperparameters(**REFERENCES["kws-dscnn"].values).values
+    seed_first_trial(oracle, values)
+    first = oracle.create_trial("t").hyperparameters.values  # the active values only
+    stage_values = {k: v for k, v in values.items() if k.startswith("st_")}
+    assert first["family"] == "stages" and stage_values.items() <= first.items()
+    assert first.items() <= values.items()
+    second = oracle.create_trial("other-worker").hyperparameters.values
+    assert not second.items() <= values.items()
