@@ -132,25 +132,27 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
     return data[:usable].reshape(-1, channels).mean(axis=1), rate
 
 
-def wav_features(paths: list[Path]) -> tuple[np.ndarray, str]:
+def wav_features(
+    paths: list[Path], noise_paths: list[Path] | None = None
+) -> tuple[np.ndarray, str, np.ndarray | None]:
     """Log-mel features of WAV clips padded/cut to the longest clip's length.
 
     Args:
         paths: list[Path], WAV files that share one sample rate.
+        noise_paths: list[Path] | None, background noise recordings (a
+            ``_background_noise_`` folder) at the same rate, cut into clip-length
+            windows for training-time noise mixing (default None).
 
     Returns:
-        (features of shape (N, frames, 40, 1), description of the preprocessing).
+        (features of shape (N, frames, 40, 1), description of the preprocessing,
+        noise window features of shape (M, frames, 40, 1) or None).
 
     Raises:
         DatasetError: A file is unreadable or has a different sample rate.
     """
     clips = [read_wav(p) for p in paths]
     rate = clips[0][1]
-    for p, (_, r) in zip(paths, clips, strict=True):
-        if r != rate:
-            raise DatasetError(
-                f"WAV file {p} has sample rate {r} Hz, others have {rate} Hz; resample them"
-            )
+    _same_rate(paths, clips, rate)
     length = max(len(s) for s, _ in clips)
     feats = []
     for samples, _ in clips:
@@ -163,4 +165,33 @@ def wav_features(paths: list[Path]) -> tuple[np.ndarray, str]:
         f"{FRAME_MS:g} ms frame / {HOP_MS:g} ms hop, {N_MELS} mel bands "
         f"{FMIN_HZ:g}-{rate / 2:g} Hz, ln(energy + {LOG_FLOOR:g}) -> {x.shape[1]}x{N_MELS}"
     )
-    return x, note
+    noise = _noise_windows(noise_paths, rate, length) if noise_paths else None
+    return x, note, noise
+
+
+# Background noise windows kept for augmentation (speech commands' six files give ~600).
+MAX_NOISE_WINDOWS = 400
+
+
+def _same_rate(paths: list[Path], clips: list[tuple[np.ndarray, int]], rate: int) -> None:
+    for p, (_, r) in zip(paths, clips, strict=True):
+        if r != rate:
+            raise DatasetError(
+                f"WAV file {p} has sample rate {r} Hz, others have {rate} Hz; resample them"
+            )
+
+
+def _noise_windows(paths: list[Path], rate: int, length: int) -> np.ndarray | None:
+    """Log-mel features of clip-length windows (half overlapping) of noise recordings."""
+    clips = [read_wav(p) for p in paths]
+    _same_rate(paths, clips, rate)
+    windows = [
+        samples[start : start + length]
+        for samples, _ in clips
+        for start in range(0, max(1, len(samples) - length + 1), max(1, length // 2))
+    ]
+    every = max(1, -(-len(windows) // MAX_NOISE_WINDOWS))  # spread over all the files
+    windows = [np.pad(w, (0, length - len(w))) for w in windows[::every]]
+    if not windows:
+        return None
+    return np.stack([log_mel(w, rate) for w in windows])[..., None]

@@ -6,10 +6,15 @@ train/validation split. What each source gives:
 
 - ``None`` or ``"digits"``: scikit-learn's 8x8 handwritten digits (1797 images,
   10 classes, no download), scaled to [0, 1], shape (8, 8, 1).
-- ``PATH.npz`` with ``x_train``, ``y_train`` and optionally ``x_val``, ``y_val``:
-  ``x`` of shape (N, H, W), (N, H, W, C) or (N, F) (made (N, F, 1, 1)). uint8
-  inputs are scaled by 1/255; other numeric inputs are used as they are. Without
-  ``x_val`` the validation split is drawn from the training data.
+- ``PATH.npz`` with ``x_train``, ``y_train`` and optionally ``x_val``, ``y_val``,
+  ``x_test``, ``y_test`` and ``kind``: ``x`` of shape (N, H, W), (N, H, W, C) or
+  (N, F) (made (N, F, 1, 1)). uint8 inputs are scaled by 1/255; other numeric
+  inputs are used as they are. Without ``x_val`` the validation split is drawn
+  from the training data. The test split is never used for selection; the
+  chosen model's INT8 accuracy on it is reported. ``kind`` (a string:
+  ``image``, ``audio`` or ``series``) picks the training augmentation; without
+  it, (N, F) and (N, T, 1, C) inputs are series and the rest images. With
+  ``kind="series"`` a 3-D ``x`` is (N, T, C) and is made (N, T, 1, C).
 - A folder of class subfolders of images (PNG, JPEG, BMP): the class names are
   the subfolder names in sorted order. Images are read with Pillow, kept
   grayscale (1 channel) if every image is grayscale, otherwise converted to
@@ -27,25 +32,22 @@ one line that names the file or the array at fault.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
-from mcunas.audio import log_mel, wav_features
+from mcunas.audio import log_mel
+from mcunas.data_folder import read_folder
 from mcunas.errors import DatasetError
 
-IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".bmp")
-AUDIO_SUFFIXES = (".wav",)
-MAX_IMAGE_SIDE = 96  # larger images are shrunk to fit MCU-sized models
+KINDS = ("image", "audio", "series")
 # More classes than this is a labelling mistake for a microcontroller classifier (and a
 # label of 1e9 must not make mcunas allocate a billion-entry table).
 MAX_CLASSES = 1000
 _ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
-_GRAY_MODES = {"1", "L", "LA", "I", "I;16", "F"}
 
-__all__ = ["Dataset", "load_dataset", "log_mel", "stratified_split"]
+__all__ = ["KINDS", "Dataset", "load_dataset", "log_mel", "stratified_split"]
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,11 @@ class Dataset:
         input_shape: Shape of one input, (H, W, C).
         class_names: Name of each class, index = label.
         preprocessing: What was done to the raw data (the deployed model's input contract).
+        kind: "image", "audio" (log-mel spectrograms) or "series" (sensor time series):
+            picks the training augmentation.
+        x_test: float32 test inputs or None; never used for selection.
+        y_test: int32 test labels or None.
+        noise: log-mel background-noise windows for audio augmentation, or None.
     """
 
     name: str
@@ -73,6 +80,10 @@ class Dataset:
     input_shape: tuple[int, ...]
     class_names: tuple[str, ...]
     preprocessing: str
+    kind: str = "image"
+    x_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    noise: np.ndarray | None = None
 
     def representative(self, n: int = 200, seed: int = 0) -> np.ndarray:
         """A seeded random sample of training inputs for INT8 calibration.
@@ -152,27 +163,42 @@ def stratified_split(
     return np.sort(np.concatenate(train)), np.sort(np.concatenate(val))
 
 
+@dataclass
+class _Raw:
+    """A source's arrays before validation and splitting."""
+
+    name: str
+    x_train: np.ndarray
+    y_train: np.ndarray
+    class_names: tuple[str, ...]
+    preprocessing: str
+    kind: str
+    x_val: np.ndarray | None = None
+    y_val: np.ndarray | None = None
+    x_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    noise: np.ndarray | None = None
+
+
 def _digits(seed: int, val_fraction: float) -> Dataset:
     from sklearn.datasets import load_digits
 
     bunch = load_digits()
     x = (bunch.images.astype(np.float32) / 16.0)[..., None]
-    y = bunch.target.astype(np.int32)
     names = tuple(str(n) for n in bunch.target_names)
-    return _finish(
-        "digits",
-        x,
-        y,
-        None,
-        None,
-        names,
-        seed,
-        val_fraction,
-        "scikit-learn digits: 8x8 grayscale, pixel/16 -> [0, 1]",
-    )
+    note = "scikit-learn digits: 8x8 grayscale, pixel/16 -> [0, 1]"
+    raw = _Raw("digits", x, bunch.target.astype(np.int32), names, note, "image")
+    return _finish(raw, seed, val_fraction)
 
 
-def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
+def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
+    got = read_folder(path)
+    raw = _Raw(str(path), got.x, got.y, got.class_names, got.preprocessing, got.kind)
+    raw.noise = got.noise
+    return _finish(raw, seed, val_fraction)
+
+
+def _read_npz(path: Path) -> dict[str, np.ndarray]:
     try:
         with open(path, "rb") as fh:
             magic = fh.read(4)
@@ -190,25 +216,45 @@ def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
     for key in ("x_train", "y_train"):
         if key not in arrays:
             raise DatasetError(f"{path.name} has no '{key}' array (found: {sorted(arrays)})")
-    if ("x_val" in arrays) != ("y_val" in arrays):
-        raise DatasetError(f"{path.name} must have both x_val and y_val, or neither")
+    for part in ("val", "test"):
+        if (f"x_{part}" in arrays) != (f"y_{part}" in arrays):
+            raise DatasetError(f"{path.name} must have both x_{part} and y_{part}, or neither")
+    return arrays
+
+
+def _npz_kind(arrays: dict[str, np.ndarray], path: Path) -> str:
+    """The ``kind`` array, or series for (N, F) and (N, T, 1, C) inputs, else image."""
+    if "kind" in arrays:
+        kind = str(arrays["kind"])
+        if kind not in KINDS:
+            raise DatasetError(f"{path.name}: kind must be one of {', '.join(KINDS)}; got {kind!r}")
+        return kind
+    shape = arrays["x_train"].shape
+    return "series" if len(shape) == 2 or (len(shape) == 4 and shape[2] == 1) else "image"
+
+
+def _npz(path: Path, seed: int, val_fraction: float) -> Dataset:
+    arrays = _read_npz(path)
+    kind = _npz_kind(arrays, path)
+    x_train = _npz_inputs(arrays["x_train"], "x_train", kind)
+    raw = _Raw(str(path), x_train, arrays["y_train"], (), "", kind)
+    for part in ("val", "test"):
+        if f"x_{part}" not in arrays:
+            continue
+        x = _npz_inputs(arrays[f"x_{part}"], f"x_{part}", kind)
+        if x.shape[1:] != x_train.shape[1:]:
+            raise DatasetError(
+                f"x_{part} samples have shape {x.shape[1:]}, x_train samples {x_train.shape[1:]}"
+            )
+        setattr(raw, f"x_{part}", x)
+        setattr(raw, f"y_{part}", arrays[f"y_{part}"])
     scaled = arrays["x_train"].dtype == np.uint8
-    x_train = _npz_inputs(arrays["x_train"], "x_train")
-    x_val = _npz_inputs(arrays["x_val"], "x_val") if "x_val" in arrays else None
-    if x_val is not None and x_val.shape[1:] != x_train.shape[1:]:
-        raise DatasetError(
-            f"x_val samples have shape {x_val.shape[1:]}, x_train samples {x_train.shape[1:]}"
-        )
-    y_val = arrays.get("y_val")
-    num = len(np.unique(_labels(arrays["y_train"], "y_train")))
-    names = tuple(str(i) for i in range(num))
     note = "npz: uint8 inputs / 255" if scaled else "npz: inputs used as given (float32)"
-    return _finish(
-        str(path), x_train, arrays["y_train"], x_val, y_val, names, seed, val_fraction, note
-    )
+    raw.preprocessing = f"{note}; {kind}"
+    return _finish(raw, seed, val_fraction)
 
 
-def _npz_inputs(x: np.ndarray, key: str) -> np.ndarray:
+def _npz_inputs(x: np.ndarray, key: str, kind: str) -> np.ndarray:
     if not np.issubdtype(x.dtype, np.number) or np.issubdtype(x.dtype, np.complexfloating):
         raise DatasetError(f"{key} must be numeric, got dtype {x.dtype}")
     scale = 1.0 / 255.0 if x.dtype == np.uint8 else 1.0
@@ -216,7 +262,7 @@ def _npz_inputs(x: np.ndarray, key: str) -> np.ndarray:
     if x.ndim == 2:
         return x[:, :, None, None]
     if x.ndim == 3:
-        return x[..., None]
+        return x[:, :, None, :] if kind == "series" else x[..., None]
     if x.ndim == 4:
         return x
     raise DatasetError(f"{key} must have shape (N, H, W), (N, H, W, C) or (N, F); got {x.shape}")
@@ -237,56 +283,59 @@ def _labels(y: np.ndarray, key: str) -> np.ndarray:
     return y.astype(np.int32)
 
 
-def _finish(
-    name: str,
-    x_train: np.ndarray,
-    y_train: np.ndarray,
-    x_val: np.ndarray | None,
-    y_val: np.ndarray | None,
-    class_names: tuple[str, ...],
-    seed: int,
-    val_fraction: float,
-    preprocessing: str,
-) -> Dataset:
+def _held_out(raw: _Raw, part: str, num_classes: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """Checked ``x_val``/``y_val`` or ``x_test``/``y_test``; None when the source has none."""
+    x, y = getattr(raw, f"x_{part}"), getattr(raw, f"y_{part}")
+    if x is None:
+        return None
+    y = _labels(y, f"y_{part}")
+    if len(x) != len(y):
+        raise DatasetError(f"x_{part} has {len(x)} samples but y_{part} has {len(y)}")
+    if len(y) and y.max() >= num_classes:
+        raise DatasetError(
+            f"y_{part} has label {int(y.max())} but y_train has classes 0..{num_classes - 1}"
+        )
+    if len(x) == 0:
+        raise DatasetError(f"{raw.name}: x_{part} holds no samples")
+    _check_inputs(x, f"x_{part}", raw.name)
+    return np.ascontiguousarray(x, dtype=np.float32), y
+
+
+def _finish(raw: _Raw, seed: int, val_fraction: float) -> Dataset:
     """Validate labels and shapes, split if needed, and build the Dataset."""
-    y_train = _labels(y_train, "y_train")
+    name, x_train = raw.name, raw.x_train
+    y_train = _labels(raw.y_train, "y_train")
     if len(x_train) != len(y_train):
         raise DatasetError(f"x_train has {len(x_train)} samples but y_train has {len(y_train)}")
     if len(x_train) == 0:
         raise DatasetError(f"{name}: no training samples")
     _check_inputs(x_train, "x_train", name)
     num_classes = _class_count(y_train, name)
-    if x_val is None:
+    val = _held_out(raw, "val", num_classes)
+    if val is None:
         train_idx, val_idx = stratified_split(y_train, val_fraction, seed)
-        x_train, y_train, x_val, y_val = (
-            x_train[train_idx],
-            y_train[train_idx],
-            x_train[val_idx],
-            y_train[val_idx],
-        )
-    else:
-        y_val = _labels(y_val, "y_val")
-        if len(x_val) != len(y_val):
-            raise DatasetError(f"x_val has {len(x_val)} samples but y_val has {len(y_val)}")
-        if len(y_val) and y_val.max() >= num_classes:
-            raise DatasetError(
-                f"y_val has label {int(y_val.max())} but y_train has classes 0..{num_classes - 1}"
-            )
-    if len(x_val) == 0:
-        raise DatasetError(f"{name}: too few samples for a validation split")
-    _check_inputs(x_val, "x_val", name)
-    if len(class_names) != num_classes:
-        class_names = tuple(str(i) for i in range(num_classes))
+        if len(val_idx) == 0:
+            raise DatasetError(f"{name}: too few samples for a validation split")
+        val = (x_train[val_idx], y_train[val_idx])
+        x_train, y_train = x_train[train_idx], y_train[train_idx]
+    test = _held_out(raw, "test", num_classes)
+    names = raw.class_names
+    if len(names) != num_classes:
+        names = tuple(str(i) for i in range(num_classes))
     return Dataset(
         name=name,
         x_train=np.ascontiguousarray(x_train, dtype=np.float32),
         y_train=y_train,
-        x_val=np.ascontiguousarray(x_val, dtype=np.float32),
-        y_val=y_val.astype(np.int32),
+        x_val=np.ascontiguousarray(val[0], dtype=np.float32),
+        y_val=val[1],
         num_classes=num_classes,
         input_shape=tuple(int(d) for d in x_train.shape[1:]),
-        class_names=class_names,
-        preprocessing=preprocessing,
+        class_names=names,
+        preprocessing=raw.preprocessing,
+        kind=raw.kind,
+        x_test=None if test is None else test[0],
+        y_test=None if test is None else test[1],
+        noise=raw.noise,
     )
 
 
@@ -321,73 +370,3 @@ def _check_inputs(x: np.ndarray, key: str, name: str) -> None:
             f"{name}: {key} holds {int(bad.sum())} NaN or infinite value(s), the first in "
             f"sample {first}; clean or impute them first"
         )
-
-
-def _listdir(folder: Path) -> list[Path]:
-    try:
-        return sorted(folder.iterdir())
-    except OSError as exc:
-        raise DatasetError(f"Cannot read dataset folder {folder}: {exc.strerror}") from None
-
-
-def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
-    classes = [p for p in _listdir(path) if p.is_dir() and not p.name.startswith(".")]
-    if not classes:
-        raise DatasetError(f"{path} has no class subfolders (expected {path}/<class>/<files>)")
-    files: list[tuple[Path, int]] = []
-    for label, folder in enumerate(classes):
-        found = [
-            f
-            for f in _listdir(folder)
-            if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES + AUDIO_SUFFIXES
-        ]
-        if not found:
-            raise DatasetError(f"Class folder {folder} has no image or WAV files")
-        files.extend((f, label) for f in found)
-    kinds = {f.suffix.lower() in AUDIO_SUFFIXES for f, _ in files}
-    if len(kinds) > 1:
-        raise DatasetError(f"{path} mixes WAV files and images; use one kind per dataset")
-    if len(classes) < 2:
-        raise DatasetError(f"{path}: need at least 2 classes, found 1 ({classes[0].name})")
-    y = np.array([label for _, label in files], dtype=np.int32)
-    names = tuple(c.name for c in classes)
-    paths = [f for f, _ in files]
-    if kinds == {True}:
-        x, note = wav_features(paths)
-    else:
-        x, note = _read_images(paths)
-    return _finish(str(path), x, y, None, None, names, seed, val_fraction, note)
-
-
-def _read_images(paths: list[Path]) -> tuple[np.ndarray, str]:
-    from PIL import Image
-
-    sizes: list[tuple[int, int]] = []
-    gray = True
-    for p in paths:
-        try:
-            with Image.open(p) as im:
-                sizes.append(im.size)
-                gray = gray and im.mode in _GRAY_MODES
-        except Exception as exc:  # Pillow raises many types
-            raise DatasetError(f"Cannot read image {p}: {exc}") from None
-    width, height = Counter(sizes).most_common(1)[0][0]
-    shrink = min(1.0, MAX_IMAGE_SIDE / max(width, height))
-    size = (max(1, round(width * shrink)), max(1, round(height * shrink)))
-    mode = "L" if gray else "RGB"
-    out = np.empty((len(paths), size[1], size[0], 1 if gray else 3), dtype=np.float32)
-    for i, p in enumerate(paths):
-        try:
-            with Image.open(p) as im:
-                img = im.convert(mode)
-                if img.size != size:
-                    img = img.resize(size, Image.Resampling.BILINEAR)
-                arr = np.asarray(img, dtype=np.float32) / 255.0
-        except Exception as exc:  # truncated files fail here
-            raise DatasetError(f"Cannot read image {p}: {exc}") from None
-        out[i] = arr.reshape(out.shape[1:])
-    note = (
-        f"images: {'grayscale' if gray else 'RGB'}, resized (bilinear) to "
-        f"{size[0]}x{size[1]}, pixel/255 -> [0, 1]"
-    )
-    return out, note

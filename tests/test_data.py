@@ -243,3 +243,53 @@ def test_broken_wavs_are_named(tmp_path: Path, rate: int, frames: int, message: 
     (tmp_path / "a" / "x.wav").write_bytes(bytes(raw))
     with pytest.raises(DatasetError, match=message):
         load_dataset(tmp_path)
+
+
+def test_npz_kind_test_split_and_series_layout(tmp_path) -> None:
+    rng = np.random.default_rng(0)
+    x = rng.random((20, 50, 3), dtype=np.float32)  # (N, T, C)
+    y = np.arange(20) % 2
+    path = tmp_path / "s.npz"
+    np.savez(path, x_train=x, y_train=y, x_test=x[:6], y_test=y[:6], kind="series")
+    d = load_dataset(path)
+    assert d.kind == "series" and d.input_shape == (50, 1, 3)
+    assert d.x_test.shape == (6, 50, 1, 3) and list(d.y_test) == list(y[:6])
+    np.savez(path, x_train=x, y_train=y)  # no kind: (N, H, W) is a grayscale image
+    d = load_dataset(path)
+    assert d.kind == "image" and d.input_shape == (50, 3, 1) and d.x_test is None
+    np.savez(path, x_train=x[:, :, None, :], y_train=y)  # (N, T, 1, C) is a series
+    assert load_dataset(path).kind == "series"
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        ({"kind": "video"}, "kind must be one of image, audio, series"),
+        ({"x_test": np.zeros((3, 50, 3))}, "must have both x_test and y_test"),
+        ({"x_test": np.zeros((3, 40, 3)), "y_test": np.zeros(3)}, "x_test samples have shape"),
+        ({"x_test": np.zeros((3, 50, 3)), "y_test": [0, 1, 5]}, "y_test has label 5"),
+    ],
+)
+def test_bad_test_split_or_kind_is_one_line(tmp_path, extra, message) -> None:
+    x = np.zeros((20, 50, 3), dtype=np.float32)
+    path = tmp_path / "s.npz"
+    np.savez(path, x_train=x, y_train=np.arange(20) % 2, **extra)
+    with pytest.raises(DatasetError, match=message):
+        load_dataset(path)
+
+
+def test_background_noise_folder_is_not_a_class(tmp_path) -> None:
+    def wav(path, seconds, seed):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        data = (np.random.default_rng(seed).normal(0, 3000, int(8000 * seconds))).astype("<i2")
+        with wave.open(str(path), "wb") as w:
+            w.setnchannels(1), w.setsampwidth(2), w.setframerate(8000)
+            w.writeframes(data.tobytes())
+
+    for label in ("yes", "no"):
+        for i in range(3):
+            wav(tmp_path / label / f"{i}.wav", 0.5, i)
+    wav(tmp_path / "_background_noise_" / "hum.wav", 3.0, 9)
+    d = load_dataset(tmp_path)
+    assert d.class_names == ("no", "yes") and d.kind == "audio"
+    assert d.noise is not None and d.noise.shape[1:] == d.input_shape and len(d.noise) >= 5
