@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from mcunas.boards import load_board
+from mcunas.data import Dataset
 from mcunas.errors import describe
 from mcunas.figures import Figures
 
@@ -33,12 +34,9 @@ def test_a_candidate_tensorflow_cannot_train_is_refused_with_its_cause() -> None
 
     from mcunas.search.candidate import KerasRunner
 
-    class Data:
-        x_train = np.random.default_rng(0).random((4, 16, 1, 3), dtype=np.float32)
-        y_train = np.array([0, 1, 0, 1])
-
-        def representative(self, n, seed):
-            return self.x_train[:n]
+    x = np.random.default_rng(0).random((4, 16, 1, 3), dtype=np.float32)
+    y = np.array([0, 1, 0, 1], dtype=np.int32)
+    data = Dataset("series", x, y, x, y, 2, (16, 1, 3), ("a", "b"), "test", kind="series")
 
     class Worker:
         def profile(self, model_bytes):
@@ -49,7 +47,7 @@ def test_a_candidate_tensorflow_cannot_train_is_refused_with_its_cause() -> None
     x = keras.layers.GlobalAveragePooling2D()(x)
     model = keras.Model(inputs, keras.layers.Dense(2, activation="softmax")(x))
     before = [w.copy() for w in model.get_weights()]
-    runner = KerasRunner(None, Data(), load_board("esp32s3"), Worker())
+    runner = KerasRunner(None, data, load_board("esp32s3"), Worker())
     check = runner.check(model)
     assert not check.cost.fits
     (reason,) = check.cost.reasons

@@ -159,17 +159,15 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     import numpy as np
 
     from mcunas.boards import load_board
+    from mcunas.data import Dataset
     from mcunas.search.candidate import KerasRunner
+    from mcunas.search.recipe import plan_recipe
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(96, 8, 8, 1)).astype("float32")
     y = (x.mean(axis=(1, 2, 3)) > 0).astype("int64")
 
-    class Data:
-        x_train, y_train, x_val, y_val = x[:64], y[:64], x[64:], y[64:]
-
-        def representative(self, n, seed):
-            return x[:n]
+    data = Dataset("d", x[:64], y[:64], x[64:], y[64:], 2, (8, 8, 1), ("a", "b"), "test")
 
     def model(width: int) -> keras.Model:
         keras.utils.set_random_seed(width)
@@ -179,7 +177,8 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
         m.compile("adam", "sparse_categorical_crossentropy")
         return m
 
-    runner = KerasRunner(None, Data(), load_board("esp32s3"), worker=None, batch_size=16)
+    recipe = plan_recipe(data, batch_size=16)
+    runner = KerasRunner(None, data, load_board("esp32s3"), worker=None, recipe=recipe)
     parent = model(4)
     assert runner.train(parent, 1).epochs_run == 1
     path = tmp_path / "trial_00.weights.npz"

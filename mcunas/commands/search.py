@@ -75,6 +75,20 @@ are simulator estimates."""
     show_default=True,
     help="Training epochs per candidate (early stopping on validation loss).",
 )
+@click.option(
+    "--batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Training batch size [default: the power of two nearest N/40, 16 to 128].",
+)
+@click.option(
+    "--augment",
+    type=click.Choice(["auto", "flip", "off"]),
+    default="auto",
+    show_default=True,
+    help="Training augmentation by input kind (images: crop and shift; audio: time shift "
+    "and _background_noise_; series: shift and jitter); flip adds mirrored images.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--dataset",

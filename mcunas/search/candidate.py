@@ -21,6 +21,13 @@ from mcunas.data import Dataset
 from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
 from mcunas.search.isolate import TflmWorker
+from mcunas.search.recipe import (
+    Recipe,
+    compile_for_training,
+    plan_recipe,
+    steps_per_epoch,
+    training_data,
+)
 from mcunas.search.tuner import CheckResult, TrainResult
 
 __all__ = ["KerasRunner"]
@@ -52,8 +59,8 @@ class KerasRunner:
         hardware: Measurer | None, a board or rack measurer (None: simulator only).
         hybrid: bool, simulate every candidate and measure on ``hardware`` only those
             whose simulated figures would join the Pareto front (``--measure hybrid``).
-        batch_size: int, training batch size (default 32).
-        seed: int, calibration sampling seed (default 0).
+        recipe: Recipe | None, how candidates train (default: :func:`plan_recipe`).
+        seed: int, calibration sampling and shuffling seed (default 0).
     """
 
     def __init__(
@@ -64,16 +71,23 @@ class KerasRunner:
         worker: TflmWorker,
         hardware: Any | None = None,
         hybrid: bool = False,
-        batch_size: int = 32,
+        recipe: Recipe | None = None,
         seed: int = 0,
     ) -> None:
         self.space, self.dataset, self.board = space, dataset, board
         self.worker, self.hardware, self.hybrid = worker, hardware, hybrid
-        self.batch_size, self.seed = batch_size, seed
+        self._recipe, self.seed = recipe, seed
         self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
         self._description: str | None = None
         _quiet_tensorflow()
+
+    @property
+    def recipe(self) -> Recipe:
+        """How candidates train (planned from the dataset when none was given)."""
+        if self._recipe is None:
+            self._recipe = plan_recipe(self.dataset)
+        return self._recipe
 
     def build(self, hp: Any, seed: int) -> Any:
         """Seed every generator, then build and compile the candidate."""
@@ -125,13 +139,15 @@ class KerasRunner:
             monitor="val_loss", patience=EARLY_STOP_PATIENCE, restore_best_weights=True
         )
         initial_epoch = max(0, int(initial_epoch))
+        epochs = max(initial_epoch + 1, int(epochs))
+        steps = steps_per_epoch(self.recipe, len(d.x_train))
+        compile_for_training(model, self.recipe, steps * (epochs - initial_epoch))
         history = model.fit(
-            d.x_train,
-            d.y_train,
-            batch_size=self.batch_size,
-            epochs=max(initial_epoch + 1, int(epochs)),
+            training_data(d, self.recipe, self.seed),
+            shuffle=False,  # the pipeline shuffles
+            epochs=epochs,
             initial_epoch=initial_epoch,
-            validation_data=(d.x_val, d.y_val),
+            validation_data=(d.x_val, keras.utils.to_categorical(d.y_val, d.num_classes)),
             callbacks=[stop, keras.callbacks.TerminateOnNaN()],
             verbose=0,
         )

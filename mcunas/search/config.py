@@ -35,6 +35,8 @@ IDENTITY = (
     "measure",
     "safe_latency",
     "seed_arch",
+    "batch_size",
+    "augment",
 )
 
 
@@ -61,7 +63,8 @@ class SearchConfig:
     rack: str | None = None
     time_budget_s: float | None = None
     resume: bool = False
-    batch_size: int = 32
+    batch_size: int | None = None
+    augment: str = "auto"
 
     @property
     def draw_cap(self) -> int:
