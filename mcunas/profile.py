@@ -24,9 +24,9 @@ from mcunas.audit import AuditReport, audit_graph, is_float_model
 from mcunas.errors import ModelError
 from mcunas.figures import Figures, OpTiming
 from mcunas.graph import Graph, load_model_bytes, read_graph
-from mcunas.predict.memory import MemoryEstimate, estimate_memory
+from mcunas.predict.memory import MemoryEstimate, estimate_memory, live_bytes_per_op
 
-__all__ = ["ModelProfile", "load_int8_model", "profile_model"]
+__all__ = ["ModelProfile", "layer_rows", "load_int8_model", "model_layers", "profile_model"]
 
 
 def load_int8_model(model: bytes | str | os.PathLike) -> tuple[bytes, Graph]:
@@ -100,7 +100,6 @@ class ModelProfile:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: totals, per-op rows, audit, memory methods."""
         lat = self.latency
-        est = {o.index: o for o in lat.ops}
         return {
             "source": self.source,
             "estimated": True,
@@ -122,20 +121,33 @@ class ModelProfile:
             "audit": self.audit.to_dict(),
             "memory": self.memory.to_dict(),
             "latency_coefficients": lat.coefficients_source,
-            "ops": [
-                {
-                    "index": op.index,
-                    "op": op.name,
-                    "output_shape": list(op.output_shape),
-                    "dtype": op.dtype,
-                    "macs": op.macs,
-                    "est_ms": est[op.index].ms if op.index in est else None,
-                    "est_error_pct": est[op.index].error_pct if op.index in est else None,
-                    "accelerated": est[op.index].accelerated if op.index in est else False,
-                }
-                for op in self.graph.ops
-            ],
+            "ops": layer_rows(self.graph, lat),
         }
+
+
+def layer_rows(graph: Graph, latency: Any) -> list[dict[str, Any]]:
+    """One row per op: kind, output shape, MACs, estimated time and error, live arena bytes.
+
+    Args:
+        graph: the model's :class:`~mcunas.graph.Graph`.
+        latency: its ``LatencyEstimate`` on the board (per-op estimates).
+    """
+    est = {o.index: o for o in latency.ops}
+    live = live_bytes_per_op(graph)
+    return [
+        {
+            "index": op.index,
+            "op": op.name,
+            "output_shape": list(op.output_shape),
+            "dtype": op.dtype,
+            "macs": op.macs,
+            "est_ms": est[op.index].ms if op.index in est else None,
+            "est_error_pct": est[op.index].error_pct if op.index in est else None,
+            "accelerated": est[op.index].accelerated if op.index in est else False,
+            "live_bytes": live[i],
+        }
+        for i, op in enumerate(graph.ops)
+    ]
 
 
 def _limits(board: Any) -> dict[str, int]:
@@ -144,6 +156,12 @@ def _limits(board: Any) -> dict[str, int]:
         "model_sram_budget_bytes": board.model_sram_budget_bytes,
         "usable_flash_bytes": board.usable_flash_bytes,
     }
+
+
+def model_layers(model_bytes: bytes, board: Any) -> list[dict[str, Any]]:
+    """:func:`layer_rows` of a ``.tflite`` on ``board`` (graph and latency model only)."""
+    graph = read_graph(model_bytes)
+    return layer_rows(graph, _predict_latency(graph, board))
 
 
 def _predict_latency(graph: Graph, board: Any) -> Any:

@@ -41,7 +41,13 @@ from mcunas.tflm import (
     run_forked,
 )
 
-__all__ = ["KERNEL_CODE_BYTES", "STRUCT_BYTES", "MemoryEstimate", "estimate_memory"]
+__all__ = [
+    "KERNEL_CODE_BYTES",
+    "STRUCT_BYTES",
+    "MemoryEstimate",
+    "estimate_memory",
+    "live_bytes_per_op",
+]
 
 # Per allocation kind of the RecordingMicroAllocator report:
 # (bytes per struct on a 64-bit host, on a 32-bit MCU, allocations per struct).
@@ -340,19 +346,28 @@ def _failure_line(log: str) -> str:
 
 def _static_head(graph: Graph) -> int:
     """Peak bytes of tensors alive at once, walking ops in order (greedy-planner lower bound)."""
+    return max([sum(t.nbytes for t in graph.inputs), *live_bytes_per_op(graph)])
+
+
+def live_bytes_per_op(graph: Graph) -> list[int]:
+    """Bytes of activation tensors alive while each op runs, in graph order.
+
+    Counts the op's inputs and outputs and every earlier output still needed
+    later: the arena's load per op (its maximum is the planner's lower bound).
+    """
     last_use: dict[int, int] = {t.index: len(graph.ops) for t in graph.outputs}
     for i, op in enumerate(graph.ops):
         for t in op.inputs:
             if t is not None and not t.is_constant:
                 last_use[t.index] = max(last_use.get(t.index, i), i)
     live = {t.index: t.nbytes for t in graph.inputs}
-    peak = sum(live.values())
+    per_op = []
     for i, op in enumerate(graph.ops):
         for t in op.outputs:
             live[t.index] = t.nbytes
-        peak = max(peak, sum(live.values()))
+        per_op.append(sum(live.values()))
         live = {k: v for k, v in live.items() if last_use.get(k, i) > i}
-    return peak
+    return per_op
 
 
 def _static_tail(graph: Graph) -> int:

@@ -41,6 +41,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
             label="feasible trials",
         )
         fig.colorbar(sc, ax=ax, label="peak SRAM (KB)")
+        _error_bars(ax, ok)
         fr = sorted(front, key=lambda r: r.latency_ms or 0)
         ax.plot(
             [r.latency_ms for r in fr],
@@ -78,6 +79,23 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     return buf.getvalue()
 
 
+def _error_bars(ax: object, ok: Sequence[TrialRecord]) -> None:
+    """Each point's stated latency error as a horizontal bar (simulator estimates)."""
+    rows = [r for r in ok if r.latency_ms and r.latency_error_pct]
+    if not rows:
+        return
+    ax.errorbar(  # type: ignore[attr-defined]
+        [r.latency_ms for r in rows],
+        [100 * (r.int8_accuracy or 0) for r in rows],
+        xerr=[(r.latency_ms or 0) * (r.latency_error_pct or 0) / 100 for r in rows],
+        fmt="none",
+        ecolor="grey",
+        alpha=0.5,
+        capsize=2,
+        label="stated latency error",
+    )
+
+
 def write_report(result: SearchResult) -> dict[str, str]:
     """Write ``pareto.json``, ``pareto.png`` and ``report.html``; return their paths."""
     out_dir = Path(result.out_dir)
@@ -92,6 +110,7 @@ def write_report(result: SearchResult) -> dict[str, str]:
     return {k: str(v) for k, v in paths.items()}
 
 
+NO_TEST = "No test split: the accuracies above are on the validation split."
 _CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
 th{background:#eee}td.num{text-align:right}tr.ok{background:#f3fff3}
@@ -144,6 +163,31 @@ def _table(records: Sequence[TrialRecord]) -> str:
     return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
 
 
+def _layers(rows: list[dict] | None) -> str:
+    """The chosen model's per-op table: op, output shape, MACs, latency ± error, live arena."""
+    if not rows:
+        return ""
+    head = "".join(
+        f"<th>{h}</th>"
+        for h in ("#", "op", "output shape", "MACs", "latency ms~", "± %", "live arena KB")
+    )
+    body = "".join(
+        f"<tr><td>{r['index']}</td><td>{html.escape(r['op'])}</td>"
+        f"<td>{'x'.join(str(d) for d in r['output_shape'])}</td>"
+        f'<td class="num">{_num(r["macs"], 0)}</td>'
+        f'<td class="num">{_num(r["est_ms"], 3)}</td>'
+        f'<td class="num">{_num(r["est_error_pct"], 0)}</td>'
+        f'<td class="num">{_kb(r["live_bytes"])}</td></tr>'
+        for r in rows
+    )
+    return (
+        '<h2>Chosen model, layer by layer</h2><p class="note">Latency per op is the '
+        "simulator's estimate (~) with its stated error; live arena is the activation "
+        "bytes alive while the op runs.</p>"
+        f"<table><tr>{head}</tr>{body}</table>"
+    )
+
+
 def _html(
     summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord], png_b64: str
 ) -> str:
@@ -175,6 +219,7 @@ User budgets: {esc(summary["budgets_text"])}.</p>
 wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on infeasible
 candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>
+<p>{esc(summary.get("test_text") or NO_TEST)}</p>
 <p>Hypervolume of the feasible front (normalised, reference point: accuracy 0,
 {summary["hypervolume"]["reference"]["latency_ms"]:.2f} ms,
 {summary["hypervolume"]["reference"]["peak_sram_bytes"] / 1024:.0f} KB):
@@ -182,6 +227,7 @@ candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_rea
 <h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{png_b64}">
 {_table(front)}
 <p class="note">{esc(summary["estimate_note"])}</p>
+{_layers(summary.get("layers"))}
 <h2>All trials</h2>{_table(records)}
 </body></html>
 """

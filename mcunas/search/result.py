@@ -117,6 +117,20 @@ class SearchResult:
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
+    test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
+    layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
+
+    def test_text(self) -> str | None:
+        """The chosen model's test accuracy line, when the dataset has a test split."""
+        if not self.test:
+            return None
+        if self.test.get("int8_accuracy") is None:
+            n, error = self.test["samples"], self.test["error"]
+            return f"Test split ({n} samples): not evaluated, {error}"
+        return (
+            f"Test split ({self.test['samples']} samples, never used for selection): "
+            f"INT8 accuracy {100 * self.test['int8_accuracy']:.1f}% (TFLite Micro kernels)"
+        )
 
     def counts(self) -> dict[str, int]:
         """Trials per status."""
@@ -166,6 +180,9 @@ class SearchResult:
             "hypervolume": self.hypervolume,
             "best": None if self.best is None else self.best.to_dict(),
             "estimate_note": estimate_note(self.trials),
+            "test": self.test,
+            "test_text": self.test_text(),
+            "layers": self.layers,
             "pareto_table": pareto_table(self.front),
         }
 
@@ -188,6 +205,8 @@ class SearchResult:
         ]
         if self.best is not None:
             lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir")))
+            if self.test_text():
+                lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")
         return "\n".join(lines)
 
@@ -208,6 +227,7 @@ class SearchResult:
             "sessions": self.sessions,
             "stopped_reason": self.stopped_reason,
             "message": self.message,
+            "test": self.test,
             "paths": self.paths,
         }
 

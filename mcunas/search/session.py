@@ -62,6 +62,7 @@ class SearchSession:
 
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
+        from mcunas.search.recipe import plan_recipe
         from mcunas.space import FAMILIES, McuSearchSpace
 
         space = McuSearchSpace(
@@ -76,7 +77,7 @@ class SearchSession:
             worker,
             hardware,
             hybrid=cfg.measure == "hybrid",
-            batch_size=cfg.batch_size,
+            recipe=plan_recipe(self.dataset, cfg.batch_size, cfg.augment),
             seed=cfg.seed,
         )
         return space, runner, stack.close
@@ -162,11 +163,40 @@ class SearchSession:
     def finish(self, stopped: str | None) -> SearchResult:
         """Compute the result, write the report, export the chosen model."""
         result = compute_result(self.store, self.config, self.board, stopped)
+        result.test = self._test_accuracy(result.best)
+        if result.best is not None:
+            from mcunas.profile import model_layers
+
+            model_bytes = (self.out_dir / (result.best.model_path or "")).read_bytes()
+            result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
-            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, self._context()))
+            context = {**self._context(), "test": result.test}
+            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
         result.paths["store"] = str(self.store.path)
         return result
+
+    def _test_accuracy(self, best: Any) -> dict[str, Any] | None:
+        """The chosen INT8 model's accuracy on the dataset's test split (TFLM kernels).
+
+        None without a test split or a chosen model; a model TFLM cannot run on
+        the test inputs is reported as such, not raised (the search is done).
+        """
+        data = self.dataset
+        if best is None or data is None or getattr(data, "x_test", None) is None:
+            return None
+        from mcunas.errors import CandidateError
+        from mcunas.search.isolate import TflmWorker
+
+        model_bytes = (self.out_dir / (best.model_path or "")).read_bytes()
+        worker = TflmWorker(self.board)
+        try:
+            accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)
+        except CandidateError as exc:
+            return {"samples": len(data.y_test), "int8_accuracy": None, "error": str(exc)}
+        finally:
+            worker.close()
+        return {"samples": len(data.y_test), "int8_accuracy": round(float(accuracy), 6)}
 
     def _context(self) -> dict[str, Any]:
         """What ``best.json`` records beside the trial: board, budgets, dataset, strategy."""

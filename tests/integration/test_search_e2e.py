@@ -79,6 +79,43 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
     assert (best_dir / "model.tflite").stat().st_size == info["model_bytes"]
 
 
+def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    t = np.linspace(0, 1, 32, dtype=np.float32)
+
+    def series(n: int) -> tuple[np.ndarray, np.ndarray]:
+        y = rng.integers(0, 2, n)
+        freq = np.where(y == 0, 3.0, 7.0)[:, None]
+        x = np.sin(2 * np.pi * freq * t[None]) + 0.1 * rng.normal(size=(n, 32))
+        return np.stack([x, -x], axis=-1).astype(np.float32), y  # (N, T, C)
+
+    (x, y), (xt, yt) = series(60), series(40)
+    data = tmp_path / "imu.npz"
+    np.savez(data, x_train=x, y_train=y, x_test=xt, y_test=yt, kind="series")
+    cfg = SearchConfig(
+        board="nano33ble",
+        out=str(tmp_path / "o"),
+        dataset=str(data),
+        max_trials=1,
+        epochs=1,
+        families=("stages",),
+        strategy="random",
+        seed=1,
+    )
+    result = run_search(cfg, stream=None)
+    assert result.best is not None
+    assert result.test["samples"] == 40 and 0.0 <= result.test["int8_accuracy"] <= 1.0
+    assert "Test split (40 samples, never used for selection)" in result.text()
+    info = json.loads((Path(result.paths["best_dir"]) / "best.json").read_text())
+    assert info["test"] == result.test
+    page = Path(result.paths["report_html"]).read_text()
+    assert "layer by layer" in page and "live arena KB" in page
+    assert result.layers and result.layers[-1]["output_shape"] == [1, 2]
+    assert max(r["live_bytes"] for r in result.layers) <= result.best.arena_bytes
+
+
 def test_budgets_nobody_meets(tmp_path: Path) -> None:
     proc = subprocess.run(
         _cli(
