@@ -99,3 +99,20 @@ def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
     assert first.items() <= values.items()
     second = oracle.create_trial("other-worker").hyperparameters.values
     assert not second.items() <= values.items()
+
+
+@pytest.mark.slow
+def test_a_reference_that_does_not_fit_the_board_is_refused(capsys, tmp_path) -> None:
+    from mcunas.cli import main
+
+    out = tmp_path / "vww.tflite"
+    args = ["space", "reference", "vww-mobilenet", "--board", "nano33ble", "--out", str(out)]
+    with pytest.raises(SystemExit) as info:
+        main([*args, "--input-shape", "192,192,3"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and "vww-mobilenet does not fit nano33ble" in err
+    assert len(err.strip().splitlines()) == 1 and not out.exists()
+    with pytest.raises(SystemExit) as info:
+        main(args)
+    assert info.value.code == 0 and out.exists()
+    assert "fits nano33ble: latency ~" in capsys.readouterr().out

@@ -33,7 +33,8 @@ Examples:
   mcunas space show
   mcunas space show --input-shape 128,1,3 --json     # a 3-axis IMU series
   mcunas space reference kws-dscnn --out kws.tflite
-  mcunas space reference ic-resnet8 --input-shape 32,32,1 --classes 4 --out small.tflite""",
+  mcunas space reference ic-resnet8 --input-shape 32,32,1 --classes 4 --out small.tflite
+  mcunas space reference vww-mobilenet --board nano33ble --out vww.tflite   # refused: too big""",
 )
 def cli() -> None:
     """The search space and the known-good designs it contains."""
@@ -78,15 +79,21 @@ def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
 @click.option("--input-shape", help="Scale to this input H,W,C (default: the reference's).")
 @click.option("--classes", type=click.IntRange(min=2), help="Scale to this many classes.")
-def reference_cmd(name: str, out_path: str, input_shape: str | None, classes: int | None) -> None:
+@click.option("--board", help="Check that it fits this board (refused, nothing written, if not).")
+def reference_cmd(
+    name: str, out_path: str, input_shape: str | None, classes: int | None, board: str | None
+) -> None:
     """Write reference NAME as an untrained INT8 .tflite built from the search space."""
+    from mcunas.boards import load_board
     from mcunas.space.reference import get_reference
 
     ref = get_reference(name)  # an unknown name fails before TensorFlow loads
+    profile = load_board(board) if board else None
     shape = _shape(input_shape) or ref.input_shape
     if not Path(out_path).expanduser().absolute().parent.is_dir():
         raise UserError(f"Cannot write {out_path}: its folder does not exist")
     model_bytes = _untrained_int8(shape, classes or ref.num_classes, name)
+    fit = _fit_text(name, model_bytes, profile) if profile else ""
     from mcunas.files import write_file
     from mcunas.graph import read_graph
 
@@ -94,7 +101,21 @@ def reference_cmd(name: str, out_path: str, input_shape: str | None, classes: in
     graph = read_graph(model_bytes)
     click.echo(
         f"{name}: {shape} -> {classes or ref.num_classes} classes, {graph.total_macs:,} MACs, "
-        f"{len(graph.ops)} ops, {len(model_bytes):,} bytes -> {out_path} (untrained)"
+        f"{len(graph.ops)} ops, {len(model_bytes):,} bytes -> {out_path} (untrained){fit}"
+    )
+
+
+def _fit_text(name: str, model_bytes: bytes, board: object) -> str:
+    """``; fits B: ~x ms ...`` or a UserError naming what does not fit."""
+    from mcunas.profile import profile_model
+
+    figures = profile_model(model_bytes, board).figures()
+    board_name = getattr(board, "name", "")
+    if not figures.fits:
+        raise UserError(f"{name} does not fit {board_name}: {'; '.join(figures.reasons)}")
+    return (
+        f"; fits {board_name}: latency ~{figures.latency_ms:.1f} ms (estimate), "
+        f"peak SRAM ~{figures.peak_sram_bytes / 1024:.0f} KB"
     )
 
 
