@@ -9,12 +9,13 @@ if [ ! -x "$VENV/bin/python" ]; then
   echo "mcunas: creating virtual environment in $VENV" >&2
   "$PY" -m venv "$VENV"
 fi
+EXTRAS="${MCUNAS_EXTRAS:-dev}"
 STAMP="$VENV/.mcunas-installed"
-WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1)"
+WANT="$(sha256sum "$ROOT/pyproject.toml" | cut -d' ' -f1) $EXTRAS"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
   echo "mcunas: installing mcunas and its dependencies (a few minutes the first time)" >&2
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
-  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[dev]" >&2
+  "$VENV/bin/python" -m pip install --quiet -e "$ROOT[$EXTRAS]" >&2
   echo "$WANT" > "$STAMP"
 fi
 export PATH="$VENV/bin:$PATH"

@@ -55,82 +55,18 @@ def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None
 
 
 def baseline(args: argparse.Namespace, out: Path) -> dict:
-    import keras
-    import keras_tuner
+    from bench_posthoc import posthoc_random
 
     from mcunas.boards import load_board
-    from mcunas.convert import convert_int8, to_inference_model
     from mcunas.data import load_dataset
-    from mcunas.search.budgets import Budgets, violations
-    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.budgets import Budgets
     from mcunas.space import FAMILIES, McuSearchSpace
 
-    board = load_board(args.board)
     data = load_dataset(None, seed=args.seed)
-    budgets = Budgets(args.max_latency_ms, args.max_sram_kb, None)
-    worker = TflmWorker(board)
     space = McuSearchSpace(data.input_shape, data.num_classes, FAMILIES)
-    rows: list[dict] = []
-
-    class PostHoc(keras_tuner.RandomSearch):
-        """Stock random search; costs each model only after training it."""
-
-        def run_trial(self, trial, *fit_args, **fit_kwargs):
-            keras.utils.set_random_seed(args.seed + int(trial.trial_id))
-            t0 = time.perf_counter()
-            model = self.hypermodel.build(trial.hyperparameters)
-            model.fit(*fit_args, **fit_kwargs)
-            train_s = time.perf_counter() - t0
-            row = {"train_s": train_s, "feasible": False}
-            rows.append(row)
-            try:
-                tfl = convert_int8(to_inference_model(model), data.representative(200, args.seed))
-                acc = worker.int8_accuracy(tfl, data.x_val, data.y_val)
-                prof = worker.profile(tfl)
-            except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
-                row["error"] = str(exc)
-                return {"val_accuracy": 0.0}
-            cost = prof
-            row.update(
-                feasible=not violations(cost, budgets),
-                acc=acc,
-                point=(acc, cost.latency_ms, cost.peak_sram_bytes),
-            )
-            return {"val_accuracy": acc}
-
-    tuner = PostHoc(
-        space,
-        objective="val_accuracy",
-        max_trials=args.trials,
-        seed=args.seed + 1,
-        directory=str(out),
-        project_name="baseline",
-        overwrite=True,
-        max_consecutive_failed_trials=10**9,
-    )
-    tuner.oracle.verbose = 0
-    stop = keras.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True)
-    start = time.monotonic()
-    tuner.search(
-        data.x_train,
-        data.y_train,
-        validation_data=(data.x_val, data.y_val),
-        epochs=args.epochs,
-        batch_size=32,
-        callbacks=[stop],
-        verbose=0,
-    )
-    worker.close()
-    ok = [r for r in rows if r["feasible"]]
-    return {
-        "wall_s": time.monotonic() - start,
-        "train_s": sum(r["train_s"] for r in rows),
-        "infeasible_train_s": sum(r["train_s"] for r in rows if not r["feasible"]),
-        "feasible": len(ok),
-        "trials": len(rows),
-        "best": max((r["acc"] for r in ok), default=None),
-        "points": [r["point"] for r in ok],
-    }
+    budgets = Budgets(args.max_latency_ms, args.max_sram_kb, None)
+    board = load_board(args.board)
+    return posthoc_random(space, data, board, budgets, out, args.trials, args.epochs, args.seed)
 
 
 def main() -> None:
