@@ -115,6 +115,7 @@ def test_full_search_json_report_export(capsys, tmp_path: Path, fake_runner) -> 
     assert summary["infeasible_train_s"] == 0.0
     assert 0 < summary["hypervolume"]["normalized"] <= 1
     assert "[6/6] trial" in err and "best" in err  # progress lines on stderr
+    assert "validation samples of (8, 8, 1) (image), 10 classes. Training: batch 32" in err
     for name in ("pareto.json", "pareto.png", "report.html", "trials.sqlite"):
         assert (out / name).is_file()
     page = (out / "report.html").read_text()

@@ -64,6 +64,11 @@ class Progress:
             estimate = budget_left if estimate is None else min(estimate, budget_left)
         return estimate
 
+    def note(self, line: str) -> None:
+        """Print one line of context (the data and the recipe at the start)."""
+        if self.stream is not None:
+            print(line, file=self.stream, flush=True)
+
     def trial_done(self, rec: TrialRecord, done: int, best: TrialRecord | None) -> str:
         """Record one finished trial and print (and return) its progress line."""
         if rec.train_s or rec.status == TrialStatus.OK:  # a refused draw says nothing of ETA

@@ -37,6 +37,7 @@ class SearchSession:
         self.config, self.board, self.out_dir, self.store = config, board, out_dir, store
         self.debug = debug
         self.dataset: Any = None
+        self.recipe: Any = None
 
     def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
         """The board or rack measurer for ``--measure board|hybrid``; None for simulator.
@@ -62,7 +63,6 @@ class SearchSession:
 
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
-        from mcunas.search.recipe import plan_recipe
         from mcunas.space import FAMILIES, McuSearchSpace
 
         space = McuSearchSpace(
@@ -77,7 +77,7 @@ class SearchSession:
             worker,
             hardware,
             hybrid=cfg.measure == "hybrid",
-            recipe=plan_recipe(self.dataset, cfg.batch_size, cfg.augment),
+            recipe=self.recipe,
             seed=cfg.seed,
         )
         return space, runner, stack.close
@@ -85,10 +85,18 @@ class SearchSession:
     def run(self, progress: Progress) -> str | None:
         """Search until ``max_trials`` or the time budget; return why it stopped early."""
         from mcunas.data import load_dataset
+        from mcunas.search.recipe import plan_recipe
 
         cfg = self.config
-        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
         space, runner, close = self._components()
+        test = f", {len(d.y_test)} test" if d.x_test is not None else ""
+        progress.note(
+            f"Data: {len(d.y_train)} training, {len(d.y_val)} validation{test} samples of "
+            f"{d.input_shape} ({d.kind}), {d.num_classes} classes. Training: "
+            f"{self.recipe.describe()}."
+        )
         try:
             from mcunas.search.oracles import make_oracle
             from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
