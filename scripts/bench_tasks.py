@@ -43,8 +43,12 @@ BUDGETS = {"esp32s3": ("esp32s3", 10.0, 128.0), "nano33ble": ("nano33ble", 20.0,
 TASKS = ("basicmotions", "gunpoint", "japanesevowels", "digits")
 
 
-def _series(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
-    """(N, T, C) float32 and integer labels of an aeon-bundled dataset split."""
+def _series(name: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]]:
+    """Train and test (N, T, C) float32 inputs and labels of an aeon-bundled dataset.
+
+    Unequal lengths (JapaneseVowels: 7 to 29 steps) are padded with each
+    series' last value to the longest of both splits.
+    """
     import aeon.datasets as ds
 
     loader = {
@@ -52,11 +56,14 @@ def _series(name: str, split: str) -> tuple[np.ndarray, np.ndarray]:
         "gunpoint": ds.load_gunpoint,
         "japanesevowels": ds.load_japanese_vowels,
     }[name]
-    x, y = loader(split=split)
-    if isinstance(x, list):  # unequal lengths (JapaneseVowels): pad with the last value
-        longest = max(s.shape[-1] for s in x)
-        x = np.stack([np.pad(s, ((0, 0), (0, longest - s.shape[-1])), mode="edge") for s in x])
-    return np.transpose(np.asarray(x, np.float32), (0, 2, 1)), y
+    (x, y), (xt, yt) = loader(split="train"), loader(split="test")
+    longest = max(s.shape[-1] for s in [*x, *xt])
+
+    def padded(series: list[np.ndarray] | np.ndarray) -> np.ndarray:
+        out = [np.pad(s, ((0, 0), (0, longest - s.shape[-1])), mode="edge") for s in series]
+        return np.transpose(np.stack(out).astype(np.float32), (0, 2, 1))
+
+    return (padded(x), y), (padded(xt), yt)
 
 
 def task_arrays(name: str) -> dict[str, np.ndarray]:
@@ -71,7 +78,7 @@ def task_arrays(name: str) -> dict[str, np.ndarray]:
             x, bunch.target, test_size=0.25, stratify=bunch.target, random_state=0
         )
         return {"x_train": xtr, "y_train": ytr, "x_test": xte, "y_test": yte, "kind": "image"}
-    (xtr, ytr), (xte, yte) = _series(name, "train"), _series(name, "test")
+    (xtr, ytr), (xte, yte) = _series(name)
     classes = {c: i for i, c in enumerate(sorted(set(ytr)))}
     return {
         "x_train": xtr,
