@@ -93,6 +93,8 @@ def minirocket(arrays: dict[str, np.ndarray], seed: int) -> dict:
     from aeon.classification.convolution_based import MiniRocketClassifier
 
     def nct(x: np.ndarray) -> np.ndarray:  # aeon wants (N, channels, length)
+        if arrays["kind"] == "image":  # a one-channel series of the pixels, row by row
+            return x.reshape(len(x), 1, -1).astype(np.float64)
         return np.transpose(x.reshape(len(x), x.shape[1], -1), (0, 2, 1)).astype(np.float64)
 
     start = time.monotonic()
