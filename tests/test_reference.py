@@ -116,3 +116,41 @@ def test_a_reference_that_does_not_fit_the_board_is_refused(capsys, tmp_path) ->
         main(args)
     assert info.value.code == 0 and out.exists()
     assert "fits nano33ble: latency ~" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("kind", "shape", "name"),
+    [
+        ("series", (128, 1, 3), "kws-dscnn"),
+        ("audio", (49, 40, 1), "kws-dscnn"),
+        ("image", (8, 8, 1), "ic-resnet8"),
+        ("image", (96, 96, 3), "vww-mobilenet"),
+    ],
+)
+def test_auto_seed_follows_the_input_kind(kind, shape, name) -> None:
+    from mcunas.space.reference import auto_reference
+
+    assert auto_reference(kind, shape) == name
+
+
+@pytest.mark.parametrize(
+    ("seed_arch", "strategy", "families", "expected"),
+    [
+        ("auto", "evolution", ("dsconv", "stages"), "ic-resnet8"),
+        ("auto", "hyperband", ("stages",), None),
+        ("auto", "evolution", ("dsconv",), None),
+        ("none", "evolution", ("stages",), None),
+        ("kws-dscnn", "random", ("stages",), "kws-dscnn"),
+    ],
+)
+def test_which_reference_a_search_starts_from(seed_arch, strategy, families, expected) -> None:
+    from types import SimpleNamespace
+
+    from mcunas.search.config import SearchConfig
+    from mcunas.search.session import SearchSession
+
+    cfg = SearchConfig(board="esp32s3", seed_arch=seed_arch, strategy=strategy)
+    cfg.validate()
+    session = SearchSession(cfg, None, Path("."), None)
+    session.dataset = SimpleNamespace(kind="image", input_shape=(8, 8, 1))
+    assert session._seed_name(SimpleNamespace(families=families)) == expected

@@ -97,8 +97,11 @@ are simulator estimates."""
 @click.option("--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid,stages [all].")
 @click.option(
     "--seed-arch",
-    help="Start from a known-good design scaled to the dataset: kws-dscnn, vww-mobilenet, "
-    "ic-resnet8 (see `mcunas space show`).",
+    default="auto",
+    show_default=True,
+    help="The first trial: a known-good design scaled to the dataset (kws-dscnn, "
+    "vww-mobilenet, ic-resnet8); auto picks one by input kind (audio and series: "
+    "kws-dscnn; images: ic-resnet8, or vww-mobilenet from 64 px); none starts at random.",
 )
 @click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")

@@ -53,7 +53,7 @@ class SearchConfig:
     seed: int = 0
     dataset: str | None = None
     families: tuple[str, ...] | None = None
-    seed_arch: str | None = None
+    seed_arch: str | None = "auto"
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
@@ -106,7 +106,7 @@ class SearchConfig:
             raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
-        if self.seed_arch is not None:
+        if self.seed_arch not in (None, "auto", "none"):
             self._check_seed_arch()
         if self.measure == "simulator" and (self.port or self.rack):
             raise UserError(

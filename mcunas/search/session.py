@@ -102,8 +102,9 @@ class SearchSession:
             from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
 
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
-            if cfg.seed_arch:
-                self._seed(oracle, space)
+            seed = self._seed_name(space)
+            if seed:
+                self._seed(oracle, space, seed)
             tuner = HardwareAwareTuner(
                 oracle,
                 space,
@@ -130,12 +131,29 @@ class SearchSession:
             close()
         return tuner.stopped_reason
 
-    def _seed(self, oracle: Any, space: Any) -> None:
-        """Start the search from the reference design ``--seed-arch``, scaled to the data."""
+    def _seed_name(self, space: Any) -> str | None:
+        """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
+
+        ``auto`` (the default) seeds only where a named seed would be accepted:
+        not with hyperband, and only when the space searches the stage family.
+        """
+        from mcunas.space.reference import AUTO, NONE, auto_reference
+
+        cfg = self.config
+        if cfg.seed_arch in (None, NONE):
+            return None
+        if cfg.seed_arch != AUTO:
+            return cfg.seed_arch
+        if cfg.strategy == "hyperband" or "stages" not in getattr(space, "families", ()):
+            return None
+        return auto_reference(self.dataset.kind, self.dataset.input_shape)
+
+    def _seed(self, oracle: Any, space: Any, name: str) -> None:
+        """Start the search from reference design ``name``, scaled to the data."""
         from mcunas.search.oracles import seed_first_trial
         from mcunas.space.reference import reference_hyperparameters
 
-        values = reference_hyperparameters(self.config.seed_arch or "", self.dataset.input_shape)
+        values = reference_hyperparameters(name, self.dataset.input_shape)
         seed_first_trial(oracle, space.hyperparameters(**values).values)
 
     def _reconcile(self, oracle: Any) -> None:

@@ -103,6 +103,21 @@ REFERENCES: dict[str, Reference] = {
 }
 
 
+AUTO, NONE = "auto", "none"  # --seed-arch: pick one by the input's kind / start from none
+LARGE_IMAGE_SIDE = 64  # images this large get the VWW MobileNet, smaller ones ResNet-8
+
+
+def auto_reference(kind: str, input_shape: tuple[int, ...]) -> str:
+    """The reference ``--seed-arch auto`` starts from for a dataset of ``kind``.
+
+    Audio and series: kws-dscnn; images with a side of 64 or more: vww-mobilenet;
+    smaller images: ic-resnet8.
+    """
+    if kind in ("audio", "series"):
+        return "kws-dscnn"
+    return "vww-mobilenet" if max(input_shape[:2]) >= LARGE_IMAGE_SIDE else "ic-resnet8"
+
+
 def get_reference(name: str) -> Reference:
     """The reference called ``name``.
 
