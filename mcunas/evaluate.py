@@ -8,6 +8,8 @@ the int8 output (monotonic in the dequantized scores).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from mcunas.errors import CandidateError
@@ -15,8 +17,18 @@ from mcunas.errors import CandidateError
 HOST_ARENA_BYTES = 16 * 1024 * 1024  # host arena: generous, only touched as needed
 # Softmax Prepare checks beta * input_scale * 2**26 > 1 (QuantizeMultiplierGreaterThanOne).
 MIN_SOFTMAX_INPUT_SCALE = 2.0**-26
+# The cross-entropy's floor for a probability the INT8 softmax output (steps of
+# 1/256) rounds to zero: half a step.
+MIN_PROB = 1.0 / 512
 
-__all__ = ["check_runtime_loads", "int8_accuracy", "int8_predict", "quantize_inputs"]
+__all__ = [
+    "check_runtime_loads",
+    "int8_accuracy",
+    "int8_outputs",
+    "int8_predict",
+    "int8_scores",
+    "quantize_inputs",
+]
 
 
 def quantize_inputs(x: np.ndarray, scale: float, zero_point: int, dtype: type) -> np.ndarray:
@@ -84,19 +96,8 @@ def _crash_hint(model_bytes: bytes) -> str:
     return " (a kernel's Prepare check failed)"
 
 
-def int8_predict(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
-    """Class predictions of an INT8 model run by the TFLite Micro runtime.
-
-    Args:
-        model_bytes: bytes, an INT8 .tflite model with batch size 1.
-        x: np.ndarray, float inputs (N, *input_shape).
-
-    Returns:
-        int64 array of N predicted classes.
-
-    Raises:
-        CandidateError: The runtime cannot load or run the model.
-    """
+def _load(model_bytes: bytes) -> Any:
+    """A TFLite Micro interpreter for ``model_bytes`` (one readable line if it cannot load)."""
     from tflite_micro.python.tflite_micro import runtime
 
     from mcunas.tflm import capture_fd2, missing_ops_in_log
@@ -104,34 +105,66 @@ def int8_predict(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
     check_runtime_loads(model_bytes)
     try:
         with capture_fd2() as log:  # the runtime explains failures on fd 2 only
-            interp = runtime.Interpreter.from_bytes(bytes(model_bytes), arena_size=HOST_ARENA_BYTES)
-        details = interp.get_input_details(0)
+            return runtime.Interpreter.from_bytes(bytes(model_bytes), arena_size=HOST_ARENA_BYTES)
     except Exception as exc:  # the runtime raises RuntimeError/ValueError with C++ text
         missing = missing_ops_in_log(log[0] if log else "")
         reason = f"no kernel for {', '.join(missing)}" if missing else _one_line(exc)
         raise CandidateError(f"TFLite Micro cannot load the model: {reason}") from None
+
+
+def _quantized(details: dict[str, Any], x: np.ndarray) -> np.ndarray:
+    """``x`` in the tensor's type and shape (quantized when the tensor is integer)."""
     shape = tuple(int(d) for d in details["shape"])
     dtype = np.dtype(details["dtype"]).type
     if int(np.prod(shape)) != int(np.prod(x.shape[1:])):
         raise CandidateError(f"Inputs of shape {x.shape[1:]} do not fit the model input {shape}")
-    scale, zero_point = (
-        details["quantization_parameters"]["scales"],
-        details["quantization_parameters"]["zero_points"],
-    )
+    params = details["quantization_parameters"]
     if np.issubdtype(dtype, np.integer):
-        q = quantize_inputs(x, float(scale[0]), int(zero_point[0]), dtype)
+        q = quantize_inputs(x, float(params["scales"][0]), int(params["zero_points"][0]), dtype)
     else:
         q = np.asarray(x, dtype=dtype)
-    q = q.reshape((len(x), *shape))
-    preds = np.empty(len(x), dtype=np.int64)
+    return q.reshape((len(x), *shape))
+
+
+def _dequantized(details: dict[str, Any], out: np.ndarray) -> np.ndarray:
+    params = details["quantization_parameters"]
+    values = np.asarray(out, dtype=np.float64).reshape(-1)
+    if np.issubdtype(np.dtype(details["dtype"]).type, np.integer) and len(params["scales"]):
+        values = (values - float(params["zero_points"][0])) * float(params["scales"][0])
+    return values
+
+
+def int8_outputs(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
+    """The model's outputs (dequantized to float) for each input, run by TFLite Micro.
+
+    Args:
+        model_bytes: bytes, an INT8 .tflite model with batch size 1.
+        x: np.ndarray, float inputs (N, *input_shape).
+
+    Returns:
+        float64 array (N, K) of the output tensor's values (class probabilities
+        for the models mcunas builds).
+
+    Raises:
+        CandidateError: The runtime cannot load or run the model.
+    """
+    interp = _load(model_bytes)
+    q = _quantized(interp.get_input_details(0), np.asarray(x))
+    out_details = interp.get_output_details(0)
+    rows = []
     try:
         for i in range(len(q)):
             interp.set_input(q[i], 0)
             interp.invoke()
-            preds[i] = int(np.argmax(interp.get_output(0)))
+            rows.append(_dequantized(out_details, interp.get_output(0)))
     except Exception as exc:  # report the runtime's reason
         raise CandidateError(f"TFLite Micro failed to run the model: {_one_line(exc)}") from None
-    return preds
+    return np.stack(rows) if rows else np.empty((0, 0))
+
+
+def int8_predict(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
+    """Class predictions (int64, N) of an INT8 model run by TFLite Micro (see int8_outputs)."""
+    return np.argmax(int8_outputs(model_bytes, x), axis=-1).astype(np.int64)
 
 
 def int8_accuracy(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
@@ -149,10 +182,28 @@ def int8_accuracy(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
         CandidateError: The runtime cannot load or run the model.
         ValueError: x and y have different lengths or are empty.
     """
+    return int8_scores(model_bytes, x, y)[0]
+
+
+def int8_scores(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    """Top-1 accuracy and mean cross-entropy (nats) of an INT8 model on (x, y), in TFLM.
+
+    The cross-entropy reads the dequantized softmax output; a probability the
+    INT8 output rounds to 0 counts as half its smallest step (:data:`MIN_PROB`),
+    so the loss stays finite.
+
+    Raises:
+        CandidateError: The runtime cannot load or run the model.
+        ValueError: x and y have different lengths or are empty.
+    """
     y = np.asarray(y).reshape(-1)
     if len(x) != len(y) or len(y) == 0:
         raise ValueError(f"need as many labels as inputs (>0), got {len(x)} and {len(y)}")
-    return float(np.mean(int8_predict(model_bytes, np.asarray(x)) == y))
+    probs = int8_outputs(model_bytes, np.asarray(x))
+    accuracy = float(np.mean(np.argmax(probs, axis=-1) == y))
+    picked = probs[np.arange(len(y)), np.clip(y, 0, probs.shape[1] - 1)]
+    loss = float(np.mean(-np.log(np.clip(picked, MIN_PROB, 1.0))))
+    return accuracy, loss
 
 
 def _one_line(exc: BaseException) -> str:

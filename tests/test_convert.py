@@ -12,7 +12,7 @@ import pytest
 from mcunas.convert import convert_int8, to_inference_model
 from mcunas.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.errors import CandidateError
-from mcunas.evaluate import int8_accuracy, int8_predict, quantize_inputs
+from mcunas.evaluate import int8_accuracy, int8_predict, int8_scores, quantize_inputs
 from mcunas.graph import read_graph
 from mcunas.kernels import TFLM_OPS
 from mcunas.resolver_ops import RESOLVER_METHODS
@@ -71,9 +71,12 @@ def test_family_converts_to_runnable_int8_close_to_float(converted, digits, fami
     assert graph.inputs[0].shape[0] == 1 and graph.inputs[0].dtype == "int8"
     assert graph.outputs[0].dtype == "int8"
     assert graph.is_integer_only  # default norm is batch norm: folds into int8 ops
-    int8_acc = int8_accuracy(model_bytes, digits.x_val, digits.y_val)
+    int8_acc, loss = int8_scores(model_bytes, digits.x_val, digits.y_val)
+    assert int8_acc == int8_accuracy(model_bytes, digits.x_val, digits.y_val)
     assert float_acc > 0.5, f"{family} float accuracy {float_acc:.3f}: trained too little"
     assert abs(int8_acc - float_acc) <= 0.05, (family, float_acc, int8_acc)
+    chance = np.log(digits.num_classes)  # the loss of a model that knows nothing
+    assert 0.0 < loss < chance, (family, loss)
 
 
 def test_random_hyperparameters_convert_and_load(digits, space) -> None:  # noqa: ANN001

@@ -112,3 +112,22 @@ def test_choose_best_prefers_faster_within_a_tie() -> None:
     # same architecture re-trained (a Hyperband round): same costs, the better one wins
     same = [rec("09", 0.9749, 2.16), rec("12", 0.9777, 2.16)]
     assert choose_best(same).trial_id == "12"
+
+
+def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
+    from mcunas.search.result import LOSS_TIE, choose_best
+    from mcunas.search.store import TrialRecord, TrialStatus
+
+    def rec(tid, lat, loss):
+        return TrialRecord(
+            tid, status=TrialStatus.OK, score=1.0, int8_accuracy=1.0, int8_loss=loss,
+            latency_ms=lat, peak_sram_bytes=1000, model_path="m.tflite",
+        )  # fmt: skip
+
+    # every candidate scores 100% on a small split: the confident one wins...
+    assert choose_best([rec("small", 1.0, 0.60), rec("big", 9.0, 0.25)]).trial_id == "big"
+    # ...unless the losses tie too: then the faster one
+    close = [rec("small", 1.0, 0.25 + LOSS_TIE / 2), rec("big", 9.0, 0.25)]
+    assert choose_best(close).trial_id == "small"
+    # a trial from before losses were recorded stays in the tie
+    assert choose_best([rec("old", 0.5, None), rec("big", 9.0, 0.25)]).trial_id == "old"

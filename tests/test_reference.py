@@ -10,7 +10,7 @@ import pytest
 
 import mcunas
 from mcunas.graph import read_graph
-from mcunas.space.reference import REFERENCES, reference_hyperparameters
+from mcunas.space.reference import LADDER, REFERENCES, reference_hyperparameters
 
 MODELS = Path(mcunas.__file__).parent / "calibration" / "models"
 
@@ -79,26 +79,61 @@ def test_seed_arch_is_checked_before_anything_runs(capsys, tmp_path, args, messa
     assert info.value.code == 2 and message in err and not out.exists()
 
 
-def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
+def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     import keras_tuner
 
     from mcunas.search.oracles import make_oracle, seed_first_trial
     from mcunas.space import McuSearchSpace
+    from mcunas.space.reference import reference_ladder
 
-    space = McuSearchSpace((49, 10, 1), 12)
+    space = McuSearchSpace((128, 1, 3), 4)
     oracle = make_oracle("evolution", 5, seed=0, epochs=1)
     oracle._set_project_dir(str(tmp_path), "seed")
     hp = keras_tuner.HyperParameters()
     space.declare_hyperparameters(hp)
     oracle.hyperparameters = hp
-    values = space.hyperparameters(**REFERENCES["kws-dscnn"].values).values
-    seed_first_trial(oracle, values)
-    first = oracle.create_trial("t").hyperparameters.values  # the active values only
-    stage_values = {k: v for k, v in values.items() if k.startswith("st_")}
+    ladder = [space.hyperparameters(**v).values for v in reference_ladder(ladder_of, (128, 1, 3))]
+    seed_first_trial(oracle, ladder)
+    return oracle, ladder
+
+
+def _end(oracle, trial, feasible: float) -> None:
+    oracle.update_trial(trial.trial_id, {"score": feasible * 0.9, "feasible": feasible})
+    trial.status = "COMPLETED"
+    oracle.end_trial(trial)
+
+
+def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
+    oracle, ladder = _seeded_oracle(tmp_path)
+    trial = oracle.create_trial("t")
+    first = trial.hyperparameters.values  # the active values only
+    stage_values = {k: v for k, v in ladder[0].items() if k.startswith("st_")}
     assert first["family"] == "stages" and stage_values.items() <= first.items()
-    assert first.items() <= values.items()
+    assert first.items() <= ladder[0].items()
+    _end(oracle, trial, feasible=1.0)
     second = oracle.create_trial("other-worker").hyperparameters.values
-    assert not second.items() <= values.items()
+    assert not any(second.items() <= rung.items() for rung in ladder)
+
+
+def test_a_seed_that_misses_the_budgets_steps_down_until_one_fits(tmp_path) -> None:
+    oracle, ladder = _seeded_oracle(tmp_path)
+    assert [(v["st_resolution"], v["st_width_mult"]) for v in ladder] == list(LADDER)
+    seen = []
+    for i in range(3):
+        trial = oracle.create_trial(f"w{i}")
+        seen.append(trial.hyperparameters.values)
+        _end(oracle, trial, feasible=0.0 if i < 2 else 1.0)
+    assert [v["st_width_mult"] for v in seen] == [1.0, 0.75, 0.5]
+    after = oracle.create_trial("w3").hyperparameters.values
+    assert not any(after.items() <= rung.items() for rung in ladder)
+
+
+def test_the_ladder_skips_resolutions_a_short_input_cannot_take() -> None:
+    from mcunas.space.reference import reference_ladder
+
+    rungs = reference_ladder("ic-resnet8", (8, 8, 1))
+    assert {v["st_resolution"] for v in rungs} == {1}
+    assert [v["st_width_mult"] for v in rungs] == [1.0, 0.75, 0.5, 0.25]
 
 
 @pytest.mark.slow

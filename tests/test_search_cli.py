@@ -15,6 +15,7 @@ from mcunas import files as files_mod
 from mcunas.cli import main
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.tuner import EvalResult
 
 MODEL = Path(mcunas.__file__).parent / "calibration" / "models" / "ad01_int8.tflite"
 
@@ -27,7 +28,7 @@ class ExportableRunner(FakeRunner):
         return MODEL.read_bytes()
 
     def evaluate(self, model_bytes):
-        return 0.5 + self.last / 200
+        return EvalResult(0.5 + self.last / 200, 1.0 - self.last / 200)
 
     def measure(self, model_bytes, promising):
         return self._cost(self.last)

@@ -51,6 +51,20 @@ def test_restart_replaces_running_row(tmp_path: Path) -> None:
     assert rec.status is TrialStatus.RUNNING and rec.train_s == 0.0 and st.count() == 1
 
 
+def test_a_store_from_before_a_column_was_added_still_opens(tmp_path: Path) -> None:
+    import sqlite3
+
+    db = sqlite3.connect(tmp_path / "trials.sqlite")
+    db.execute("CREATE TABLE trials (trial_id TEXT PRIMARY KEY, status TEXT, int8_accuracy REAL)")
+    db.execute("INSERT INTO trials VALUES ('00', 'ok', 0.9)")
+    db.commit()
+    db.close()
+    st = TrialStore(tmp_path / "trials.sqlite")
+    assert st.get("00").int8_accuracy == 0.9 and st.get("00").int8_loss is None
+    st.update("00", int8_loss=0.3)
+    assert st.get("00").int8_loss == 0.3
+
+
 def test_meta_and_unknown_column(tmp_path: Path) -> None:
     st = TrialStore.open(tmp_path)
     st.set_meta("config", {"board": "esp32s3"})

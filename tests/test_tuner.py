@@ -15,7 +15,13 @@ from mcunas.search.budgets import Budgets
 from mcunas.search.oracles import AgingEvolutionOracle, make_oracle
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner import CheckResult, HardwareAwareTuner, SearchFatal, TrainResult
+from mcunas.search.tuner import (
+    CheckResult,
+    EvalResult,
+    HardwareAwareTuner,
+    SearchFatal,
+    TrainResult,
+)
 
 
 class FakeSpace(keras_tuner.HyperModel):
@@ -85,7 +91,7 @@ class FakeRunner:
         return b"TFL3" + bytes([model["width"]])
 
     def evaluate(self, model_bytes):
-        return 0.5 + model_bytes[-1] / 200
+        return EvalResult(0.5 + model_bytes[-1] / 200, 1.0 - model_bytes[-1] / 200)
 
     def measure(self, model_bytes, promising):
         self.measured += 1

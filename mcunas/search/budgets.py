@@ -7,8 +7,9 @@ budget) and meets every budget the user gave (``--max-latency-ms``,
 candidates are never trained, so every scored trial is feasible and its score
 is simply its INT8 accuracy on the validation split (MnasNet's hard-constraint
 variant: reward = accuracy when latency <= target). The model exported to
-``best/`` is the top scorer, where scores within 0.5 percentage points tie and
-the tie goes to the lower latency (:func:`mcunas.search.export.choose_best`);
+``best/`` is the top scorer, where scores within 0.5 percentage points tie,
+the INT8 validation loss breaks the tie, and near-equal losses go to the lower
+latency (:func:`mcunas.search.result.choose_best`);
 the Pareto front shows the rest of the latency/SRAM trade-off instead of
 folding it into one number with an arbitrary exponent.
 """

@@ -28,7 +28,7 @@ from mcunas.search.recipe import (
     steps_per_epoch,
     training_data,
 )
-from mcunas.search.tuner import CheckResult, TrainResult
+from mcunas.search.tuner import CheckResult, EvalResult, TrainResult
 
 __all__ = ["KerasRunner"]
 
@@ -184,9 +184,10 @@ class KerasRunner:
         """INT8 ``.tflite`` (batch size 1) calibrated on real training samples."""
         return convert_int8(to_inference_model(model), self._calibration)
 
-    def evaluate(self, model_bytes: bytes) -> float:
-        """INT8 accuracy on the validation split with the TFLite Micro kernels."""
-        return self.worker.int8_accuracy(model_bytes, self.dataset.x_val, self.dataset.y_val)
+    def evaluate(self, model_bytes: bytes) -> EvalResult:
+        """INT8 accuracy and cross-entropy on the validation split with the TFLM kernels."""
+        d = self.dataset
+        return EvalResult(*self.worker.int8_scores(model_bytes, d.x_val, d.y_val))
 
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""

@@ -68,10 +68,10 @@ def _job_profile(board: BoardProfile, model_bytes: bytes) -> Figures:
     return profile_model(model_bytes, board).figures()
 
 
-def _job_accuracy(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
-    from mcunas.evaluate import int8_accuracy
+def _job_scores(model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+    from mcunas.evaluate import int8_scores
 
-    return int8_accuracy(model_bytes, x, y)
+    return int8_scores(model_bytes, x, y)
 
 
 def _job_simulate(board: BoardProfile, model_bytes: bytes) -> Figures:
@@ -121,9 +121,13 @@ class TflmWorker:
         """``profile_model(...).figures()`` in the worker: fits or not, with reasons."""
         return self._submit("profiling", _job_profile, self.board, model_bytes)
 
+    def int8_scores(self, model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> tuple[float, float]:
+        """``evaluate.int8_scores`` in the worker: accuracy and mean cross-entropy."""
+        return self._submit("evaluating", _job_scores, model_bytes, x, y)
+
     def int8_accuracy(self, model_bytes: bytes, x: np.ndarray, y: np.ndarray) -> float:
         """``evaluate.int8_accuracy`` in the worker."""
-        return self._submit("evaluating", _job_accuracy, model_bytes, x, y)
+        return self.int8_scores(model_bytes, x, y)[0]
 
     def simulate(self, model_bytes: bytes) -> Figures:
         """``SimulatorMeasurer(board).measure`` in the worker.

@@ -197,18 +197,35 @@ def make_oracle(
     raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
 
 
-def seed_first_trial(oracle: keras_tuner.Oracle, values: dict[str, Any]) -> None:
-    """Make ``values`` the oracle's first trial (``--seed-arch``); later trials are its own.
+def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -> None:
+    """Make ``ladder[0]`` the oracle's first trial (``--seed-arch``); later trials are its own.
 
-    For evolution the seed joins the first population (and, once it has a score,
-    can be a parent); random and Bayesian search simply start there. A resumed
-    search already has its first trial, so nothing changes.
+    While every trial so far was a rung of ``ladder`` that missed the budgets
+    (score 0 without a failure), the next trial is the next, smaller rung: the
+    search starts from the largest variant of the seed that fits. For evolution
+    the seed joins the first population (and, once it has a score, can be a
+    parent); random and Bayesian search simply start there. A resumed search
+    picks up where its trials left off.
     """
     own = oracle.populate_space
 
     def populate_space(trial_id: str) -> dict[str, Any]:
-        if oracle.trials:
-            return own(trial_id)
-        return {"status": trial_module.TrialStatus.RUNNING, "values": dict(values)}
+        done = [oracle.trials[t] for t in sorted(oracle.trials)]
+        rung = len(done)
+        seeds_refused = all(
+            t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
+            for i, t in enumerate(done)
+        )
+        if rung < len(ladder) and seeds_refused:
+            return {"status": trial_module.TrialStatus.RUNNING, "values": dict(ladder[rung])}
+        return own(trial_id)
 
     oracle.populate_space = populate_space
+
+
+def _refused(trial: Any) -> bool:
+    """True for a completed trial scored 0 as infeasible (not a failure)."""
+    if trial.status != trial_module.TrialStatus.COMPLETED:
+        return False
+    metrics = trial.metrics
+    return metrics.exists("feasible") and metrics.get_last_value("feasible") == 0.0

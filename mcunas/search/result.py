@@ -31,6 +31,7 @@ from mcunas.search.summary import chosen_text, estimate_note, pareto_table
 
 __all__ = [
     "ACCURACY_TIE",
+    "LOSS_TIE",
     "SearchResult",
     "choose_best",
     "compute_result",
@@ -40,8 +41,12 @@ __all__ = [
 ]
 
 # Scores this close to the top count as a tie (0.5 percentage points is under two
-# samples of digits' 360-sample validation split): the tie goes to lower latency.
+# samples of digits' 360-sample validation split)...
 ACCURACY_TIE = 0.005
+# ...and among those, INT8 validation cross-entropies this close to the lowest (in
+# nats: about 2% more probability on the right class). A small validation split
+# often scores several candidates 100%; the loss still tells them apart.
+LOSS_TIE = 0.02
 
 
 def trial_points(records: Sequence[TrialRecord]) -> list[Point]:
@@ -62,15 +67,20 @@ def front_of(records: Sequence[TrialRecord]) -> list[TrialRecord]:
 def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
     """The feasible trial with the highest score.
 
-    Scores within :data:`ACCURACY_TIE` of the top tie; among those the lowest
-    latency wins, then the lowest peak SRAM, then the higher score (a Hyperband
-    round often re-trains the same architecture: same costs, better accuracy).
+    Scores within :data:`ACCURACY_TIE` of the top tie. Among those, the ones
+    whose INT8 validation loss is within :data:`LOSS_TIE` of the lowest stay tied
+    (a trial without a recorded loss stays too); of these the lowest latency
+    wins, then the lowest peak SRAM, then the higher score (a Hyperband round
+    often re-trains the same architecture: same costs, better accuracy).
     """
     ok = [r for r in records if r.feasible and r.model_path]
     if not ok:
         return None
     top = max(r.score or 0.0 for r in ok)
     near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
+    losses = [r.int8_loss for r in near if r.int8_loss is not None]
+    if losses:
+        near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
     return min(
         near,
         key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),

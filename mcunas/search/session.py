@@ -149,12 +149,12 @@ class SearchSession:
         return auto_reference(self.dataset.kind, self.dataset.input_shape)
 
     def _seed(self, oracle: Any, space: Any, name: str) -> None:
-        """Start the search from reference design ``name``, scaled to the data."""
+        """Start from reference design ``name`` scaled to the data, shrunk until it fits."""
         from mcunas.search.oracles import seed_first_trial
-        from mcunas.space.reference import reference_hyperparameters
+        from mcunas.space.reference import reference_ladder
 
-        values = reference_hyperparameters(name, self.dataset.input_shape)
-        seed_first_trial(oracle, space.hyperparameters(**values).values)
+        ladder = reference_ladder(name, self.dataset.input_shape)
+        seed_first_trial(oracle, [space.hyperparameters(**v).values for v in ladder])
 
     def _reconcile(self, oracle: Any) -> None:
         """Square the store with keras-tuner's state after a kill.

@@ -57,6 +57,7 @@ class TrialRecord:
     description: str | None = None
     float_accuracy: float | None = None
     int8_accuracy: float | None = None
+    int8_loss: float | None = None  # mean cross-entropy of the INT8 model on validation
     score: float | None = None
     latency_ms: float | None = None
     latency_error_pct: float | None = None
@@ -134,6 +135,7 @@ class TrialStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
                 self._db.execute(_SCHEMA)
+                self._add_missing_columns()
                 self._db.execute(
                     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
                 )
@@ -145,6 +147,14 @@ class TrialStore:
         self._set_meta_default("schema_version", SCHEMA_VERSION)
         self._session_start: float | None = None
         self._wall_before = 0.0
+
+    def _add_missing_columns(self) -> None:
+        """Give a store written by an older mcunas the columns added since (empty)."""
+        have = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
+        for f in fields(TrialRecord):
+            if f.name not in have:
+                column = _column_sql(f.name, str(f.type))
+                self._db.execute(f"ALTER TABLE trials ADD COLUMN {column}")
 
     def _refuse_other_kind(self) -> None:
         """Raise before any write if the file is a database of another kind."""

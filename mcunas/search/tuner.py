@@ -46,6 +46,7 @@ __all__ = [
     "WARM_START_ENV",
     "CandidateRunner",
     "CheckResult",
+    "EvalResult",
     "HardwareAwareTuner",
     "SearchFatal",
     "TrainResult",
@@ -70,6 +71,14 @@ class TrainResult:
 
     float_accuracy: float | None
     epochs_run: int
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """The INT8 model on the validation split: accuracy and mean cross-entropy (nats)."""
+
+    accuracy: float
+    loss: float | None = None
 
 
 class CandidateRunner(Protocol):
@@ -102,8 +111,8 @@ class CandidateRunner(Protocol):
         """The trained model as INT8 ``.tflite`` bytes (batch size 1)."""
         ...
 
-    def evaluate(self, model_bytes: bytes) -> float:
-        """INT8 accuracy on the validation split with the TFLite Micro kernels."""
+    def evaluate(self, model_bytes: bytes) -> EvalResult:
+        """INT8 accuracy and loss on the validation split with the TFLite Micro kernels."""
         ...
 
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
@@ -241,7 +250,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
                 model_bytes = self.runner.convert(model)
             stage = "evaluate"
             with _timed(timings, "eval_s"):
-                accuracy = self.runner.evaluate(model_bytes)
+                evaluated = self.runner.evaluate(model_bytes)
+                accuracy = evaluated.accuracy
             stage = "measure"
             with _timed(timings, "measure_s"):
                 cost = self.runner.measure(model_bytes, self._promising(accuracy))
@@ -251,13 +261,13 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             self.store.update(tid, **timings)
             self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}")
         self.store.update(tid, **timings, epochs_run=start.before + trained.epochs_run)
-        self._record_model(tid, model_bytes, cost, trained, accuracy)
+        self._record_model(tid, model_bytes, cost, trained, evaluated)
         if self.warm.keeps_weights(values):  # only OK trials can be promoted
             notes.append(self.warm.save(model, tid))
         return self._record_ok(tid, accuracy, cost, notes)
 
     def _record_model(
-        self, tid: str, model_bytes: bytes, cost: Figures, trained: TrainResult, accuracy: float
+        self, tid: str, model_bytes: bytes, cost: Figures, trained: TrainResult, scores: EvalResult
     ) -> None:
         """Keep the trained model and its figures; an over-budget measurement ends the trial."""
         path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
@@ -265,7 +275,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.store.update(
             tid,
             float_accuracy=trained.float_accuracy,
-            int8_accuracy=accuracy,
+            int8_accuracy=scores.accuracy,
+            int8_loss=scores.loss,
             model_path=os.path.relpath(path, self.store.path.parent),  # the folder may move
             model_sha256=hashlib.sha256(model_bytes).hexdigest(),
         )

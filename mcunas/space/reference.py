@@ -24,7 +24,13 @@ from typing import Any
 
 from mcunas.errors import UserError
 
-__all__ = ["REFERENCES", "Reference", "get_reference", "reference_hyperparameters"]
+__all__ = [
+    "REFERENCES",
+    "Reference",
+    "get_reference",
+    "reference_hyperparameters",
+    "reference_ladder",
+]
 
 
 def _stages(*spec: tuple[str, int, int, int]) -> dict[str, Any]:
@@ -143,3 +149,28 @@ def reference_hyperparameters(name: str, input_shape: tuple[int, ...]) -> dict[s
     if len(input_shape) == 3 and int(input_shape[1]) == 1:
         values["st_stem_kw"] = 1
     return values
+
+
+# (resolution, width multiplier) rungs a seed steps down while it misses the budgets:
+# each roughly halves the MACs of the one before.
+LADDER = ((1, 1.0), (1, 0.75), (1, 0.5), (2, 0.5), (1, 0.25), (2, 0.25), (4, 0.25))
+
+
+def reference_ladder(name: str, input_shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The reference scaled to ``input_shape``, then ever smaller variants of it.
+
+    The first entry is :func:`reference_hyperparameters`; each next one lowers
+    the width multiplier or the input resolution (:data:`LADDER`), so a search
+    whose budgets the full design misses starts from the largest one that fits.
+    Rungs that would build the same model (no side long enough to downsample)
+    are left out.
+
+    Raises:
+        UserError: no such reference.
+    """
+    from mcunas.space.stages import MIN_SIDE_TO_SHRINK
+
+    base = reference_hyperparameters(name, input_shape)
+    can_shrink = max(int(s) for s in input_shape[:2]) >= MIN_SIDE_TO_SHRINK
+    rungs = [(r, m) for r, m in LADDER if r == 1 or can_shrink]
+    return [base | {"st_resolution": r, "st_width_mult": m} for r, m in rungs]
