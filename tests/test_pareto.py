@@ -131,3 +131,23 @@ def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
     assert choose_best(close).trial_id == "small"
     # a trial from before losses were recorded stays in the tie
     assert choose_best([rec("old", 0.5, None), rec("big", 9.0, 0.25)]).trial_id == "old"
+
+
+def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
+    from mcunas.search.result import choice_reason, choose_best
+    from mcunas.search.store import TrialRecord, TrialStatus
+
+    def rec(tid, score, lat, loss):
+        return TrialRecord(
+            tid, status=TrialStatus.OK, score=score, int8_accuracy=score, int8_loss=loss,
+            latency_ms=lat, peak_sram_bytes=1000, model_path="m.tflite",
+        )  # fmt: skip
+
+    top, calm = rec("11", 0.992, 5.65, 0.40), rec("13", 0.989, 6.40, 0.30)
+    assert choose_best([top, calm]) is calm
+    why = choice_reason([top, calm], calm)
+    assert "tied with trial 11 (99.2%, within 0.5 points)" in why
+    assert "lower INT8 validation loss (0.300 vs 0.400)" in why
+    fast = rec("14", 0.99, 1.0, 0.41)
+    assert "faster (1.00 vs 5.65 ms)" in choice_reason([top, fast], choose_best([top, fast]))
+    assert choice_reason([top, calm], top) is None

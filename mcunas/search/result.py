@@ -33,6 +33,7 @@ __all__ = [
     "ACCURACY_TIE",
     "LOSS_TIE",
     "SearchResult",
+    "choice_reason",
     "choose_best",
     "compute_result",
     "front_of",
@@ -85,6 +86,23 @@ def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
         near,
         key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
     )
+
+
+def choice_reason(records: Sequence[TrialRecord], best: TrialRecord) -> str | None:
+    """Why ``best`` was chosen over a higher-scoring trial, or None if it scored highest."""
+    ok = [r for r in records if r.feasible and r.model_path]
+    top = max(ok, key=lambda r: (r.score or 0.0, -(r.latency_ms or 0.0)), default=None)
+    if top is None or top is best or (top.score or 0.0) <= (best.score or 0.0):
+        return None
+    why = f"tied with trial {top.trial_id} ({100 * (top.score or 0):.1f}%, within "
+    why += f"{100 * ACCURACY_TIE:g} points)"
+    if (
+        best.int8_loss is not None
+        and top.int8_loss is not None
+        and best.int8_loss < top.int8_loss - LOSS_TIE
+    ):
+        return f"{why}; lower INT8 validation loss ({best.int8_loss:.3f} vs {top.int8_loss:.3f})"
+    return f"{why}; faster ({best.latency_ms or 0:.2f} vs {top.latency_ms or 0:.2f} ms)"
 
 
 def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
@@ -214,7 +232,8 @@ class SearchResult:
             f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
         ]
         if self.best is not None:
-            lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir")))
+            reason = choice_reason(self.trials, self.best)
+            lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), reason))
             if self.test_text():
                 lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")

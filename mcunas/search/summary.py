@@ -74,11 +74,12 @@ def estimate_note(trials: Sequence[TrialRecord]) -> str:
     return note
 
 
-def chosen_text(best: TrialRecord, where: str | None) -> str:
-    """Two lines on the chosen model for the terminal: its figures and where it went."""
+def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None) -> str:
+    """Lines on the chosen model: figures, why (if not the top score), where it went."""
     mark = estimate_mark(best)
+    why = f"  chosen: {reason}\n" if reason else ""
     return (
-        f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n"
+        f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n{why}"
         f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "
         f"{best.latency_ms or 0:.2f} ms{mark}, peak SRAM {(best.peak_sram_bytes or 0) / 1024:.1f}"
         f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}\n"
