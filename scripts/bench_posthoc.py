@@ -43,8 +43,6 @@ def posthoc_random(
     import keras
     import keras_tuner
 
-    from mcunas.convert import convert_int8, to_inference_model
-    from mcunas.search.budgets import violations
     from mcunas.search.isolate import TflmWorker
 
     worker = TflmWorker(board)
@@ -62,19 +60,9 @@ def posthoc_random(
             t0 = time.perf_counter()
             model = self.hypermodel.build(trial.hyperparameters)
             _fit(model, data, epochs, seed, recipe)
-            row = {"train_s": time.perf_counter() - t0, "feasible": False}
-            rows.append(row)
-            try:
-                tfl = convert_int8(to_inference_model(model), data.representative(200, seed))
-                acc = worker.int8_accuracy(tfl, data.x_val, data.y_val)
-                cost = worker.profile(tfl)
-            except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
-                row["error"] = str(exc)
-                return {"val_accuracy": 0.0}
-            ok = not violations(cost, budgets)
-            row.update(feasible=ok, acc=acc, point=(acc, cost.latency_ms, cost.peak_sram_bytes))
-            row.update(model=tfl if ok else None)
-            return {"val_accuracy": acc}
+            row = _costed(model, data, worker, budgets, seed)
+            rows.append({**row, "train_s": time.perf_counter() - t0})
+            return {"val_accuracy": row.get("acc", 0.0)}
 
     tuner = PostHoc(
         space,
@@ -91,14 +79,35 @@ def posthoc_random(
         tuner.search(verbose=0)
     except deadline_error:
         pass
+    summary = _summary(rows, worker, data)
+    worker.close()
+    return {"wall_s": time.monotonic() - start, **summary}
+
+
+def _costed(model: Any, data: Any, worker: Any, budgets: Any, seed: int) -> dict:
+    """A trained candidate converted, evaluated and costed: feasible or not, and why."""
+    from mcunas.convert import convert_int8, to_inference_model
+    from mcunas.search.budgets import violations
+
+    try:
+        tfl = convert_int8(to_inference_model(model), data.representative(200, seed))
+        acc = worker.int8_accuracy(tfl, data.x_val, data.y_val)
+        cost = worker.profile(tfl)
+    except Exception as exc:  # noqa: BLE001 - a failed candidate, like ours
+        return {"feasible": False, "error": str(exc)}
+    ok = not violations(cost, budgets)
+    point = (acc, cost.latency_ms, cost.peak_sram_bytes)
+    return {"feasible": ok, "acc": acc, "point": point, "model": tfl if ok else None}
+
+
+def _summary(rows: list[dict], worker: Any, data: Any) -> dict:
+    """The baseline's figures, and the best feasible model's test accuracy."""
     ok = [r for r in rows if r["feasible"]]
     best = max(ok, key=lambda r: r["acc"], default=None)
     test = None
     if best is not None and getattr(data, "x_test", None) is not None:
         test = worker.int8_accuracy(best["model"], data.x_test, data.y_test)
-    worker.close()
     return {
-        "wall_s": time.monotonic() - start,
         "train_s": sum(r["train_s"] for r in rows),
         "infeasible_train_s": sum(r["train_s"] for r in rows if not r["feasible"]),
         "feasible": len(ok),

@@ -13,6 +13,9 @@ Per task and budget:
   for images) scaled to the task, trained with the same recipe (one trial);
   it is trained even when it misses the budgets (only the board's memory
   limits apply), and its latency is printed beside it;
+- **ref.fit**: the largest variant of that design inside the budgets (its
+  width and input resolution stepped down as ``--seed-arch`` does), trained
+  the same way: what a user of the reference could deploy;
 - **MiniRocket**: aeon's MiniRocketClassifier on the same split (a strong
   reference that is not MCU-sized; budgets do not apply to it);
 - **random**: Keras Tuner's stock RandomSearch over the same space and recipe,
@@ -168,6 +171,7 @@ def _pct(v: float | None) -> str:
 
 def print_row(task: str, budget: str, r: dict) -> None:
     m, ref, mr, rnd = r["mcunas"], r["reference"], r["minirocket"], r.get("random") or {}
+    fit = r["reference_fit"]
     ref_lat = "-" if ref.get("latency_ms") is None else f"{ref['latency_ms']:.1f}"
     lat = (
         "-"
@@ -176,6 +180,7 @@ def print_row(task: str, budget: str, r: dict) -> None:
     )
     print(
         f"{task:15}{budget:10}{_pct(m.get('test')):>8}{_pct(ref.get('test')):>8}"
+        f"{_pct(fit.get('test')):>8}"
         f"{_pct(mr['test']):>8}{_pct(rnd.get('test')):>8}{lat:>15}"
         f"{m.get('sram_kb', 0):>8.1f}{m.get('flash_kb', 0):>8.1f}"
         f"{m['trained']:>5}/{m['drawn']:<4}{m['failed']:>4}{m['wall_s']:>8.0f}"
@@ -185,6 +190,8 @@ def print_row(task: str, budget: str, r: dict) -> None:
 
 
 def main() -> None:
+    from mcunas.space.reference import LADDER
+
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--budgets", default=",".join(BUDGETS))
@@ -198,7 +205,7 @@ def main() -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     header = (
-        f"{'task':15}{'budget':10}{'mcunas':>8}{'ref.':>8}{'MiniR.':>8}{'random':>8}"
+        f"{'task':15}{'budget':10}{'mcunas':>8}{'ref.':>8}{'ref.fit':>8}{'MiniR.':>8}{'random':>8}"
         f"{'latency ms':>15}{'SRAM KB':>8}{'flash':>8}{'trained/drawn':>14}{'fail':>4}"
         f"{'wall s':>8}{'rnd n':>6}{'ref. ms':>10}"
     )
@@ -213,17 +220,15 @@ def main() -> None:
             budget, where = BUDGETS[name], out / f"{task}-{name}"
             row = {"task": task, "budget": name, "minirocket": mini}
             row["mcunas"] = mcunas_run(npz, where / "mcunas", budget, args)
+            ref = {"seed_arch": ref_arch, "families": ("stages",), "strategy": "random"}
             row["reference"] = mcunas_run(  # trained whatever its cost: board limits only
-                npz,
-                where / "reference",
-                (budget[0], None, None),
-                args,
-                seed_arch=ref_arch,
-                families=("stages",),
-                strategy="random",
-                max_trials=1,
+                npz, where / "reference", (budget[0], None, None), args, **ref, max_trials=1,
                 max_draws=1,
-            )
+            )  # fmt: skip
+            row["reference_fit"] = mcunas_run(  # the largest variant inside the budgets
+                npz, where / "reference-fit", budget, args, **ref, max_trials=1,
+                max_draws=len(LADDER),
+            )  # fmt: skip
             if not args.no_random:
                 row["random"] = random_run(
                     npz, where / "random", budget, args, row["mcunas"]["wall_s"]
