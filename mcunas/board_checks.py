@@ -16,6 +16,9 @@ from mcunas.errors import BoardProfileError
 
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
+# Where the model, the arena and the code run from (``memory`` in a profile): internal
+# SRAM and flash (the default), tightly coupled memory, or external PSRAM / SDRAM.
+MEMORY_PLACES = ("sram", "tcm", "psram", "sdram")
 TOP_KEYS = (
     *REQUIRED_KEYS,
     "title",
@@ -24,6 +27,7 @@ TOP_KEYS = (
     "usable_flash_bytes",
     "peak_macs_per_cycle",
     "max_arena_bytes",
+    "memory",
     "firmware",
     "platformio",
     "serial",

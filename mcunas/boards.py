@@ -25,6 +25,7 @@ from mcunas.board_checks import (
     BOARD_NAME,
     HWID,
     KERNEL_LIBRARIES,
+    MEMORY_PLACES,
     REQUIRED_KEYS,
     TABLE_KEYS,
     TOP_KEYS,
@@ -43,6 +44,9 @@ __all__ = [
     "list_boards",
     "load_board",
 ]
+
+# A clock above 10 GHz is a typing error, not a microcontroller.
+MAX_CLOCK_MHZ = 10_000.0
 
 CORES = (
     "cortex-m0plus",
@@ -115,6 +119,7 @@ class BoardProfile:
     firmware_flash_bytes: int = 0
     peak_macs_per_cycle: float = 0.0
     max_arena_bytes: int = 0
+    memory: str = "sram"  # where model, arena and code live (board_checks.MEMORY_PLACES)
     pio_env: str = ""
     pio_board: str = ""
     pio_platform: str = ""
@@ -157,6 +162,23 @@ class BoardProfile:
         from dataclasses import replace
 
         return replace(self, kernels=kernels)
+
+    def at_clock(self, mhz: float) -> BoardProfile:
+        """A copy of the profile running at ``mhz`` (boards often run below their maximum).
+
+        The latency model counts cycles, so every estimate scales with the clock;
+        memory figures do not change.
+
+        Raises:
+            BoardProfileError: ``mhz`` is not a positive clock up to 10 GHz.
+        """
+        from dataclasses import replace
+
+        if not (isinstance(mhz, int | float) and 0 < mhz <= MAX_CLOCK_MHZ):
+            raise BoardProfileError(
+                f"--clock-mhz {mhz} is not a clock: give MHz above 0 and up to {MAX_CLOCK_MHZ:g}"
+            )
+        return replace(self, clock_hz=int(round(mhz * 1_000_000)))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
@@ -264,6 +286,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             **_firmware_baseline(fw, data["core"], where),
             peak_macs_per_cycle=_peak_macs(data, where),
             max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
+            memory=_memory(data, where),
             pio_env=str(pio.get("env", "")),
             pio_board=str(pio.get("board", "")),
             pio_platform=str(pio.get("platform", "")),
@@ -279,6 +302,12 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
     _check_model_room(board, where)
     return board
+
+
+def _memory(data: dict[str, Any], where: str) -> str:
+    memory = data.get("memory", "sram")
+    _check_choice("memory", memory, MEMORY_PLACES, where)
+    return str(memory)
 
 
 def _read_toml(path: Path) -> dict[str, Any]:

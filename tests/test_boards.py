@@ -246,3 +246,16 @@ def test_a_board_name_must_be_a_plain_string(tmp_path, name: str) -> None:
         f"name = {name}" if line.startswith("name =") else line for line in MINIMAL.splitlines()
     )
     _refused(tmp_path, text, "name must be a string")
+
+
+def test_a_search_at_a_lower_clock_is_checked_and_kept_for_resume(tmp_path):
+    from mcunas.search.api import check_search
+    from mcunas.search.config import IDENTITY, SearchConfig
+
+    board = check_search(SearchConfig(board="nano33ble", clock_mhz=32, out=str(tmp_path / "o")))
+    assert board.clock_hz == 32_000_000 and load_board("nano33ble").clock_hz == 64_000_000
+    assert "clock_mhz" in IDENTITY  # a resume at another clock is another search
+    with pytest.raises(BoardProfileError, match="--clock-mhz -5 is not a clock"):
+        check_search(SearchConfig(board="nano33ble", clock_mhz=-5, out=str(tmp_path / "p")))
+    help_text = CliRunner().invoke(cli, ["search", "--help"]).output
+    assert "--clock-mhz" in help_text

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,8 @@ from mcunas.predict.coefficients import (
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
+    DISPATCH_CYCLES,
+    PRIOR_TABLES,
     path_for,
 )
 from mcunas.predict.features import op_features
@@ -19,6 +22,7 @@ from mcunas.predict.fit import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     checked_variants,
+    fit_dispatch,
     fit_scales,
     leave_one_board_out,
     leave_one_out,
@@ -72,24 +76,30 @@ def test_default_scales_match_a_refit_of_the_calibration_rows():
 def test_builtin_calibration_is_the_shared_rows_then_the_extra_rows():
     shared = load_calibration(CALIBRATION_CSV)
     extra = load_calibration(CALIBRATION_EXTRA_CSV)
-    assert len(shared) == 8 and len(extra) == 12
+    assert len(shared) == 8 and len(extra) == 20
     assert [r.id for r in load_calibration()] == [r.id for r in shared + extra]
-    assert {r.core for r in extra} == {"riscv32", "cortex-m33", "cortex-m85", "cortex-m0plus"}
+    assert {r.core for r in extra} == {
+        "riscv32", "cortex-m33", "cortex-m85", "cortex-m0plus", "cortex-m4", "cortex-m4f",
+        "cortex-m7", "xtensa-lx6",
+    }  # fmt: skip
     assert all(r.source and r.runtime for r in extra)
-    assert len({r.id for r in shared + extra}) == 20
+    assert len({r.id for r in shared + extra}) == 28
+    assert {r.id for r in extra if r.memory == "tcm"} == {"hello-teensy41-ref"}
 
 
 def test_leave_one_out_is_out_of_sample():
     rows = load_calibration()
     results = leave_one_out(rows)
-    assert len(results) == len(rows) == 20
+    assert len(results) == len(rows) == 28
     # rows whose path has no other row are predicted by the kernel tables alone
     alone = {r.row.id for r in results if r.from_rows == 0}
     assert alone == {"esp32s3-person-espnn", "rp2040-person-cmsis"}
     for r in results:  # each row's fit never sees the row; its own board's rows first
         rest = [x for x in rows if x.id != r.row.id]
         mine = [x for x in rest if x.board == r.row.board and x.path == r.row.path]
-        assert r.predicted_ms == pytest.approx(predict_row_ms(r.row, fit_scales(mine or rest)))
+        scales = fit_scales(mine or rest)
+        invoke = fit_dispatch(mine or rest, scales)
+        assert r.predicted_ms == pytest.approx(predict_row_ms(r.row, scales, invoke))
     shared_ids = {r.id for r in load_calibration(CALIBRATION_CSV)}
     shared = summarize([r for r in results if r.row.id in shared_ids])
     assert shared["n"] == 8 and 0 < shared["median_abs_pct"] < 20  # issue 5's goal
@@ -100,17 +110,17 @@ def test_leave_one_board_out_is_a_bare_profile_and_gives_the_default_errors():
     bare = leave_one_board_out(rows)
     for r in bare:  # nothing of the row's own board
         others = [x for x in rows if x.board != r.row.board]
-        assert r.predicted_ms == pytest.approx(predict_row_ms(r.row, fit_scales(others)))
+        scales = fit_scales(others)
+        invoke = fit_dispatch(others, scales)
+        assert r.predicted_ms == pytest.approx(predict_row_ms(r.row, scales, invoke))
     errors: dict[str, list[float]] = {}
     for r in bare:
         errors.setdefault(r.row.path, []).append(abs(r.error_pct))
-    medians = {
-        p: sorted(e)[len(e) // 2]
-        if len(e) % 2
-        else sum(sorted(e)[len(e) // 2 - 1 : len(e) // 2 + 1]) / 2
-        for p, e in errors.items()
-    }
-    assert medians == pytest.approx(DEFAULT_ERRORS, abs=0.1)
+    # the stated error is a band holding 90% of a path's rows (all of them below ten)
+    bands = {p: sorted(e)[min(len(e), math.ceil(0.9 * len(e))) - 1] for p, e in errors.items()}
+    assert bands == pytest.approx(DEFAULT_ERRORS, abs=0.1)
+    inside = sum(abs(r.error_pct) <= DEFAULT_ERRORS[r.row.path] + 0.05 for r in bare)
+    assert inside / len(bare) >= 0.9
     # TFLM 2020 (L4R5) vs 2022 (RA6M4): one Cortex-M board says little about another
     l4r5 = [r.error_pct for r in bare if r.row.id.startswith("l4r5")]
     assert all(e < -25 for e in l4r5)
@@ -120,7 +130,7 @@ def test_builtin_board_fits_its_own_row_and_reports_loo_error(graphs):
     board = load_board("esp32s3")
     est = predict_latency(graphs["person_detect_int8"], board)
     assert est.ms == pytest.approx(54.0, rel=0.01)
-    assert est.error_pct == pytest.approx(14.1)
+    assert est.error_pct == pytest.approx(13.9, abs=0.5)  # and the overhead's error
     assert 0 < est.lower_bound_ms < est.ms
     assert est.mac_utilisation == pytest.approx(est.lower_bound_ms / est.ms)
     assert est.version.startswith("lat-1+")
@@ -145,7 +155,7 @@ def test_minimal_user_profile_uses_family_defaults(tmp_path, graphs):
         'sram_bytes = 524288\nflash_bytes = 2097152\nkernels = "cmsis-nn"\n'
     )
     est = predict_latency(graphs["vww_96_int8"], load_board(str(path)))
-    assert est.error_pct == DEFAULT_ERRORS["cmsis-nn-dsp"]
+    assert est.error_pct == pytest.approx(DEFAULT_ERRORS["cmsis-nn-dsp"], abs=0.5)
     assert "defaults" in est.coefficients_source
     m4 = predict_latency(graphs["vww_96_int8"], load_board("nucleo_l4r5zi"))
     assert est.ms < m4.ms  # faster core, higher clock
@@ -175,7 +185,7 @@ def test_board_mac_override_changes_that_variant_only(tmp_path, graphs):
         microbench_tables()["esp-nn-s3"],
         mac={"fc": 100.0},
         requant=14.0,
-        op_overhead=400.0,
+        op_overhead=PRIOR_TABLES["cmsis-nn-dsp"].op_overhead,
         byte=0.0,
     )
     assert fc.ms == pytest.approx(op_cycles(feats[fc.index], table) / 80_000)
@@ -186,3 +196,52 @@ def test_bad_measurements_file(tmp_path):
     bad.write_text("id,latency_ms\nx,3\n")
     with pytest.raises(UserError):
         load_calibration(bad)
+
+
+def test_the_invoke_overhead_is_fitted_to_the_tiny_model_rows():
+    rows = load_calibration()
+    invoke = fit_dispatch(rows, fit_scales(rows))
+    assert invoke == pytest.approx(DISPATCH_CYCLES["invoke"], rel=1e-3)
+    big = [r for r in rows if not r.id.startswith("hello")]
+    assert fit_dispatch(big, fit_scales(big)) is None  # only overhead-bound rows tell
+
+
+def test_a_288_mac_model_is_mostly_overhead_and_within_30_percent_of_every_board():
+    rows = [r for r in load_calibration() if r.id.startswith("hello")]
+    assert len({r.core for r in rows}) == 5  # M0+, M4, M4F, M7, LX6
+    for r in leave_one_board_out(load_calibration()):
+        if r.row.id.startswith("hello"):
+            assert abs(r.error_pct) <= 30, r.row.id  # invoke refitted without the board
+            assert r.fixed_ms / r.predicted_ms > 0.99  # no kernel scale touches it
+
+
+def test_reference_fully_connected_is_not_charged_the_convolution_scale(graphs):
+    board = load_board("esp32s3").with_kernels("reference")
+    est = predict_latency(graphs["hello_world_int8"], board)
+    assert est.fixed_ms == pytest.approx(est.ms)  # FC runs unscaled, dispatch never scales
+    person = predict_latency(graphs["person_detect_int8"], board)
+    assert person.fixed_ms < 0.01 * person.ms  # the reference convolutions carry the scale
+
+
+def test_tcm_memory_speeds_up_and_widens_the_band(tmp_path, graphs):
+    base = 'name = "t"\ncore = "cortex-m7"\nclock_hz = 600_000_000\nsram_bytes = 524288\n'
+    base += 'flash_bytes = 2097152\nkernels = "cmsis-nn"\n'
+    (tmp_path / "flash.toml").write_text(base)
+    (tmp_path / "tcm.toml").write_text(base + 'memory = "tcm"\n')
+    flash = predict_latency(graphs["kws_ref_model"], load_board(str(tmp_path / "flash.toml")))
+    tcm = predict_latency(graphs["kws_ref_model"], load_board(str(tmp_path / "tcm.toml")))
+    assert tcm.ms == pytest.approx(0.55 * flash.ms)
+    assert tcm.error_pct > flash.error_pct
+    assert tcm.lower_bound_ms == pytest.approx(flash.lower_bound_ms)
+    (tmp_path / "bad.toml").write_text(base + 'memory = "eeprom"\n')
+    with pytest.raises(BoardProfileError, match="memory = 'eeprom' is not one of"):
+        load_board(str(tmp_path / "bad.toml"))
+
+
+def test_older_runtimes_widen_the_band_but_do_not_set_the_centre():
+    rows = load_calibration()
+    old = [r for r in rows if not r.recent]
+    assert {r.runtime_year for r in old} == {2020} and all(r.id.startswith("l4r5") for r in old)
+    recent_only = fit_scales([r for r in rows if r.recent])
+    assert fit_scales(rows)["cmsis-nn-dsp"] == pytest.approx(recent_only["cmsis-nn-dsp"])
+    assert fit_scales(old)["cmsis-nn-dsp"] > 1.5 * recent_only["cmsis-nn-dsp"]

@@ -116,12 +116,25 @@ def test_cli_table_and_json() -> None:
         assert key in data
     assert data["ops"][0]["op"] == "CONV_2D" and data["ops"][0]["accelerated"] is True
     # the 10x4 stem over one channel is a kind no ESP32-S3 measurement covers
-    assert data["ops"][0]["est_error_pct"] == 50.0 and data["ops"][1]["est_error_pct"] == 14.1
+    # (each op's error mixes in its dispatch overhead's, a small share of these ops)
+    assert data["ops"][0]["est_error_pct"] == pytest.approx(50.0, abs=0.5)
+    assert data["ops"][1]["est_error_pct"] == pytest.approx(13.9, abs=0.5)
     spent = sum(o["est_ms"] * o["est_error_pct"] for o in data["ops"])
-    # the model's error is the time-weighted mean (the invoke overhead at the path's error)
+    # the model's error is the time-weighted mean (the invoke overhead at its own error)
     assert spent / data["latency_ms"] == pytest.approx(data["latency_error_pct"], abs=0.5)
     help_text = runner.invoke(cli, ["profile", "--help"]).output
-    assert "Examples:" in help_text and "--kernels" in help_text
+    assert "Examples:" in help_text and "--kernels" in help_text and "--clock-mhz" in help_text
+
+
+def test_clock_override_scales_latency_not_memory() -> None:
+    runner = CliRunner()
+    full, half = [
+        json.loads(runner.invoke(cli, ["profile", str(KWS), "--board", "nano33ble", *a]).output)
+        for a in (["--json"], ["--json", "--clock-mhz", "32"])
+    ]
+    assert half["latency_ms"] == pytest.approx(2 * full["latency_ms"], rel=1e-6)
+    assert half["arena_bytes"] == full["arena_bytes"]
+    assert half["peak_sram_bytes"] == full["peak_sram_bytes"]
 
 
 def _run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
@@ -146,6 +159,8 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
         "no kernel for: GELU": [str(gelu), "--board", "esp32s3"],
         "Unknown board 'nosuch'": [str(KWS), "--board", "nosuch"],
         "missing required key": [str(KWS), "--board", str(bad_board)],
+        "--clock-mhz 0.0 is not a clock": [str(KWS), "--board", "esp32s3", "--clock-mhz", "0"],
+        "--clock-mhz nan is not a clock": [str(KWS), "--board", "esp32s3", "--clock-mhz", "nan"],
     }
     for expected, args in cases.items():
         code, err = _run_main(["profile", *args], capsys)

@@ -77,6 +77,7 @@ def _describe(board: BoardProfile) -> list[str]:
         f"  firmware baseline {board.firmware_ram_bytes} B RAM, {board.firmware_stack_bytes} B "
         f"stack, {board.firmware_flash_bytes} B flash",
         f"  kernels           {board.kernels}",
+        f"  memory            {board.memory} (where model, arena and code live)",
         f"  peak int8 MAC/cyc {board.peak_macs_per_cycle:g}",
         f"  PlatformIO        env={board.pio_env or '-'} board={board.pio_board or '-'}",
         f"  serial            {board.baud} baud, USB ids {', '.join(board.hwids) or '-'}",

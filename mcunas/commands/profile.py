@@ -18,6 +18,7 @@ Examples:
   mcunas profile model.tflite --board nucleo_f746zg
   mcunas profile model.tflite --board esp32s3 --kernels reference
   mcunas profile model.tflite --board ./my_board.toml --json
+  mcunas profile model.tflite --board nano33ble --clock-mhz 32   # run below its maximum
 All figures are simulator estimates: the arena comes from the real TFLite Micro
 planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
 )
@@ -29,14 +30,21 @@ planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
     default=None,
     help="Kernel library to assume instead of the board profile's.",
 )
+@click.option(
+    "--clock-mhz", type=float, default=None, help="Core clock to assume instead of the profile's."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-def cli(model: str, board_name: str, kernels: str | None, as_json: bool) -> None:
+def cli(
+    model: str, board_name: str, kernels: str | None, clock_mhz: float | None, as_json: bool
+) -> None:
     """Estimate latency, arena, peak SRAM, flash and fit of MODEL.tflite on a board."""
     from mcunas.boards import load_board
     from mcunas.errors import ModelError
     from mcunas.profile import profile_model
 
     board = load_board(board_name)
+    if clock_mhz is not None:
+        board = board.at_clock(clock_mhz)
     prof = profile_model(model, board, kernels=kernels)
     if not prof.runnable:
         raise ModelError(f"{model}: {'; '.join(prof.reasons[:1])}")
@@ -52,9 +60,10 @@ def _shape(shape: tuple[int, ...]) -> str:
 
 def _print_profile(model: str, prof: Any) -> None:
     board, lat, mem, graph = prof.board, prof.latency, prof.memory, prof.graph
+    place = f", memory: {board.memory}" if board.memory != "sram" else ""
     click.echo(
         f"{model} on {board.name} ({board.core}, {board.clock_hz / 1e6:.0f} MHz, "
-        f"kernels: {board.kernels}) - SIMULATOR ESTIMATES ({prof.source})"
+        f"kernels: {board.kernels}{place}) - SIMULATOR ESTIMATES ({prof.source})"
     )
     est = {o.index: o for o in lat.ops}
     click.echo(f"{'#':>3}  {'op':<20} {'output':<14} {'MACs':>11} {'est. ms':>9} {'+/-':>4}  accel")

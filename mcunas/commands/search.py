@@ -29,6 +29,7 @@ Examples:
   mcunas search --board nucleo_f746zg --max-latency-ms 50 --safe-latency   # uncalibrated board
   mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
+  mcunas search --board nano33ble --clock-mhz 32 --max-latency-ms 20   # a slowed-down core
   mcunas search --board nano33ble --dataset data/kws --seed-arch kws-dscnn --max-latency-ms 50
   mcunas search --out runs/kws --resume            # continue an interrupted search
   mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
@@ -102,6 +103,9 @@ are simulator estimates."""
     help="The first trial: a known-good design scaled to the dataset (kws-dscnn, "
     "vww-mobilenet, ic-resnet8); auto picks one by input kind (audio and series: "
     "kws-dscnn; images: ic-resnet8, or vww-mobilenet from 64 px); none starts at random.",
+)
+@click.option(
+    "--clock-mhz", type=float, help="Core clock the board runs at, if below its profile's."
 )
 @click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")

@@ -19,16 +19,17 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import statistics
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from mcunas.boards import CORES, KERNEL_LIBRARIES
+from mcunas.boards import CORES, KERNEL_LIBRARIES, MAX_CLOCK_MHZ, MEMORY_PLACES
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
-from mcunas.predict.coefficients import path_for
+from mcunas.predict.coefficients import DISPATCH_CYCLES, path_for
 
 __all__ = [
     "CALIBRATION_CSV",
@@ -36,6 +37,9 @@ __all__ = [
     "CalibrationRow",
     "LooResult",
     "checked_variants",
+    "band_pct",
+    "coverage",
+    "fit_dispatch",
     "fit_scales",
     "leave_one_board_out",
     "leave_one_out",
@@ -49,8 +53,13 @@ CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
 # Further published rows mcunas added (sources checked; see calibration/README.md).
 CALIBRATION_EXTRA_CSV = CALIBRATION_DIR / "measurements_extra.csv"
 _REQUIRED = ("id", "model_file", "core", "clock_mhz", "kernels", "latency_ms")
-# A clock above 10 GHz or a latency above an hour is a typing error, not a measurement.
-MAX_CLOCK_MHZ = 10_000.0
+
+
+# Rows of older runtimes are evidence of spread, not the centre: where a code path
+# has rows of this year or later, its scale is fitted on those alone. TFLM and
+# CMSIS-NN from 2022 on run Cortex-M models about 2x faster per cycle than the
+# 2020 builds (MLPerf Tiny: EK-RA6M4 with TF 2.5's TFLM vs NUCLEO-L4R5ZI with 2.3.1).
+RECENT_RUNTIME_YEAR = 2022
 
 
 @dataclass(frozen=True)
@@ -66,11 +75,27 @@ class CalibrationRow:
     latency_ms: float
     runtime: str = ""
     source: str = ""
+    memory: str = "sram"  # where model, arena and code lived (a profile's ``memory``)
 
     @property
     def path(self) -> str:
         """The kernel code path this row measured."""
         return path_for(self.core, self.kernels)
+
+    @property
+    def runtime_year(self) -> int | None:
+        """The runtime's year as its ``runtime`` text states it (the latest year named)."""
+        years = [int(y) for y in re.findall(r"\b(20\d\d)\b", self.runtime)]
+        return max(years) if years else None
+
+    @property
+    def recent(self) -> bool:
+        """True for a runtime of :data:`RECENT_RUNTIME_YEAR` or later, or of no stated year.
+
+        The sources that give no year describe the runtime current when they were read.
+        """
+        year = self.runtime_year
+        return year is None or year >= RECENT_RUNTIME_YEAR
 
     @property
     def family(self) -> str:
@@ -140,6 +165,9 @@ def _calibration_row(path: Path, n: int, raw: dict[str, str], models_dir: Path) 
         )
     if is_float_model(_graph(model)):
         raise UserError(f"{where}: {model} is a float model; calibration rows need INT8 models")
+    memory = raw.get("memory") or "sram"
+    if memory not in MEMORY_PLACES:
+        raise UserError(f"{where}: unknown memory {memory!r} (places: {', '.join(MEMORY_PLACES)})")
     latency_ms = _bounded(raw["latency_ms"], 0.0, MAX_LATENCY_MS, f"{where}: latency_ms")
     clock_mhz = _bounded(raw["clock_mhz"], 0.0, MAX_CLOCK_MHZ, f"{where}: clock_mhz")
     return CalibrationRow(
@@ -152,6 +180,7 @@ def _calibration_row(path: Path, n: int, raw: dict[str, str], models_dir: Path) 
         latency_ms=latency_ms,
         runtime=raw.get("runtime", ""),
         source=raw.get("source", ""),
+        memory=memory,
     )
 
 
@@ -174,10 +203,12 @@ def _graph(model: Path):  # noqa: ANN202 - Graph, imported lazily
 
 
 def row_cycles(row: CalibrationRow) -> dict[str, float]:
-    """Unscaled modelled cycles of a row, per code path."""
+    """Unscaled modelled cycles of a row, per code path (its memory's factor applied)."""
+    from mcunas.predict.coefficients import MEMORY_FACTORS
     from mcunas.predict.latency import base_cycles
 
-    return base_cycles(_graph(row.model), row.core, row.kernels)
+    slow = MEMORY_FACTORS[row.memory][0]
+    return {p: c * slow for p, c in base_cycles(_graph(row.model), row.core, row.kernels).items()}
 
 
 MIN_CHECKED_SHARE = 0.01  # a variant under 1% of a row's modelled time is not checked by it
@@ -192,7 +223,7 @@ def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
     """
     from mcunas.kernels import is_accelerated
     from mcunas.predict.features import op_features
-    from mcunas.predict.latency import op_cycles, path_tables
+    from mcunas.predict.latency import path_tables, work_cycles
 
     tables = path_tables()
     out: dict[str, set[str]] = {}
@@ -203,7 +234,7 @@ def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
             fast = row.kernels != "reference" and is_accelerated(op, row.kernels)
             path = row.path if fast else "tflm-ref"
             key = (path, feat.variant)
-            per[key] = per.get(key, 0.0) + op_cycles(feat, tables[path])
+            per[key] = per.get(key, 0.0) + work_cycles(feat, tables[path])
         total = sum(per.values()) or 1.0
         for (path, variant), cycles in per.items():
             if cycles / total >= MIN_CHECKED_SHARE:
@@ -211,10 +242,75 @@ def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
     return {p: sorted(v) for p, v in sorted(out.items())}
 
 
-def predict_row_ms(row: CalibrationRow, scales: dict[str, float]) -> float:
-    """Modelled latency of a row with the given path scales (1 where absent)."""
-    cycles = sum(scales.get(p, 1.0) * c for p, c in row_cycles(row).items())
+def predict_row_ms(
+    row: CalibrationRow, scales: dict[str, float], invoke: float | None = None
+) -> float:
+    """Modelled latency of a row with the given path scales (1 where absent).
+
+    ``invoke``: the per-invoke overhead in LX7 cycles (default: the built-in one).
+    """
+    from mcunas.predict.latency import INVOKE
+
+    shares = row_cycles(row)
+    cycles = sum(scales.get(p, 1.0) * c for p, c in shares.items() if p != INVOKE)
+    cycles += shares.get(INVOKE, 0.0) * _invoke_ratio(invoke)
     return cycles / row.clock_hz * 1000.0
+
+
+def row_fixed_ms(row: CalibrationRow, invoke: float | None = None) -> float:
+    """What no path scale multiplies in a row's modelled latency (dispatch, unscaled).
+
+    ``invoke``: the per-invoke overhead in LX7 cycles (default: the built-in one).
+    """
+    from mcunas.predict.latency import FIXED, INVOKE
+
+    shares = row_cycles(row)
+    fixed = shares.get(FIXED, 0.0) + shares.get(INVOKE, 0.0) * _invoke_ratio(invoke)
+    return fixed / row.clock_hz * 1000.0
+
+
+def _invoke_ratio(invoke: float | None) -> float:
+    return 1.0 if invoke is None else invoke / DISPATCH_CYCLES["invoke"]
+
+
+# A row whose modelled time is at least this share fixed costs (at the fitted
+# scales) measures the interpreter's overhead, not a kernel library.
+OVERHEAD_ROW_SHARE = 0.5
+
+
+def fit_dispatch(rows: Iterable[CalibrationRow], scales: dict[str, float]) -> float | None:
+    """The per-invoke overhead (LX7 cycles) that the overhead-bound rows measured.
+
+    For each row whose modelled time is mostly fixed costs, the measured cycles
+    less everything else modelled (kernel work at ``scales``, per-op dispatch),
+    in LX7 cycles (at least 0); the median over boards (each board once, a
+    board's rows averaged): a board faster than the rest of the model allows
+    must not pull the fit to zero. None without such rows. The per-op cost
+    stays as set (measured on the host).
+    """
+    from mcunas.predict.latency import INVOKE
+
+    per_board: dict[str, list[float]] = {}
+    for row in rows:
+        shares = row_cycles(row)
+        modelled = sum(scales.get(p, 1.0) * c for p, c in shares.items())
+        if fixed_share(row, scales) < OVERHEAD_ROW_SHARE or not shares.get(INVOKE):
+            continue
+        rest = row.latency_ms / 1000.0 * row.clock_hz - (modelled - shares[INVOKE])
+        per_unit = shares[INVOKE] / DISPATCH_CYCLES["invoke"]  # cycles per LX7 cycle
+        per_board.setdefault(row.board or row.id, []).append(max(rest, 0.0) / per_unit)
+    if not per_board:
+        return None
+    return statistics.median(statistics.fmean(v) for v in per_board.values())
+
+
+def fixed_share(row: CalibrationRow, scales: dict[str, float]) -> float:
+    """Share of a row's modelled cycles (at ``scales``) that no scale multiplies."""
+    from mcunas.predict.latency import FIXED, INVOKE
+
+    shares = row_cycles(row)
+    total = sum(scales.get(p, 1.0) * c for p, c in shares.items())
+    return (shares.get(FIXED, 0.0) + shares.get(INVOKE, 0.0)) / total if total > 0 else 1.0
 
 
 def fit_scales(
@@ -226,10 +322,16 @@ def fit_scales(
     board measured on four models does not outweigh one measured on one.
     Work on other paths inside a row (ops the library does not accelerate)
     is charged at the ``fixed`` scales (1 where absent) and taken off first.
+    Where a path has rows of a recent runtime (:attr:`CalibrationRow.recent`),
+    its older rows are left out.
     """
     fixed = dict(fixed or {})
+    rows = list(rows)
+    recent_paths = {r.path for r in rows if r.recent}
     logs: dict[str, dict[str, list[float]]] = {}
     for row in rows:
+        if row.path in recent_paths and not row.recent:
+            continue
         shares = row_cycles(row)
         measured = row.latency_ms / 1000.0 * row.clock_hz
         other = sum(fixed.get(p, 1.0) * c for p, c in shares.items() if p != row.path)
@@ -254,6 +356,7 @@ class LooResult:
     predicted_ms: float
     scale: float
     from_rows: int
+    fixed_ms: float = 0.0  # of ``predicted_ms``: what no path scale multiplies
 
     @property
     def error_pct(self) -> float:
@@ -289,8 +392,33 @@ def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
 def _predicted_from(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> LooResult:
     """``row`` predicted with scales fitted on ``fit_rows`` (which must not hold it)."""
     scales = fit_scales(fit_rows)
+    invoke = fit_dispatch(fit_rows, scales)
     used = sum(r.path == row.path for r in fit_rows)
-    return LooResult(row, predict_row_ms(row, scales), scales.get(row.path, 1.0), used)
+    predicted = predict_row_ms(row, scales, invoke)
+    fixed = row_fixed_ms(row, invoke)
+    return LooResult(row, predicted, scales.get(row.path, 1.0), used, fixed)
+
+
+# Share of rows a stated error band should hold: a prediction interval, not a median.
+BAND_COVERAGE = 0.9
+
+
+def band_pct(errors: Sequence[float], coverage: float = BAND_COVERAGE) -> float:
+    """The narrowest symmetric band (in %) holding ``coverage`` of ``errors``.
+
+    The ceil(coverage * n)-th smallest absolute error: with fewer than ten
+    rows, the largest. NaN without errors.
+    """
+    ranked = sorted(abs(e) for e in errors)
+    if not ranked:
+        return float("nan")
+    return ranked[min(len(ranked), math.ceil(coverage * len(ranked))) - 1]
+
+
+def coverage(results: Sequence[LooResult], bands: Sequence[float]) -> float:
+    """Share of results whose |error| is within their stated band (same order)."""
+    inside = [abs(r.error_pct) <= b for r, b in zip(results, bands, strict=True)]
+    return sum(inside) / len(inside) if inside else float("nan")
 
 
 def summarize(results: Sequence[LooResult]) -> dict[str, float]:

@@ -4,9 +4,16 @@ For each op, with ``p`` the kernel code path the board runs it on (its
 library's optimized kernel if :func:`mcunas.kernels.is_accelerated`, else
 TFLite Micro's reference kernel)::
 
-    cycles = scale[p] * core_factor[p, core] * (mac[p, variant] * units
-             + requant[p] * outputs + byte[p] * bytes_moved + op_overhead[p])
-    ms = (sum of cycles + invoke_overhead) / clock_hz * 1000
+    cycles = core_factor[p, core] * (scale[p] * (mac[p, variant] * units
+             + requant[p] * outputs + byte[p] * bytes_moved) + op_overhead[p])
+    ms = (sum of cycles + core_factor * invoke_overhead) / clock_hz * 1000
+
+``scale`` multiplies the kernels' work only: the per-op and per-invoke
+overheads are TFLite Micro's interpreter (tensor lookups, dispatch, the
+kernel's call), the same code whichever kernel library runs the ops, with
+costs from :data:`mcunas.predict.coefficients.DISPATCH_CYCLES`; and a table's
+``unscaled`` variants (TFLM's reference kernels that are flat loops, as
+FULLY_CONNECTED, not 4-D indexed ones, as CONV_2D) run at their table cost.
 
 The tables come from :mod:`mcunas.predict.coefficients` (priors) and
 :mod:`mcunas.predict.microbench` (ESP-NN kernel cycles); ``scale`` is fitted
@@ -25,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass, field, replace
 from functools import lru_cache
 from typing import Any
@@ -36,6 +44,7 @@ from mcunas.predict.coefficients import (
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
+    MEMORY_FACTORS,
     PRIOR_TABLES,
     PathTable,
     path_for,
@@ -53,6 +62,9 @@ __all__ = [
 
 MODEL_VERSION = "lat-1"
 NO_DATA_ERROR_PCT = 50.0  # stated error of a code path no measurement has checked
+# Stated error of the interpreter's fixed costs (coefficients.DISPATCH_CYCLES):
+# the spread of the tiny-model rows they were fitted to, across core families.
+OVERHEAD_ERROR_PCT = 30.0
 _OVERRIDE_KEYS = ("requant", "op_overhead", "invoke_overhead", "byte")
 
 
@@ -80,6 +92,7 @@ class LatencyEstimate:
     ops: tuple[OpEstimate, ...]
     version: str
     coefficients_source: str
+    fixed_ms: float = 0.0  # of ``ms``: what no kernel scale multiplies (dispatch, unscaled)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
@@ -173,29 +186,53 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     return _Resolved(table, factor, scale, error, source, checked, op_errors)
 
 
-def op_cycles(feat: OpFeatures, table: PathTable) -> float:
-    """Cycles of one op on a path's anchor core, before core factor and scale."""
+def work_cycles(feat: OpFeatures, table: PathTable) -> float:
+    """Cycles of one op's kernel work on a path's anchor core, before core factor and scale."""
     mac = table.mac.get(feat.variant, table.mac.get("other", 40.0))
-    return (
-        mac * feat.units
-        + table.requant * feat.outputs
-        + table.byte * feat.bytes_moved
-        + table.op_overhead
-    )
+    return mac * feat.units + table.requant * feat.outputs + table.byte * feat.bytes_moved
+
+
+def op_cycles(feat: OpFeatures, table: PathTable) -> float:
+    """Cycles of one op on a path's anchor core at scale 1: work plus dispatch overhead."""
+    return work_cycles(feat, table) + table.op_overhead
+
+
+def split_cycles(feat: OpFeatures, table: PathTable) -> tuple[float, float]:
+    """(cycles the path's scale multiplies, cycles it does not) of one op, at scale 1.
+
+    The scale covers the kernel's work, except for the variants the table runs
+    unscaled (:attr:`PathTable.unscaled`); the per-op dispatch is never scaled.
+    """
+    work = work_cycles(feat, table)
+    if feat.variant in table.unscaled:
+        return 0.0, work + table.op_overhead
+    return work, table.op_overhead
+
+
+# Keys of :func:`base_cycles` for cycles no path scale multiplies: the per-invoke
+# overhead (fitted on its own, see fit.fit_dispatch) and everything else fixed.
+INVOKE, FIXED = "invoke", "fixed"
 
 
 def base_cycles(graph: Any, core: str, kernels: str) -> dict[str, float]:
     """Unscaled cycles per code path (core factor applied) of one graph.
 
-    The fit multiplies each path's share by that path's scale.
+    The fit multiplies each path's share by that path's scale; the :data:`INVOKE`
+    share (per-invoke overhead) and the :data:`FIXED` one (per-op dispatch,
+    unscaled variants) keep scale 1.
     """
     tables = path_tables()
     main = path_for(core, kernels)
-    shares: dict[str, float] = {main: tables[main].invoke_overhead * _core_factor(main, core)}
+    fixed = 0.0
+    shares: dict[str, float] = {main: 0.0}
     for op, feat in zip(graph.ops, op_features(graph), strict=True):
         path = main if is_accelerated(op, kernels) else "tflm-ref"
-        cycles = op_cycles(feat, tables[path]) * _core_factor(path, core)
-        shares[path] = shares.get(path, 0.0) + cycles
+        factor = _core_factor(path, core)
+        scaled, unscaled = split_cycles(feat, tables[path])
+        shares[path] = shares.get(path, 0.0) + scaled * factor
+        fixed += unscaled * factor
+    shares[FIXED] = fixed
+    shares[INVOKE] = tables[main].invoke_overhead * _core_factor(main, core)
     return shares
 
 
@@ -232,30 +269,63 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     """
     main = resolve(board, board.kernels)
     ref = resolve(board, "reference") if board.kernels != "reference" else main
-    per_ms = 1000.0 / board.clock_hz
-    total = main.table.invoke_overhead * main.factor * main.scale
-    overhead_error = main.error_pct if main.checked else max(main.error_pct, NO_DATA_ERROR_PCT)
-    weighted, ops, mac_count = total * overhead_error, [], 0
+    tally = _tally(graph, board, main, ref)
+    slow, slow_error = MEMORY_FACTORS.get(board.memory, (1.0, 0.0))
+    per_ms = 1000.0 / board.clock_hz * slow
+    ms = tally.total * per_ms
+    peak = board.peak_macs_per_cycle or 1.0
+    lower = tally.macs / peak * per_ms / slow  # the MAC units do not slow down
+    error = tally.weighted / tally.total if tally.total > 0 else main.error_pct
+    ops = tuple(
+        OpEstimate(
+            op.index,
+            op.name,
+            feat.variant,
+            feat.macs,
+            cycles * per_ms,
+            fast,
+            round(math.hypot(err, slow_error), 1),
+        )  # fmt: skip
+        for op, feat, cycles, fast, err in tally.ops
+    )
+    return LatencyEstimate(
+        ms=ms,
+        error_pct=round(math.hypot(error, slow_error), 1),
+        lower_bound_ms=lower,
+        mac_utilisation=lower / ms if ms > 0 else 0.0,
+        ops=ops,
+        version=_version(board),
+        coefficients_source=main.source,
+        fixed_ms=tally.fixed * per_ms,
+    )
+
+
+@dataclass
+class _Tally:
+    """Cycles of one invoke: total, the unscaled part, error-weighted, MACs, per op."""
+
+    total: float
+    fixed: float
+    weighted: float
+    macs: int = 0
+    ops: list[tuple[Any, OpFeatures, float, bool, float]] = field(default_factory=list)
+
+
+def _tally(graph: Any, board: Any, main: _Resolved, ref: _Resolved) -> _Tally:
+    """Walk the graph: each op on its code path (the board's library or the reference)."""
+    invoke = main.table.invoke_overhead * main.factor
+    tally = _Tally(total=invoke, fixed=invoke, weighted=invoke * OVERHEAD_ERROR_PCT)
     for op, feat in zip(graph.ops, op_features(graph), strict=True):
         fast = board.kernels != "reference" and is_accelerated(op, board.kernels)
         coef = main if fast else ref
-        cycles = op_cycles(feat, coef.table) * coef.factor * coef.scale
-        error = coef.variant_error(feat.variant)
-        total += cycles
-        weighted += cycles * error
-        mac_count += feat.macs if feat.variant in MAC_VARIANTS else 0
-        ops.append(
-            OpEstimate(op.index, op.name, feat.variant, feat.macs, cycles * per_ms, fast, error)
-        )
-    ms = total * per_ms
-    peak = board.peak_macs_per_cycle or 1.0
-    lower = mac_count / peak * per_ms
-    return LatencyEstimate(
-        ms=ms,
-        error_pct=round(weighted / total, 1) if total > 0 else main.error_pct,
-        lower_bound_ms=lower,
-        mac_utilisation=lower / ms if ms > 0 else 0.0,
-        ops=tuple(ops),
-        version=_version(board),
-        coefficients_source=main.source,
-    )
+        scaled, unscaled = split_cycles(feat, coef.table)
+        dispatch = coef.table.op_overhead * coef.factor
+        work = scaled * coef.factor * coef.scale + (unscaled * coef.factor - dispatch)
+        cycles = work + dispatch
+        spent = work * coef.variant_error(feat.variant) + dispatch * OVERHEAD_ERROR_PCT
+        error = round(spent / cycles, 1) if cycles > 0 else OVERHEAD_ERROR_PCT
+        tally.total, tally.weighted = tally.total + cycles, tally.weighted + spent
+        tally.fixed += unscaled * coef.factor
+        tally.macs += feat.macs if feat.variant in MAC_VARIANTS else 0
+        tally.ops.append((op, feat, cycles, fast, error))
+    return tally

@@ -54,7 +54,7 @@ def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, 
     those ops (its uncertainty).
     """
     from mcunas.predict.features import op_features
-    from mcunas.predict.latency import op_cycles, resolve
+    from mcunas.predict.latency import resolve, work_cycles
 
     coef = resolve(board, board.kernels)
     per_variant: dict[str, list[tuple[float, object]]] = {}
@@ -63,8 +63,11 @@ def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, 
         feat = feats.get(rec.op_index)
         if feat is None or feat.units <= 0:
             continue
-        cycles = rec.latency_ms * rec.clock_hz / 1000.0 / (coef.factor * coef.scale)
-        rest = op_cycles(feat, coef.table) - coef.table.mac.get(feat.variant, 0.0) * feat.units
+        # the kernel's work, in scale-1 anchor cycles: dispatch is not scaled
+        cycles = rec.latency_ms * rec.clock_hz / 1000.0 / coef.factor - coef.table.op_overhead
+        if feat.variant not in coef.table.unscaled:
+            cycles /= coef.scale
+        rest = work_cycles(feat, coef.table) - coef.table.mac.get(feat.variant, 0.0) * feat.units
         per_variant.setdefault(feat.variant, []).append(
             (max(cycles - rest, 0.0) / feat.units, (feat, cycles))
         )
@@ -72,7 +75,7 @@ def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, 
     errors = {}
     for variant, xs in per_variant.items():
         table = coef.table.__class__(**{**coef.table.__dict__, "mac": {**coef.table.mac, **costs}})
-        errs = [abs(op_cycles(f, table) / cyc - 1) * 100 for _, (f, cyc) in xs if cyc > 0]
+        errs = [abs(work_cycles(f, table) / cyc - 1) * 100 for _, (f, cyc) in xs if cyc > 0]
         errors[variant] = round(statistics.median(errs), 1) if errs else 100.0
     return costs, errors
 
@@ -88,7 +91,8 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
 
     from mcunas.predict.latency import predict_latency
 
-    unit: dict[str, float] = {}
+    unit: dict[str, float] = {}  # the kernels' work at scale 1, ms
+    fixed: dict[str, float] = {}  # the interpreter's overhead, ms (not scaled)
     for row in rows:
         lib = {**(board.latency or {}).get(row.kernels, {}), "scale": 1.0}
         b = replace(
@@ -97,14 +101,18 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
             clock_hz=row.clock_hz,
             latency={**(board.latency or {}), row.kernels: lib},
         )
-        unit[row.id] = predict_latency(_graph(row.model), b).ms
+        est = predict_latency(_graph(row.model), b)
+        unit[row.id], fixed[row.id] = est.ms - est.fixed_ms, est.fixed_ms
     results = []
     for row in rows:
         others = [
-            r.latency_ms / unit[r.id] for r in rows if r.id != row.id and r.kernels == row.kernels
+            max(r.latency_ms - fixed[r.id], 1e-9) / unit[r.id]
+            for r in rows
+            if r.id != row.id and r.kernels == row.kernels and unit[r.id] > 0
         ]
         scale = _geomean(others) if others else _scale_without(row)
-        results.append(LooResult(row, scale * unit[row.id], scale, len(others)))
+        predicted = scale * unit[row.id] + fixed[row.id]
+        results.append(LooResult(row, predicted, scale, len(others), fixed[row.id]))
     return results
 
 
@@ -213,8 +221,13 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
             entry["checked_variants"] = sorted(entry.get("op_error_pct", {}))
         elif mine:
             loo = board_loo(trial, mine)
-            unit = [r.row.latency_ms / (r.predicted_ms / r.scale) for r in loo]
-            entry["scale"] = round(_geomean(unit), 4)
+            unit = [  # rows of overhead-bound models (all fixed costs) say nothing of it
+                max(r.row.latency_ms - r.fixed_ms, 1e-9) / ((r.predicted_ms - r.fixed_ms) / r.scale)
+                for r in loo
+                if r.predicted_ms > r.fixed_ms
+            ]
+            if unit:
+                entry["scale"] = round(_geomean(unit), 4)
             entry["error_pct"] = round(statistics.median(abs(r.error_pct) for r in loo), 1)
             entry["rows"] = [r.id for r in mine]
             entry["checked_variants"] = checked_variants(mine).get(mine[0].path, [])
@@ -241,14 +254,15 @@ def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -
     same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
     if not same_runs:
         return
-    unit = [
-        r.latency_ms
-        / predict_latency(
-            _graph(r.model), replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
-        ).ms
-        for r in same_runs
-    ]
-    entry["scale"] = round(_geomean(unit), 4)
+    ratios = []
+    for r in same_runs:
+        b = replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
+        est = predict_latency(_graph(r.model), b)
+        work = est.ms - est.fixed_ms  # the scale multiplies the kernels' work only
+        if work > 0:
+            ratios.append(max(r.latency_ms - est.fixed_ms, 1e-9) / work)
+    if ratios:
+        entry["scale"] = round(_geomean(ratios), 4)
     entry["rows"] = [r.id for r in same_runs]
     ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
     cv = cross_validate(prior, ops, same_runs, graph_of)

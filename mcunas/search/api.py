@@ -66,6 +66,8 @@ def check_search(config: SearchConfig) -> BoardProfile:
             f"rack file not found: {config.rack} (see `mcunas rack --help` for its format)"
         )
     board = load_board(config.board)
+    if config.clock_mhz is not None:
+        board = board.at_clock(config.clock_mhz)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
     if config.resume and not TrialStore.exists_in(out_dir):

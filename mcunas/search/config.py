@@ -24,6 +24,7 @@ MEASURES = ("simulator", "board", "hybrid")
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
 IDENTITY = (
     "board",
+    "clock_mhz",
     "strategy",
     "seed",
     "dataset",
@@ -46,6 +47,7 @@ class SearchConfig:
 
     board: str
     out: str | None = None
+    clock_mhz: float | None = None  # the board's clock, when not its profile's
     strategy: str = DEFAULT_STRATEGY
     max_trials: int = DEFAULT_MAX_TRIALS
     max_draws: int | None = None

@@ -97,7 +97,6 @@ class GroundTruth:
                 * feat.units
                 + t.requant * self.requant_factor * feat.outputs
                 + t.byte * feat.bytes_moved
-                + t.op_overhead * self.op_overhead_factor
             )
             if feat.variant in MAC_VARIANTS and op.outputs:
                 shape = op.outputs[0].shape or (1,)
@@ -105,7 +104,9 @@ class GroundTruth:
                 cycles += MISS_CYCLES * max(feat.weight_bytes - CACHE_BYTES, 0)
             key = f"{self.seed}:{graph.model_size_bytes}:{graph.total_macs}:{feat.index}"
             noise = random.Random(zlib.crc32(key.encode()))
-            cycles *= coef.factor * coef.scale * (1 + JITTER * (2 * noise.random() - 1))
+            cycles *= coef.scale  # the kernels' work scales; the dispatch does not
+            cycles += t.op_overhead * self.op_overhead_factor
+            cycles *= coef.factor * (1 + JITTER * (2 * noise.random() - 1))
             out.append(cycles / board.clock_hz * 1000.0)
         return out
 
@@ -115,7 +116,7 @@ class GroundTruth:
 
         coef = resolve(replace(board, latency={}), board.kernels)
         cycles = coef.table.invoke_overhead * self.invoke_overhead_factor * coef.factor
-        return cycles * coef.scale / board.clock_hz * 1000.0
+        return cycles / board.clock_hz * 1000.0
 
     def latency_ms(self, graph: Any, board: BoardProfile) -> float:
         """True whole-model latency (ops + invoke overhead), in ms."""
