@@ -28,6 +28,7 @@ TOP_KEYS = (
     "peak_macs_per_cycle",
     "max_arena_bytes",
     "memory",
+    "multicore_kernels",
     "firmware",
     "platformio",
     "serial",

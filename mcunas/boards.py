@@ -120,6 +120,7 @@ class BoardProfile:
     peak_macs_per_cycle: float = 0.0
     max_arena_bytes: int = 0
     memory: str = "sram"  # where model, arena and code live (board_checks.MEMORY_PLACES)
+    multicore_kernels: bool = False  # CONV_2D and DEPTHWISE_CONV_2D split over two cores
     pio_env: str = ""
     pio_board: str = ""
     pio_platform: str = ""
@@ -287,6 +288,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             peak_macs_per_cycle=_peak_macs(data, where),
             max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
             memory=_memory(data, where),
+            multicore_kernels=_flag(data, "multicore_kernels", where),
             pio_env=str(pio.get("env", "")),
             pio_board=str(pio.get("board", "")),
             pio_platform=str(pio.get("platform", "")),
@@ -302,6 +304,13 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
         raise BoardProfileError(f"{where}: malformed value ({exc})") from exc
     _check_model_room(board, where)
     return board
+
+
+def _flag(data: dict[str, Any], key: str, where: str) -> bool:
+    value = data.get(key, False)
+    if not isinstance(value, bool):
+        raise BoardProfileError(f"{where}: {key} must be true or false, got {value!r}")
+    return value
 
 
 def _memory(data: dict[str, Any], where: str) -> str:

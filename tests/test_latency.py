@@ -245,3 +245,20 @@ def test_older_runtimes_widen_the_band_but_do_not_set_the_centre():
     recent_only = fit_scales([r for r in rows if r.recent])
     assert fit_scales(rows)["cmsis-nn-dsp"] == pytest.approx(recent_only["cmsis-nn-dsp"])
     assert fit_scales(old)["cmsis-nn-dsp"] > 1.5 * recent_only["cmsis-nn-dsp"]
+
+
+def test_dual_core_kernels_on_the_rp2040_match_pico_tflmicro(tmp_path, graphs):
+    board = load_board("rp2040")
+    one = predict_latency(graphs["person_detect_int8"], board).ms
+    two = predict_latency(
+        graphs["person_detect_int8"], dataclasses.replace(board, multicore_kernels=True)
+    ).ms
+    assert one == pytest.approx(823.7, rel=0.01)  # its own published single-core row
+    assert two == pytest.approx(587.4, rel=0.10)  # pico-tflmicro's multicore figure
+    path = tmp_path / "pico2.toml"
+    text = (Path(board.path).read_text()).replace(
+        'kernels = "cmsis-nn"', 'kernels = "cmsis-nn"\nmulticore_kernels = "yes"'
+    )
+    path.write_text(text)
+    with pytest.raises(BoardProfileError, match="multicore_kernels must be true or false"):
+        load_board(str(path))

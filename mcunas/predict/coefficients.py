@@ -18,6 +18,7 @@ __all__ = [
     "DEFAULT_CHECKED",
     "DISPATCH_CYCLES",
     "MEMORY_FACTORS",
+    "MULTICORE_FACTORS",
     "DEFAULT_ERRORS",
     "DEFAULT_SCALES",
     "PRIOR_TABLES",
@@ -92,6 +93,15 @@ MEMORY_FACTORS: dict[str, tuple[float, float]] = {
     "psram": (1.5, 50.0),
     "sdram": (1.5, 50.0),
 }
+
+
+# Kernel time with ``multicore_kernels = true``: pico-tflmicro splits CONV_2D and
+# DEPTHWISE_CONV_2D over both RP2040 cores. From its benchmark_results.txt
+# (person_detect, per op, with and without TF_LITE_PICO_MULTICORE): geometric
+# mean of the per-op ratios, 0.79 for CONV_2D (0.61-0.87 by shape) and 0.63 for
+# DEPTHWISE_CONV_2D (0.53 on most; a one-channel input is not split); the whole
+# model went from 823.7 to 587.4 ms, 0.713x, which these factors reproduce.
+MULTICORE_FACTORS = {"CONV_2D": 0.79, "DEPTHWISE_CONV_2D": 0.63}
 
 
 def dispatch_cycles(anchor_core: str) -> tuple[float, float]:

@@ -45,6 +45,7 @@ from mcunas.predict.coefficients import (
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
     MEMORY_FACTORS,
+    MULTICORE_FACTORS,
     PRIOR_TABLES,
     PathTable,
     path_for,
@@ -321,6 +322,8 @@ def _tally(graph: Any, board: Any, main: _Resolved, ref: _Resolved) -> _Tally:
         scaled, unscaled = split_cycles(feat, coef.table)
         dispatch = coef.table.op_overhead * coef.factor
         work = scaled * coef.factor * coef.scale + (unscaled * coef.factor - dispatch)
+        if board.multicore_kernels:
+            work *= MULTICORE_FACTORS.get(op.name, 1.0)
         cycles = work + dispatch
         spent = work * coef.variant_error(feat.variant) + dispatch * OVERHEAD_ERROR_PCT
         error = round(spent / cycles, 1) if cycles > 0 else OVERHEAD_ERROR_PCT
