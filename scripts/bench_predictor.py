@@ -85,6 +85,26 @@ def _line(name: str, stats: dict[str, float]) -> str:
     )
 
 
+def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN001
+    """Print the defaults of mcunas/predict/coefficients.py and the boards' own scales."""
+    scales = fit_scales(rows)
+    errors: dict[str, list[float]] = defaultdict(list)
+    for r in bare:
+        errors[r.row.path].append(abs(r.error_pct))
+    print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
+    print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))
+    bands = {p: round(band_pct(e), 1) for p, e in sorted(errors.items())}
+    print("DEFAULT_ERRORS = " + repr(bands))
+    print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
+    by_board: dict[tuple[str, str], list] = defaultdict(list)
+    for r in results:
+        by_board[(r.row.board, r.row.kernels)].append(r)
+    for (board, kernels), group in sorted(by_board.items()):
+        own = fit_scales([g.row for g in group], fixed=scales)
+        med = statistics.median(abs(g.error_pct) for g in group)
+        print(f"{board} [{kernels}] scale={own[group[0].row.path]:.4f} loo_median={med:.1f}%")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--csv", type=Path, default=None, help="default: the built-in rows")
@@ -138,22 +158,7 @@ def main() -> int:
     print(f"Bare profile, conv models: {len(within)}/{len(conv)} within ±30%")
     band_report(bare)
     if args.emit_defaults:
-        scales = fit_scales(rows)
-        errors: dict[str, list[float]] = defaultdict(list)
-        for r in bare:
-            errors[r.row.path].append(abs(r.error_pct))
-        print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
-        print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))
-        bands = {p: round(band_pct(e), 1) for p, e in sorted(errors.items())}
-        print("DEFAULT_ERRORS = " + repr(bands))
-        print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
-        by_board: dict[tuple[str, str], list] = defaultdict(list)
-        for r in results:
-            by_board[(r.row.board, r.row.kernels)].append(r)
-        for (board, kernels), group in sorted(by_board.items()):
-            own = fit_scales([g.row for g in group], fixed=scales)
-            med = statistics.median(abs(g.error_pct) for g in group)
-            print(f"{board} [{kernels}] scale={own[group[0].row.path]:.4f} loo_median={med:.1f}%")
+        emit_defaults(rows, results, bare)
     print(f"\n({time.perf_counter() - start:.2f} s)")
     return 0
 
