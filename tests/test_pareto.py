@@ -151,3 +151,22 @@ def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
     fast = rec("14", 0.99, 1.0, 0.41)
     assert "faster (1.00 vs 5.65 ms)" in choice_reason([top, fast], choose_best([top, fast]))
     assert choice_reason([top, calm], top) is None
+
+
+def test_the_seed_design_is_kept_within_the_tie() -> None:
+    from mcunas.search.result import choice_reason, choose_best
+    from mcunas.search.store import TrialRecord, TrialStatus
+
+    def rec(tid, score, lat, loss, origin=None):
+        return TrialRecord(
+            tid, status=TrialStatus.OK, score=score, int8_accuracy=score, int8_loss=loss,
+            latency_ms=lat, peak_sram_bytes=1000, model_path="m.tflite", origin=origin,
+        )  # fmt: skip
+
+    seed, small = rec("0", 1.0, 2.3, 0.09, "seed"), rec("05", 1.0, 0.6, 0.07)
+    assert choose_best([seed, small]) is seed
+    assert "the --seed-arch design, within 0.5 points of trial 05" in choice_reason(
+        [seed, small], seed
+    )
+    better = rec("06", 1.0, 0.6, 0.07)
+    assert choose_best([rec("0", 0.99, 2.3, 0.09, "seed"), better]) is better  # beaten by > 0.5

@@ -338,3 +338,15 @@ def test_infeasible_candidates_complete_with_score_zero(tmp_path: Path) -> None:
     trials = tuner.oracle.trials.values()
     infeasible = [t for t in trials if t.metrics.get_last_value("feasible") == 0.0]
     assert infeasible and all(t.status == "COMPLETED" and t.score == 0.0 for t in infeasible)
+
+
+def test_trials_drawing_the_seed_design_are_marked(tmp_path: Path) -> None:
+    from mcunas.search.oracles import seed_first_trial
+
+    seed = {"family": "dsconv", "width": 16}
+    tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=3, seeds=[seed])
+    seed_first_trial(tuner.oracle, [seed])
+    tuner.search()
+    rows = store.trials()
+    assert rows[0].hyperparameters == seed and rows[0].origin == "seed"
+    assert all(r.origin is None for r in rows[1:] if r.hyperparameters != seed)

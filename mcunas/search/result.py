@@ -68,17 +68,21 @@ def front_of(records: Sequence[TrialRecord]) -> list[TrialRecord]:
 def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
     """The feasible trial with the highest score.
 
-    Scores within :data:`ACCURACY_TIE` of the top tie. Among those, the ones
-    whose INT8 validation loss is within :data:`LOSS_TIE` of the lowest stay tied
-    (a trial without a recorded loss stays too); of these the lowest latency
-    wins, then the lowest peak SRAM, then the higher score (a Hyperband round
-    often re-trains the same architecture: same costs, better accuracy).
+    Scores within :data:`ACCURACY_TIE` of the top tie. If the ``--seed-arch``
+    design (or a smaller variant of it) is among them, the choice stays with it:
+    a searched candidate has to beat the known design by more than validation
+    noise. Among the rest, the ones whose INT8 validation loss is within
+    :data:`LOSS_TIE` of the lowest stay tied (a trial without a recorded loss
+    stays too); of these the lowest latency wins, then the lowest peak SRAM,
+    then the higher score (a Hyperband round often re-trains the same
+    architecture: same costs, better accuracy).
     """
     ok = [r for r in records if r.feasible and r.model_path]
     if not ok:
         return None
     top = max(r.score or 0.0 for r in ok)
     near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
+    near = [r for r in near if r.origin == "seed"] or near
     losses = [r.int8_loss for r in near if r.int8_loss is not None]
     if losses:
         near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
@@ -92,7 +96,13 @@ def choice_reason(records: Sequence[TrialRecord], best: TrialRecord) -> str | No
     """Why ``best`` was chosen over a higher-scoring trial, or None if it scored highest."""
     ok = [r for r in records if r.feasible and r.model_path]
     top = max(ok, key=lambda r: (r.score or 0.0, -(r.latency_ms or 0.0)), default=None)
-    if top is None or top is best or (top.score or 0.0) <= (best.score or 0.0):
+    if top is None or top is best:
+        return None
+    tied = f"within {100 * ACCURACY_TIE:g} points of trial {top.trial_id} "
+    tied += f"({100 * (top.score or 0):.1f}%)"
+    if best.origin == "seed":
+        return f"the --seed-arch design, {tied}: a candidate must beat it by more"
+    if (top.score or 0.0) <= (best.score or 0.0):
         return None
     why = f"tied with trial {top.trial_id} ({100 * (top.score or 0):.1f}%, within "
     why += f"{100 * ACCURACY_TIE:g} points)"

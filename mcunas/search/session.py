@@ -103,8 +103,7 @@ class SearchSession:
 
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             seed = self._seed_name(space)
-            if seed:
-                self._seed(oracle, space, seed)
+            seeds = self._seed(oracle, space, seed) if seed else []
             tuner = HardwareAwareTuner(
                 oracle,
                 space,
@@ -120,6 +119,7 @@ class SearchSession:
                 overwrite=not cfg.resume,
                 max_draws=cfg.draw_cap,
                 debug=self.debug,
+                seeds=seeds,
             )
             self._reconcile(oracle)
             tuner.search()
@@ -148,13 +148,18 @@ class SearchSession:
             return None
         return auto_reference(self.dataset.kind, self.dataset.input_shape)
 
-    def _seed(self, oracle: Any, space: Any, name: str) -> None:
-        """Start from reference design ``name`` scaled to the data, shrunk until it fits."""
+    def _seed(self, oracle: Any, space: Any, name: str) -> list[dict[str, Any]]:
+        """Start from reference design ``name`` scaled to the data, shrunk until it fits.
+
+        Returns the ladder of its variants (hyperparameter values), largest first.
+        """
         from mcunas.search.oracles import seed_first_trial
         from mcunas.space.reference import reference_ladder
 
         ladder = reference_ladder(name, self.dataset.input_shape)
-        seed_first_trial(oracle, [space.hyperparameters(**v).values for v in ladder])
+        values = [space.hyperparameters(**v).values for v in ladder]
+        seed_first_trial(oracle, values)
+        return values
 
     def _reconcile(self, oracle: Any) -> None:
         """Square the store with keras-tuner's state after a kill.

@@ -52,6 +52,7 @@ class TrialRecord:
     trial_id: str
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     family: str | None = None
+    origin: str | None = None  # "seed": the --seed-arch design or a smaller variant of it
     status: TrialStatus = TrialStatus.RUNNING
     reason: str | None = None
     description: str | None = None

@@ -158,6 +158,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             ``max_trials`` counts trained candidates, until this cap.
         debug: bool, let keras-tuner print each failed trial's traceback (``mcunas --debug``;
             default False: the reason is in the store and the progress line).
+        seeds: list of hyperparameter values of the ``--seed-arch`` design and its smaller
+            variants: a trial drawing one of them is stored with ``origin = "seed"``.
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -176,9 +178,11 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         warm_start: bool | None = None,
         max_draws: int | None = None,
         debug: bool = False,
+        seeds: list[dict[str, Any]] | None = None,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
+        self.seeds = list(seeds or [])
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
         self.warm = WarmStart(runner, store, self.models_dir, warm_start)
@@ -208,7 +212,10 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         """
         tid = trial.trial_id
         values = dict(trial.hyperparameters.values)
-        self.store.start_trial(tid, values, family=values.get("family"), started_at=time.time())
+        origin = "seed" if any(values.items() <= s.items() for s in self.seeds) else None
+        self.store.start_trial(
+            tid, values, family=values.get("family"), started_at=time.time(), origin=origin
+        )
         fatal = False
         try:
             return self._run_stages(trial, tid, values)
