@@ -79,7 +79,8 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
     assert (best_dir / "model.tflite").stat().st_size == info["model_bytes"]
 
 
-def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
+def _series_search(tmp_path: Path, out: str) -> SearchConfig:
+    """A one-trial search on two-channel sine series with a test split."""
     import numpy as np
 
     rng = np.random.default_rng(0)
@@ -94,9 +95,9 @@ def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
     (x, y), (xt, yt) = series(60), series(40)
     data = tmp_path / "imu.npz"
     np.savez(data, x_train=x, y_train=y, x_test=xt, y_test=yt, kind="series")
-    cfg = SearchConfig(
+    return SearchConfig(
         board="nano33ble",
-        out=str(tmp_path / "o"),
+        out=str(tmp_path / out),
         dataset=str(data),
         max_trials=1,
         epochs=1,
@@ -104,7 +105,10 @@ def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
         strategy="random",
         seed=1,
     )
-    result = run_search(cfg, stream=None)
+
+
+def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
+    result = run_search(_series_search(tmp_path, "o"), stream=None)
     assert result.best is not None
     assert result.test["samples"] == 40 and 0.0 <= result.test["int8_accuracy"] <= 1.0
     assert "Test split (40 samples, never used for selection)" in result.text()
@@ -114,6 +118,14 @@ def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
     assert "layer by layer" in page and "live arena KB" in page
     assert result.layers and result.layers[-1]["output_shape"] == [1, 2]
     assert max(r["live_bytes"] for r in result.layers) <= result.best.arena_bytes
+
+
+def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
+    first = run_search(_series_search(tmp_path, "a"), stream=None).best
+    second = run_search(_series_search(tmp_path, "b"), stream=None).best
+    assert first is not None and second is not None
+    assert (first.int8_accuracy, first.int8_loss) == (second.int8_accuracy, second.int8_loss)
+    assert first.model_sha256 == second.model_sha256
 
 
 def test_budgets_nobody_meets(tmp_path: Path) -> None:
