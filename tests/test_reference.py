@@ -128,6 +128,20 @@ def test_a_seed_that_misses_the_budgets_steps_down_until_one_fits(tmp_path) -> N
     assert not any(after.items() <= rung.items() for rung in ladder)
 
 
+def test_the_ladder_follows_trial_numbers_not_their_text(tmp_path) -> None:
+    """keras-tuner pads ids to max_trials' width, which grows as draws are refused."""
+    oracle, ladder = _seeded_oracle(tmp_path)
+    seen = {}
+    for i in range(4):
+        oracle.max_trials = 5 if i < 2 else 20  # ids "0", "1", then "02", "03"
+        trial = oracle.create_trial(f"w{i}")
+        seen[trial.trial_id] = trial.hyperparameters.values
+        _end(oracle, trial, feasible=0.0)
+    assert list(seen) == ["0", "1", "02", "03"]
+    rungs = [(v["st_resolution"], v["st_width_mult"]) for v in seen.values()]
+    assert rungs == [(1, 1.0), (1, 0.75), (1, 0.5), (2, 0.5)]
+
+
 def test_the_ladder_skips_resolutions_a_short_input_cannot_take() -> None:
     from mcunas.space.reference import reference_ladder
 

@@ -210,7 +210,7 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
     own = oracle.populate_space
 
     def populate_space(trial_id: str) -> dict[str, Any]:
-        done = [oracle.trials[t] for t in sorted(oracle.trials)]
+        done = [oracle.trials[t] for t in sorted(oracle.trials, key=_creation_order)]
         rung = len(done)
         seeds_refused = all(
             t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
@@ -221,6 +221,11 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
         return own(trial_id)
 
     oracle.populate_space = populate_space
+
+
+def _creation_order(trial_id: str) -> tuple[int, str]:
+    """Sort key of keras-tuner trial ids: by number ("0", "1", "02": padding grows)."""
+    return (int(trial_id), trial_id) if trial_id.isdigit() else (10**9, trial_id)
 
 
 def _refused(trial: Any) -> bool:
