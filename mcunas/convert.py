@@ -39,7 +39,34 @@ __all__ = [
 
 
 # Start-up chatter TensorFlow prints to fd 2 before its logging is set up.
-_TF_NOISE = ("absl::InitializeLog", "oneDNN custom operations are on")
+_TF_NOISE = (
+    "absl::InitializeLog",
+    "oneDNN custom operations are on",
+    # op determinism (training) rewrites tf.data maps; the rewrite logs this, harmlessly
+    "use_unbounded_threadpool",
+)
+
+
+@contextlib.contextmanager
+def tensorflow_chatter_dropped() -> Iterator[None]:
+    """Run TensorFlow work with its known harmless native log lines dropped.
+
+    Everything else TensorFlow writes to standard error is passed on after the block.
+    """
+    from mcunas.tflm import capture_fd2
+
+    log: list[str] = []
+    try:
+        with capture_fd2() as log:
+            yield
+    finally:
+        _pass_on(log[0] if log else "")
+
+
+def _pass_on(text: str) -> None:
+    kept = [ln for ln in text.splitlines() if ln and not any(n in ln for n in _TF_NOISE)]
+    if kept:
+        sys.stderr.write("\n".join(kept) + "\n")
 
 
 def import_tensorflow() -> Any:
@@ -51,14 +78,9 @@ def import_tensorflow() -> Any:
 
     if "tensorflow" in sys.modules:
         return sys.modules["tensorflow"]
-    from mcunas.tflm import capture_fd2
-
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    with capture_fd2() as log:
+    with tensorflow_chatter_dropped():
         import tensorflow as tf
-    kept = [ln for ln in log[0].splitlines() if ln and not any(n in ln for n in _TF_NOISE)]
-    if kept:
-        sys.stderr.write("\n".join(kept) + "\n")
     return tf
 
 

@@ -208,3 +208,14 @@ def test_model_sources_are_byte_identical_to_the_pinned_ones(name: str, tmp_path
     paths = write_model_sources(model.read_bytes(), tmp_path)
     digests = tuple(hashlib.sha256(p.read_bytes()).hexdigest()[:16] for p in paths)
     assert digests == PINNED_SOURCES[name]
+
+
+def test_tensorflow_chatter_is_dropped_and_the_rest_passed_on(capfd) -> None:
+    import os
+
+    from mcunas.convert import tensorflow_chatter_dropped
+
+    with tensorflow_chatter_dropped():
+        os.write(2, b"E0000 node_def_util.cc:682] NodeDef mentions use_unbounded_threadpool\n")
+        os.write(2, b"a real problem\n")
+    assert capfd.readouterr().err == "a real problem\n"

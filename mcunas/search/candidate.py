@@ -16,7 +16,7 @@ import keras
 import numpy as np
 
 from mcunas.boards import BoardProfile
-from mcunas.convert import convert_int8, to_inference_model
+from mcunas.convert import convert_int8, tensorflow_chatter_dropped, to_inference_model
 from mcunas.data import Dataset
 from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
@@ -156,15 +156,16 @@ class KerasRunner:
         epochs = max(initial_epoch + 1, int(epochs))
         steps = steps_per_epoch(self.recipe, len(d.x_train))
         compile_for_training(model, self.recipe, steps * (epochs - initial_epoch))
-        history = model.fit(
-            training_data(d, self.recipe, self.seed),
-            shuffle=False,  # the pipeline shuffles
-            epochs=epochs,
-            initial_epoch=initial_epoch,
-            validation_data=(d.x_val, keras.utils.to_categorical(d.y_val, d.num_classes)),
-            callbacks=[stop, keras.callbacks.TerminateOnNaN()],
-            verbose=0,
-        )
+        with tensorflow_chatter_dropped():
+            history = model.fit(
+                training_data(d, self.recipe, self.seed),
+                shuffle=False,  # the pipeline shuffles
+                epochs=epochs,
+                initial_epoch=initial_epoch,
+                validation_data=(d.x_val, keras.utils.to_categorical(d.y_val, d.num_classes)),
+                callbacks=[stop, keras.callbacks.TerminateOnNaN()],
+                verbose=0,
+            )
         losses = history.history.get("loss", [])
         if not losses or any(not math.isfinite(v) for v in losses):
             raise CandidateError("training diverged (loss is NaN or infinite)")
