@@ -204,11 +204,17 @@ def _graph(model: Path):  # noqa: ANN202 - Graph, imported lazily
 
 def row_cycles(row: CalibrationRow) -> dict[str, float]:
     """Unscaled modelled cycles of a row, per code path (its memory's factor applied)."""
+    return dict(_row_cycles(row.model, row.core, row.kernels, row.memory))
+
+
+@lru_cache(maxsize=256)
+def _row_cycles(model: Path, core: str, kernels: str, memory: str) -> tuple[tuple[str, float], ...]:
+    """Computed once per model and board: every leave-one-out fold reads each row again."""
     from mcunas.predict.coefficients import MEMORY_FACTORS
     from mcunas.predict.latency import base_cycles
 
-    slow = MEMORY_FACTORS[row.memory][0]
-    return {p: c * slow for p, c in base_cycles(_graph(row.model), row.core, row.kernels).items()}
+    slow = MEMORY_FACTORS[memory][0]
+    return tuple((p, c * slow) for p, c in base_cycles(_graph(model), core, kernels).items())
 
 
 MIN_CHECKED_SHARE = 0.01  # a variant under 1% of a row's modelled time is not checked by it
@@ -294,7 +300,7 @@ def fit_dispatch(rows: Iterable[CalibrationRow], scales: dict[str, float]) -> fl
     for row in rows:
         shares = row_cycles(row)
         modelled = sum(scales.get(p, 1.0) * c for p, c in shares.items())
-        if fixed_share(row, scales) < OVERHEAD_ROW_SHARE or not shares.get(INVOKE):
+        if _fixed_share(shares, modelled) < OVERHEAD_ROW_SHARE or not shares.get(INVOKE):
             continue
         rest = row.latency_ms / 1000.0 * row.clock_hz - (modelled - shares[INVOKE])
         per_unit = shares[INVOKE] / DISPATCH_CYCLES["invoke"]  # cycles per LX7 cycle
@@ -304,12 +310,10 @@ def fit_dispatch(rows: Iterable[CalibrationRow], scales: dict[str, float]) -> fl
     return statistics.median(statistics.fmean(v) for v in per_board.values())
 
 
-def fixed_share(row: CalibrationRow, scales: dict[str, float]) -> float:
-    """Share of a row's modelled cycles (at ``scales``) that no scale multiplies."""
+def _fixed_share(shares: dict[str, float], total: float) -> float:
+    """Share of a row's modelled cycles ``total`` that no scale multiplies."""
     from mcunas.predict.latency import FIXED, INVOKE
 
-    shares = row_cycles(row)
-    total = sum(scales.get(p, 1.0) * c for p, c in shares.items())
     return (shares.get(FIXED, 0.0) + shares.get(INVOKE, 0.0)) / total if total > 0 else 1.0
 
 
