@@ -27,7 +27,6 @@ from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
-    band_pct,
     checked_variants,
     coverage,
     fit_dispatch,
@@ -35,6 +34,8 @@ from mcunas.predict.fit import (  # noqa: E402
     leave_one_board_out,
     leave_one_out,
     load_calibration,
+    path_band,
+    path_bands,
     summarize,
 )
 from mcunas.predict.latency import predict_latency  # noqa: E402
@@ -57,15 +58,11 @@ def band_report(bare: list) -> None:  # noqa: ANN001
     """Coverage of the stated band on the leave-one-board-out predictions.
 
     Stated: the band a bare profile prints today (the defaults were fitted with
-    every row). Nested: each row's band from the other boards' errors on its code
-    path alone, so no row sets its own band.
+    every row). Nested: each row's band from the other boards' errors alone
+    (fit.path_band), so no row sets its own band.
     """
     stated = [predict_latency(read_graph(r.row.model), bare_profile(r.row)).error_pct for r in bare]
-    nested = []
-    for r in bare:
-        same = [o for o in bare if o.row.path == r.row.path and o.row.board != r.row.board]
-        others = [abs(o.error_pct) for o in same]
-        nested.append(band_pct(others) if others else 50.0)
+    nested = [path_band(r.row.path, [o for o in bare if o.row.board != r.row.board]) for r in bare]
     errs = [abs(r.error_pct) for r in bare]
     print(
         f"Stated band (bare profile): holds {coverage(bare, stated):.0%} of rows, median band "
@@ -88,12 +85,9 @@ def _line(name: str, stats: dict[str, float]) -> str:
 def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN001
     """Print the defaults of mcunas/predict/coefficients.py and the boards' own scales."""
     scales = fit_scales(rows)
-    errors: dict[str, list[float]] = defaultdict(list)
-    for r in bare:
-        errors[r.row.path].append(abs(r.error_pct))
     print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
     print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))
-    bands = {p: round(band_pct(e), 1) for p, e in sorted(errors.items())}
+    bands = {p: round(b, 1) for p, b in path_bands(bare).items()}
     print("DEFAULT_ERRORS = " + repr(bands))
     print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
     by_board: dict[tuple[str, str], list] = defaultdict(list)

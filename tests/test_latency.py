@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import dataclasses
-import math
 from pathlib import Path
 
 import pytest
@@ -21,12 +20,15 @@ from mcunas.predict.features import op_features
 from mcunas.predict.fit import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
+    LooResult,
     checked_variants,
     fit_dispatch,
     fit_scales,
     leave_one_board_out,
     leave_one_out,
     load_calibration,
+    path_band,
+    path_bands,
     predict_row_ms,
     summarize,
 )
@@ -113,17 +115,37 @@ def test_leave_one_board_out_is_a_bare_profile_and_gives_the_default_errors():
         scales = fit_scales(others)
         invoke = fit_dispatch(others, scales)
         assert r.predicted_ms == pytest.approx(predict_row_ms(r.row, scales, invoke))
-    errors: dict[str, list[float]] = {}
-    for r in bare:
-        errors.setdefault(r.row.path, []).append(abs(r.error_pct))
-    # the stated error is a band holding 90% of a path's rows (all of them below ten)
-    bands = {p: sorted(e)[min(len(e), math.ceil(0.9 * len(e))) - 1] for p, e in errors.items()}
-    assert bands == pytest.approx(DEFAULT_ERRORS, abs=0.1)
+    assert path_bands(bare) == pytest.approx(DEFAULT_ERRORS, abs=0.1)
     inside = sum(abs(r.error_pct) <= DEFAULT_ERRORS[r.row.path] + 0.05 for r in bare)
     assert inside / len(bare) >= 0.9
+    # nested: each row's band from the other boards alone still holds 90% of rows
+    nested = [path_band(r.row.path, [o for o in bare if o.row.board != r.row.board]) for r in bare]
+    assert sum(abs(r.error_pct) <= b for r, b in zip(bare, nested, strict=True)) / len(bare) >= 0.9
     # TFLM 2020 (L4R5) vs 2022 (RA6M4): one Cortex-M board says little about another
     l4r5 = [r.error_pct for r in bare if r.row.id.startswith("l4r5")]
     assert all(e < -25 for e in l4r5)
+
+
+def test_a_path_seen_on_one_board_states_its_librarys_spread():
+    row = load_calibration()[0]
+
+    def result(board: str, path: str, ratio: float) -> LooResult:
+        fake = dataclasses.replace(row, board=board, kernels=path.split("-nn")[0] + "-nn")
+        core = "cortex-m0plus" if path == "cmsis-nn-c" else "cortex-m4f"
+        fake = dataclasses.replace(fake, core=core)
+        return LooResult(fake, fake.latency_ms * ratio, 1.0, 1)
+
+    lucky = [result("pico", "cmsis-nn-c", 1.02)]
+    spread = [result(f"m4-{i}", "cmsis-nn-dsp", r) for i, r in enumerate((1.6, 0.6, 1.4, 0.7))]
+    assert [r.row.path for r in lucky + spread[:1]] == ["cmsis-nn-c", "cmsis-nn-dsp"]
+    alone = path_band("cmsis-nn-c", lucky)
+    pooled = path_band("cmsis-nn-c", lucky + spread)
+    assert alone < 4 and pooled > 40  # its own 2% alone; the library's spread once pooled
+    # a board with many rows counts once: repeating its rows does not narrow the band
+    repeated = spread + spread[:1] * 5
+    assert path_band("cmsis-nn-dsp", repeated) == pytest.approx(path_band("cmsis-nn-dsp", spread))
+    # a symmetric band in %: exp(z sigma) - 1 holds a 2x slower prediction at +100%
+    assert path_band("cmsis-nn-dsp", [result("x", "cmsis-nn-dsp", 2.0)]) > 100
 
 
 def test_builtin_board_fits_its_own_row_and_reports_loo_error(graphs):

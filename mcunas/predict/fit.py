@@ -37,7 +37,8 @@ __all__ = [
     "CalibrationRow",
     "LooResult",
     "checked_variants",
-    "band_pct",
+    "path_band",
+    "path_bands",
     "coverage",
     "fit_dispatch",
     "fit_scales",
@@ -405,18 +406,51 @@ def _predicted_from(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> 
 
 # Share of rows a stated error band should hold: a prediction interval, not a median.
 BAND_COVERAGE = 0.9
+# Its half-width in standard deviations of the log error (normal, two-sided 90%).
+BAND_Z = 1.645
+# Weight of the library's spread in a path's, in boards: a path measured on one or
+# two boards cannot tell its own spread, so it leans on its library's.
+PRIOR_BOARDS = 1.0
 
 
-def band_pct(errors: Sequence[float], coverage: float = BAND_COVERAGE) -> float:
-    """The narrowest symmetric band (in %) holding ``coverage`` of ``errors``.
+def path_band(path: str, results: Sequence[LooResult]) -> float:
+    """Stated error (in %) of a new board on ``path``, from leave-one-board-out results.
 
-    The ceil(coverage * n)-th smallest absolute error: with fewer than ten
-    rows, the largest. NaN without errors.
+    A 90% prediction interval of the log error ln(predicted / measured): its
+    variance per board is the mean square over the board's rows (so a board
+    with four rows counts once), and the path's variance is shrunk towards its
+    kernel library's (all paths of cmsis-nn, of esp-nn, ...) with a weight of
+    :data:`PRIOR_BOARDS` boards (empirical Bayes). A path seen on one board thus
+    states its library's spread, not that one board's luck; a path with many
+    boards states its own. The band is exp(z sigma) - 1: symmetric in % of the
+    measured latency, so it also holds the log-symmetric interval below.
+    NaN without results.
     """
-    ranked = sorted(abs(e) for e in errors)
-    if not ranked:
+    if not results:
         return float("nan")
-    return ranked[min(len(ranked), math.ceil(coverage * len(ranked))) - 1]
+    library = [r for r in results if _library(r.row.path) == _library(path)] or list(results)
+    prior = statistics.mean(_board_mean_squares(library))
+    own = _board_mean_squares([r for r in results if r.row.path == path])
+    variance = (sum(own) + PRIOR_BOARDS * prior) / (len(own) + PRIOR_BOARDS)
+    return (math.exp(BAND_Z * math.sqrt(variance)) - 1.0) * 100.0
+
+
+def path_bands(results: Sequence[LooResult]) -> dict[str, float]:
+    """:func:`path_band` of every path in ``results``."""
+    return {p: path_band(p, results) for p in sorted({r.row.path for r in results})}
+
+
+def _library(path: str) -> str:
+    """The kernel library of a code path: ``cmsis-nn-dsp`` -> ``cmsis-nn``."""
+    return path.rsplit("-", 1)[0]
+
+
+def _board_mean_squares(results: Sequence[LooResult]) -> list[float]:
+    """Per board: the mean squared log error of its rows."""
+    by_board: dict[str, list[float]] = {}
+    for r in results:
+        by_board.setdefault(r.row.board, []).append(math.log(r.predicted_ms / r.row.latency_ms))
+    return [statistics.mean(e * e for e in errs) for errs in by_board.values()]
 
 
 def coverage(results: Sequence[LooResult], bands: Sequence[float]) -> float:
