@@ -17,6 +17,7 @@ from mcunas.search.config import (
     DEFAULT_EPOCHS,
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
+    DEFAULT_SUBNETS,
     MEASURES,
     STRATEGIES,
     SearchConfig,
@@ -31,6 +32,7 @@ Examples:
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
   mcunas search --board nano33ble --clock-mhz 32 --max-latency-ms 20   # a slowed-down core
   mcunas search --board nano33ble --dataset data/kws --seed-arch kws-dscnn --max-latency-ms 50
+  mcunas search --board nano33ble --dataset data/kws --strategy supernet --subnets 1000
   mcunas search --out runs/kws --resume            # continue an interrupted search
   mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
   mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
@@ -53,7 +55,8 @@ are simulator estimates."""
     type=click.Choice(STRATEGIES),
     default=DEFAULT_STRATEGY,
     show_default=True,
-    help="Search strategy (evolution = aging evolution).",
+    help="Search strategy (evolution = aging evolution; supernet = train one weight-sharing "
+    "supernet, search its subnets, fine-tune the best --max-trials).",
 )
 @click.option(
     "--max-trials",
@@ -89,6 +92,26 @@ are simulator estimates."""
     show_default=True,
     help="Training augmentation by input kind (images: crop and shift; audio: time shift "
     "and _background_noise_; series: shift and jitter); flip adds mirrored images.",
+)
+@click.option(
+    "--supernet-epochs",
+    type=click.IntRange(min=1),
+    default=None,
+    help="--strategy supernet: epochs of supernet training [default: 2 x --epochs].",
+)
+@click.option(
+    "--subnets",
+    type=click.IntRange(min=1),
+    default=DEFAULT_SUBNETS,
+    show_default=True,
+    help="--strategy supernet: feasible subnets scored with inherited weights.",
+)
+@click.option(
+    "--finetune-epochs",
+    type=click.IntRange(min=0),
+    default=None,
+    help="--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
+    "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(

@@ -19,21 +19,18 @@ Example::
 from __future__ import annotations
 
 import json
-import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
-
 from mcunas.errors import UserError
+from mcunas.flatnet import FlatNet
 from mcunas.paths import user_path
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 
 SUITE_VERSION = "suite-5"
 SUITE_SIZES = ("small", "full")
-_ACT_SCALE = 0.05  # activation scale of every int8 tensor (softmax output excepted)
 
 
 @dataclass(frozen=True)
@@ -45,170 +42,12 @@ class SuiteModel:
     model_bytes: bytes
 
 
-class _Net:
-    """A tiny flatbuffer graph builder: int8 activations, constant weights, builtin options."""
-
-    def __init__(self, name: str) -> None:
-        self.rng = np.random.default_rng(zlib.crc32(name.encode()))
-        self.tensors: list[dict] = []
-        self.ops: list[tuple[str, list[int], list[int], str | None, dict]] = []
-
-    def tensor(
-        self,
-        shape: list[int],
-        dtype: str = "int8",
-        data: np.ndarray | None = None,
-        scale: list[float] | None = None,
-        zero_point: list[int] | None = None,
-        qdim: int = 0,
-    ) -> int:
-        self.tensors.append(
-            dict(
-                shape=list(shape),
-                dtype=dtype,
-                data=data,
-                qdim=qdim,
-                scale=[_ACT_SCALE] if scale is None and dtype == "int8" else scale,
-                zero_point=zero_point,
-            )
-        )
-        return len(self.tensors) - 1
-
-    def shape(self, t: int) -> list[int]:
-        return self.tensors[t]["shape"]
-
-    def op(
-        self,
-        name: str,
-        ins: list[int],
-        out_shape: list[int],
-        options: str | None = None,
-        out: int | None = None,
-        **fields: object,
-    ) -> int:
-        out = self.tensor(out_shape) if out is None else out
-        self.ops.append((name, ins, [out], options, fields))
-        return out
-
-    def _weights(self, shape: list[int], channels: int, qdim: int) -> tuple[int, int]:
-        w = self.rng.integers(-127, 128, size=shape, dtype=np.int8)
-        w_scale = list(self.rng.uniform(0.002, 0.02, size=channels))
-        wt = self.tensor(shape, data=w, scale=w_scale, zero_point=[0] * channels, qdim=qdim)
-        bias = self.rng.integers(-2000, 2000, size=channels, dtype=np.int32)
-        bt = self.tensor(
-            [channels], "int32", bias, [_ACT_SCALE * s for s in w_scale], [0] * channels
-        )
-        return wt, bt
-
-    # -- layers ---------------------------------------------------------------------
-    def conv(self, x: int, out_ch: int, k: int, stride: int = 1, relu: bool = True) -> int:
-        _, h, w, c = self.shape(x)
-        wt, bt = self._weights([out_ch, k, k, c], out_ch, 0)
-        oh, ow = -(-h // stride), -(-w // stride)
-        return self.op(
-            "CONV_2D",
-            [x, wt, bt],
-            [1, oh, ow, out_ch],
-            "Conv2DOptions",
-            padding=0,
-            strideW=stride,
-            strideH=stride,
-            fusedActivationFunction=3 if relu else 0,
-        )
-
-    def dwconv(self, x: int, k: int, stride: int = 1, mult: int = 1) -> int:
-        _, h, w, c = self.shape(x)
-        wt, bt = self._weights([1, k, k, c * mult], c * mult, 3)
-        oh, ow = -(-h // stride), -(-w // stride)
-        return self.op(
-            "DEPTHWISE_CONV_2D",
-            [x, wt, bt],
-            [1, oh, ow, c * mult],
-            "DepthwiseConv2DOptions",
-            padding=0,
-            strideW=stride,
-            strideH=stride,
-            depthMultiplier=mult,
-            fusedActivationFunction=3,
-        )
-
-    def fc(self, x: int, units: int) -> int:
-        shape = self.shape(x)
-        wt, bt = self._weights([units, shape[-1]], 1, 0)
-        self.tensors[bt]["shape"] = [units]
-        self.tensors[bt]["data"] = self.rng.integers(-2000, 2000, size=units, dtype=np.int32)
-        out_shape = [*shape[:-1], units] if len(shape) > 2 else [1, units]
-        return self.op(
-            "FULLY_CONNECTED",
-            [x, wt, bt],
-            out_shape,
-            "FullyConnectedOptions",
-            keepNumDims=len(shape) > 2,
-        )
-
-    def pool(self, x: int, kind: str, k: int, stride: int) -> int:
-        _, h, w, c = self.shape(x)
-        return self.op(
-            kind,
-            [x],
-            [1, (h - k) // stride + 1, (w - k) // stride + 1, c],
-            "Pool2DOptions",
-            padding=1,
-            strideW=stride,
-            strideH=stride,
-            filterWidth=k,
-            filterHeight=k,
-        )
-
-    def const_i32(self, values: list[int]) -> int:
-        return self.tensor([len(values)], "int32", np.array(values, np.int32), None)
-
-    def mean(self, x: int) -> int:
-        _, _, _, c = self.shape(x)
-        return self.op(
-            "MEAN", [x, self.const_i32([1, 2])], [1, 1, 1, c], "ReducerOptions", keepDims=True
-        )
-
-    def transpose(self, x: int) -> int:
-        b, n, k = self.shape(x)
-        return self.op("TRANSPOSE", [x, self.const_i32([0, 2, 1])], [b, k, n])
-
-    def bmm(self, a: int, b: int) -> int:
-        sa, sb = self.shape(a), self.shape(b)
-        return self.op(
-            "BATCH_MATMUL", [a, b], [sa[0], sa[1], sb[1]], "BatchMatMulOptions", adjY=True
-        )
-
-    def softmax(self, x: int) -> int:
-        out = self.tensor(self.shape(x), scale=[1 / 256], zero_point=[-128])
-        return self.op("SOFTMAX", [x], [], "SoftmaxOptions", out=out, beta=1.0)
-
-    def binary(self, kind: str, a: int, b: int) -> int:
-        opts = {"ADD": "AddOptions", "MUL": "MulOptions"}.get(kind, "SquaredDifferenceOptions")
-        return self.op(kind, [a, b], self.shape(a), opts)
-
-    def finish(self, inputs: list[int], outputs: list[int]) -> bytes:
-        return _pack(self, inputs, outputs)
-
-
-def _pack(net: _Net, inputs: list[int], outputs: list[int]) -> bytes:
-    from mcunas.tflm import build_model
-
-    return build_model(
-        list(net.ops),
-        list(net.tensors),
-        inputs,
-        outputs,
-        description=f"mcunas calibration {SUITE_VERSION}",
-    )
-
-
 # -- the suite ----------------------------------------------------------------------------
-Recipe = Callable[[_Net, int], int]  # (net, input tensor) -> output tensor
+Recipe = Callable[[FlatNet, int], int]  # (net, input tensor) -> output tensor
 
 
 def _single(kind: str, **kw: int) -> Recipe:
-    def build(n: _Net, x: int) -> int:
+    def build(n: FlatNet, x: int) -> int:
         if kind == "conv":
             return n.conv(x, kw["out"], kw["k"], kw.get("stride", 1))
         if kind == "dw":
@@ -228,24 +67,24 @@ def _single(kind: str, **kw: int) -> Recipe:
     return build
 
 
-def _ds_block(n: _Net, x: int) -> int:
+def _ds_block(n: FlatNet, x: int) -> int:
     c = n.shape(x)[-1]
     return n.conv(n.dwconv(x, 3, 2), c * 2, 1)
 
 
-def _mb_block(n: _Net, x: int) -> int:
+def _mb_block(n: FlatNet, x: int) -> int:
     c = n.shape(x)[-1]
     y = n.conv(n.dwconv(n.conv(x, c * 3, 1), 5, 1), c, 1, relu=False)
     return n.binary("ADD", x, y)
 
 
-def _attention(n: _Net, x: int) -> int:
+def _attention(n: FlatNet, x: int) -> int:
     q = n.fc(x, n.shape(x)[-1])
     scores = n.softmax(n.bmm(q, x))
     return n.fc(n.bmm(scores, n.transpose(x)), n.shape(x)[-1])
 
 
-def _head(n: _Net, x: int) -> int:
+def _head(n: FlatNet, x: int) -> int:
     c = n.shape(x)[-1]
     pooled = n.mean(x)
     flat = n.op("RESHAPE", [pooled, n.const_i32([1, c])], [1, c], "ReshapeOptions", newShape=[1, c])
@@ -361,9 +200,9 @@ def _block_recipes() -> list[RecipeRow]:
 
 def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
     """One model: ``recipe`` applied to an int8 input of ``input_shape``."""
-    net = _Net(name)
+    net = FlatNet(name)
     x = net.tensor(input_shape)
-    return net.finish([x], [recipe(net, x)])
+    return net.finish([x], [recipe(net, x)], f"mcunas calibration {SUITE_VERSION}")
 
 
 def build_suite(size: str = "small") -> list[SuiteModel]:

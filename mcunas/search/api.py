@@ -139,7 +139,10 @@ def _run_locked(
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
-        from mcunas.search.session import SearchSession
+        if config.strategy == "supernet":
+            from mcunas.supernet.session import SupernetSession as SearchSession
+        else:
+            from mcunas.search.session import SearchSession
 
         session = SearchSession(config, board, out_dir, store, debug=debug)
         out = sys.stderr if stream == "stderr" else stream
@@ -176,7 +179,7 @@ _SEARCH_FILES = (
     "pareto.png",
     "report.html",
 )
-_SEARCH_DIRS = ("models", "best", "tuner")
+_SEARCH_DIRS = ("models", "best", "tuner", "supernet")
 
 
 def _clear_earlier_search(out_dir: Path) -> None:

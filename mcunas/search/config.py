@@ -9,9 +9,21 @@ from typing import Any
 from mcunas.errors import UserError
 from mcunas.search.budgets import Budgets
 
-__all__ = ["DEFAULT_EPOCHS", "DEFAULT_MAX_TRIALS", "MEASURES", "STRATEGIES", "SearchConfig"]
+__all__ = [
+    "DEFAULT_EPOCHS",
+    "DEFAULT_MAX_TRIALS",
+    "DEFAULT_SUBNETS",
+    "MEASURES",
+    "STRATEGIES",
+    "SearchConfig",
+]
 
-STRATEGIES = ("random", "bayesian", "hyperband", "evolution")
+STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
+# --strategy supernet: subnets scored with inherited weights by default, and the
+# supernet's epochs as a multiple of --epochs (each step trains four subnets).
+DEFAULT_SUBNETS = 300
+SUPERNET_EPOCHS_PER_EPOCH = 2
+FINETUNE_SHARE = 0.2  # fine-tuning epochs as a share of --epochs
 # Defaults measured so that `mcunas search --board esp32s3` finishes in under
 # 10 minutes on 2 cores and reaches >= 95% INT8 accuracy on digits (see README).
 DEFAULT_MAX_TRIALS = 15
@@ -38,6 +50,8 @@ IDENTITY = (
     "seed_arch",
     "batch_size",
     "augment",
+    "supernet_epochs",
+    "finetune_epochs",
 )
 
 
@@ -67,6 +81,18 @@ class SearchConfig:
     resume: bool = False
     batch_size: int | None = None
     augment: str = "auto"
+    supernet_epochs: int | None = None  # --strategy supernet; default 2 x epochs
+    subnets: int = DEFAULT_SUBNETS  # --strategy supernet: subnets scored in the search
+    finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
+
+    @property
+    def supernet_plan(self) -> tuple[int, int]:
+        """(supernet epochs, fine-tuning epochs) of ``--strategy supernet``."""
+        supernet = self.supernet_epochs or SUPERNET_EPOCHS_PER_EPOCH * self.epochs
+        finetune = self.finetune_epochs
+        if finetune is None:
+            finetune = max(1, round(FINETUNE_SHARE * self.epochs))
+        return supernet, finetune
 
     @property
     def draw_cap(self) -> int:
@@ -102,13 +128,28 @@ class SearchConfig:
         if self.families and "stages" not in self.families:
             raise UserError("--seed-arch is a design of the 'stages' family: add it to --families.")
 
+    def _check_supernet(self) -> None:
+        if self.families and tuple(self.families) != ("stages",):
+            raise UserError(
+                "--strategy supernet searches the 'stages' family only (inverted-residual "
+                f"stages); drop --families {','.join(self.families)} or use --strategy evolution."
+            )
+        if self.seed_arch not in (None, "auto", "none"):
+            raise UserError("--seed-arch starts evolution, random or bayesian; not supernet.")
+        if (self.supernet_epochs is not None and self.supernet_epochs < 1) or self.subnets < 1:
+            raise UserError("--supernet-epochs and --subnets must be at least 1.")
+        if self.finetune_epochs is not None and self.finetune_epochs < 0:
+            raise UserError("--finetune-epochs must be 0 (none) or more.")
+
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""
         if self.strategy not in STRATEGIES:
             raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
-        if self.seed_arch not in (None, "auto", "none"):
+        if self.strategy == "supernet":
+            self._check_supernet()
+        elif self.seed_arch not in (None, "auto", "none"):
             self._check_seed_arch()
         if self.measure == "simulator" and (self.port or self.rack):
             raise UserError(

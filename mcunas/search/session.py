@@ -55,7 +55,9 @@ class SearchSession:
             open_measurer(kind, self.board, port=cfg.port or "auto", rack=cfg.rack, check=True)
         )
 
-    def _components(self) -> tuple[Any, Any, Callable[[], None]]:
+    def _components(
+        self, families: tuple[str, ...] | None = None
+    ) -> tuple[Any, Any, Callable[[], None]]:
         """The search space, the candidate runner and a clean-up callable (closes both)."""
         cfg = self.config
         stack = contextlib.ExitStack()
@@ -66,7 +68,7 @@ class SearchSession:
         from mcunas.space import FAMILIES, McuSearchSpace
 
         space = McuSearchSpace(
-            self.dataset.input_shape, self.dataset.num_classes, cfg.families or FAMILIES
+            self.dataset.input_shape, self.dataset.num_classes, families or cfg.families or FAMILIES
         )
         worker = TflmWorker(self.board)
         stack.callback(worker.close)

@@ -43,6 +43,7 @@ class TrialStatus(enum.StrEnum):
     INFEASIBLE = "infeasible"  # failed the cost check (or a measured budget): see reason
     FAILED = "failed"  # could not build, train, convert or measure: see reason
     RUNNING = "running"  # started, not finished (or killed mid-trial)
+    SCREENED = "screened"  # a subnet scored with inherited supernet weights, not fine-tuned
 
 
 @dataclass
@@ -52,13 +53,15 @@ class TrialRecord:
     trial_id: str
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     family: str | None = None
-    origin: str | None = None  # "seed": the --seed-arch design or a smaller variant of it
+    origin: str | None = None  # "seed": a --seed-arch rung; "supernet": a subnet
     status: TrialStatus = TrialStatus.RUNNING
     reason: str | None = None
     description: str | None = None
     float_accuracy: float | None = None
     int8_accuracy: float | None = None
     int8_loss: float | None = None  # mean cross-entropy of the INT8 model on validation
+    inherited_accuracy: float | None = None  # a subnet's, supernet weights (float, validation)
+    inherited_loss: float | None = None  # its cross-entropy there (nats)
     score: float | None = None
     latency_ms: float | None = None
     latency_error_pct: float | None = None

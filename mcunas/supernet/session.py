@@ -1,0 +1,299 @@
+"""``mcunas search --strategy supernet``: train one supernet, search its subnets, fine-tune.
+
+Three stages, each resumable without losing finished work:
+
+1. **supernet** (:mod:`mcunas.supernet.train`): checkpointed every epoch;
+2. **subnet search** (:mod:`mcunas.supernet.evolve`): every subnet drawn is a
+   trial row (``origin = "supernet"``): its cost checked against the board and
+   the budgets from its INT8 graph (:mod:`mcunas.supernet.costgraph`, the same
+   profile as every trial's check), then, if it fits, scored with inherited
+   weights (``screened``, ``inherited_accuracy``). A resumed search replays the
+   same draws from the store;
+3. **fine-tuning**: the best ``--max-trials`` screened subnets are extracted,
+   fine-tuned for ``--finetune-epochs``, converted to INT8, scored with the
+   TFLite Micro kernels and measured (simulator, board or rack) like any trial;
+   they become ``ok`` (or ``infeasible``) rows with ``int8_accuracy``.
+
+The front, the report and ``best/`` then come from the ``ok`` rows as in
+every search.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import os
+import time
+from typing import Any
+
+from mcunas.errors import CandidateError, FatalError, describe
+from mcunas.files import write_file
+from mcunas.search.budgets import score, violations
+from mcunas.search.pareto import Point, dominates
+from mcunas.search.progress import Progress, format_duration
+from mcunas.search.session import SearchSession
+from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.supernet.evolve import EvolutionSettings, evolve
+from mcunas.supernet.spec import Subnet, SupernetSpec, subnet_from_values, subnet_values
+
+__all__ = ["SupernetSession"]
+
+ORIGIN = "supernet"
+REPORT_EVERY = 25  # subnets between two progress lines of the search
+POPULATION = 40
+
+
+class _TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
+    """The time budget ran out between two subnets."""
+
+
+class SupernetSession(SearchSession):
+    """A search with ``--strategy supernet`` (see the module); reporting is inherited."""
+
+    def run(self, progress: Progress) -> str | None:
+        """Train (or resume) the supernet, search its subnets, fine-tune the best."""
+        from mcunas.data import load_dataset
+        from mcunas.search.recipe import plan_recipe
+        from mcunas.supernet.spec import plan_supernet
+
+        cfg = self.config
+        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        spec = plan_supernet(d.input_shape, d.num_classes)
+        space, runner, close = self._components(("stages",))
+        epochs, finetune = cfg.supernet_plan
+        progress.note(
+            f"Data: {len(d.y_train)} training, {len(d.y_val)} validation samples of "
+            f"{d.input_shape} ({d.kind}), {d.num_classes} classes. Supernet: "
+            f"{spec.space_size():,} subnets; {epochs} epochs, then {cfg.subnets} subnets "
+            f"scored, the best {cfg.max_trials} fine-tuned for {finetune} epochs."
+        )
+        try:
+            scorer = self._supernet(spec, epochs, progress)
+            if scorer is None:
+                return "time budget reached while training the supernet (--resume continues)"
+            if not self._search(spec, scorer, runner, space, progress):
+                return "time budget reached during the subnet search (--resume continues)"
+            return self._finetune(spec, scorer, runner, space, finetune, progress)
+        finally:
+            close()
+
+    # ------------------------------------------------------------------ stage 1
+    def _supernet(self, spec: SupernetSpec, epochs: int, progress: Progress) -> Any | None:
+        """The trained supernet's scorer; None if the time budget ran out first."""
+        from mcunas.supernet.subnets import SubnetScorer
+        from mcunas.supernet.train import SupernetTrainer
+
+        cfg = self.config
+        trainer = SupernetTrainer(spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed)
+        done = trainer.load()
+        if done:
+            progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
+        seconds: list[float] = []
+
+        def report(epoch: int, loss: float, took: float) -> None:
+            seconds.append(took)
+            left = (epochs - epoch) * sum(seconds) / len(seconds)
+            progress.note(
+                f"[supernet {epoch:>{len(str(epochs))}}/{epochs}] loss {loss:.3f} | "
+                f"{format_duration(progress.elapsed_s)}, ~{format_duration(left)} left"
+            )
+            if progress.time_up() and epoch < epochs:
+                raise _TimeUp
+
+        try:
+            trainer.train(report)
+        except _TimeUp:
+            return None
+        return SubnetScorer(trainer.model, self.dataset, cfg.seed)
+
+    # ------------------------------------------------------------------ stage 2
+    def _search(
+        self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, progress: Progress
+    ) -> bool:
+        """Evolve over subnets; False if the time budget ran out first."""
+        cfg = self.config
+        rows = {subnet_from_values(spec, r.hyperparameters): r for r in self._rows()}
+        numbers = itertools.count(len(rows))
+        stats = {"scored": sum(r.inherited_accuracy is not None for r in rows.values())}
+        start = time.monotonic()
+
+        def evaluate(net: Subnet) -> tuple[float, float] | None:
+            rec = rows.get(net)
+            if rec is not None and rec.status != TrialStatus.RUNNING:
+                return _result(rec)
+            if progress.time_up():
+                raise _TimeUp
+            tid = rec.trial_id if rec is not None else f"s{next(numbers):04d}"
+            result = self._screen(spec, scorer, runner, space, net, tid)
+            if result is not None:
+                stats["scored"] += 1
+                if stats["scored"] % REPORT_EVERY == 0 or stats["scored"] == cfg.subnets:
+                    self._search_line(stats["scored"], time.monotonic() - start, progress)
+            return result
+
+        settings = EvolutionSettings(subnets=cfg.subnets, population=min(POPULATION, cfg.subnets))
+        try:
+            evolve(spec, evaluate, settings, seed=cfg.seed)
+        except _TimeUp:
+            return False
+        return True
+
+    def _screen(
+        self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, net: Subnet, tid: str
+    ) -> tuple[float, float] | None:
+        """Cost check, then (if it fits) the inherited score; one trial row either way."""
+        from mcunas.supernet.costgraph import subnet_tflite
+
+        values = subnet_values(spec, net)
+        self.store.start_trial(tid, values, family="stages", origin=ORIGIN, started_at=time.time())
+        self.store.update(tid, description=space.describe(space.hyperparameters(**values)))
+        start = time.perf_counter()
+        try:
+            cost = runner.worker.profile(subnet_tflite(spec, net))
+        except CandidateError as exc:
+            self._end(tid, TrialStatus.FAILED, f"check failed: {exc}", check_s=_since(start))
+            return None
+        self.store.record_figures(tid, cost, before_training=True)
+        reasons = violations(cost, self.config.budgets)
+        if reasons:
+            self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons), check_s=_since(start))
+            return None
+        checked = time.perf_counter()
+        result = scorer.score(net)
+        self.store.finish_trial(
+            tid,
+            TrialStatus.SCREENED,
+            inherited_accuracy=result.accuracy,
+            inherited_loss=result.loss,
+            macs=cost.macs,
+            check_s=checked - start,
+            eval_s=_since(checked),
+            finished_at=time.time(),
+        )
+        return result.accuracy, result.loss
+
+    def _search_line(self, scored: int, seconds: float, progress: Progress) -> None:
+        best = min(self._rows(TrialStatus.SCREENED), key=_inherited, default=None)
+        left = (self.config.subnets - scored) * seconds / max(1, scored)
+        best_txt = (
+            "" if best is None else f"best inherited {100 * (best.inherited_accuracy or 0):.1f}% | "
+        )
+        progress.note(
+            f"[subnets {scored}/{self.config.subnets}] {best_txt}"
+            f"{format_duration(progress.elapsed_s)}, ~{format_duration(left)} left"
+        )
+
+    # ------------------------------------------------------------------ stage 3
+    def _finetune(
+        self,
+        spec: SupernetSpec,
+        scorer: Any,
+        runner: Any,
+        space: Any,
+        epochs: int,
+        progress: Progress,
+    ) -> str | None:
+        """Fine-tune, convert, score and measure the best screened subnets."""
+        scored = [r for r in self._rows() if r.inherited_accuracy is not None]
+        top = sorted(scored, key=_inherited)[: self.config.max_trials]
+        for done, rec in enumerate(top, start=1):
+            if rec.status in (TrialStatus.SCREENED, TrialStatus.RUNNING):
+                if progress.time_up():
+                    return "time budget reached while fine-tuning (--resume continues)"
+                net = subnet_from_values(spec, rec.hyperparameters)
+                self._finetune_one(rec.trial_id, net, scorer, runner, space, epochs)
+            ok = self._rows(TrialStatus.OK)
+            best = max(ok, key=lambda r: r.score or 0.0, default=None)
+            progress.trial_done(self.store.get(rec.trial_id), done, best)  # type: ignore[arg-type]
+        return None
+
+    def _finetune_one(
+        self, tid: str, net: Subnet, scorer: Any, runner: Any, space: Any, epochs: int
+    ) -> None:
+        from mcunas.search.tuner import TrainResult
+
+        self.store.update(tid, status=TrialStatus.RUNNING)
+        timings: dict[str, float] = {}
+        stage, clock = "extract", time.perf_counter()
+        try:
+            model = scorer.extract(net, space)
+            timings["build_s"], clock, stage = _since(clock), time.perf_counter(), "fine-tune"
+            trained = runner.train(model, epochs) if epochs else TrainResult(None, 0)
+            timings["train_s"], clock, stage = _since(clock), time.perf_counter(), "convert"
+            model_bytes = runner.convert(model)
+            timings["convert_s"], clock, stage = _since(clock), time.perf_counter(), "evaluate"
+            evaluated = runner.evaluate(model_bytes)
+            timings["eval_s"], clock, stage = _since(clock), time.perf_counter(), "measure"
+            cost = runner.measure(model_bytes, self._promising(evaluated.accuracy))
+            timings["measure_s"] = _since(clock)
+        except FatalError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing subnet is recorded, search goes on
+            self._end(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}", **timings)
+            return
+        self._record(tid, model_bytes, cost, evaluated, trained.float_accuracy, timings)
+        self.store.update(tid, epochs_run=trained.epochs_run)
+
+    def _record(
+        self,
+        tid: str,
+        model_bytes: bytes,
+        cost: Any,
+        evaluated: Any,
+        float_accuracy: float | None,
+        timings: dict[str, float],
+    ) -> None:
+        """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
+        path = write_file(self.out_dir / "models" / f"trial_{tid}.tflite", model_bytes)
+        self.store.record_figures(tid, cost)
+        self.store.update(
+            tid,
+            float_accuracy=float_accuracy,
+            int8_accuracy=evaluated.accuracy,
+            int8_loss=evaluated.loss,
+            model_path=os.path.relpath(path, self.store.path.parent),
+            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
+            **timings,
+        )
+        reasons = violations(cost, self.config.budgets)
+        if reasons:
+            self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
+            return
+        result = score(evaluated.accuracy, cost, self.config.budgets)
+        self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time())
+
+    def _promising(self, accuracy: float) -> Any:
+        """Would a subnet with these figures join the front (``--measure hybrid``)."""
+        front = [
+            Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0)
+            for r in self._rows(TrialStatus.OK)
+        ]
+        return lambda cost: (
+            not any(
+                dominates(p, Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)) for p in front
+            )
+        )
+
+    # ------------------------------------------------------------------ store
+    def _rows(self, status: TrialStatus | None = None) -> list[TrialRecord]:
+        return [r for r in self.store.trials(status) if r.origin == ORIGIN]
+
+    def _end(self, tid: str, status: TrialStatus, reason: str, **values: Any) -> None:
+        self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
+
+
+def _result(rec: TrialRecord) -> tuple[float, float] | None:
+    """A stored subnet's search result (None: it did not fit or failed its check)."""
+    if rec.inherited_accuracy is None:
+        return None
+    return rec.inherited_accuracy, rec.inherited_loss or 0.0
+
+
+def _inherited(rec: TrialRecord) -> tuple[float, float, str]:
+    """Sort key of screened subnets: best inherited accuracy, then loss, then id."""
+    return (-(rec.inherited_accuracy or 0.0), rec.inherited_loss or 0.0, rec.trial_id)
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start
