@@ -17,12 +17,14 @@ fraction in [0, 1].
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = [
     "Point",
     "dominates",
+    "front_test",
     "hypervolume",
     "non_dominated_sort",
     "normalized_hypervolume",
@@ -49,6 +51,24 @@ def dominates(a: Point, b: Point) -> bool:
     """True if ``a`` is no worse than ``b`` everywhere and better somewhere."""
     fa, fb = a.minimised(), b.minimised()
     return all(x <= y for x, y in zip(fa, fb, strict=True)) and fa != fb
+
+
+def front_test(feasible: Sequence[Any], accuracy: float) -> Callable[[Any], bool]:
+    """A test of cost figures: would a candidate of ``accuracy`` with them join the front.
+
+    ``feasible`` are the trials found so far (``int8_accuracy``, ``latency_ms``,
+    ``peak_sram_bytes``); the test takes the candidate's figures (``latency_ms``,
+    ``peak_sram_bytes``), e.g. a simulated estimate before a board run.
+    """
+    front = [
+        Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0) for r in feasible
+    ]
+
+    def joins(cost: Any) -> bool:
+        cand = Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)
+        return not any(dominates(p, cand) for p in front)
+
+    return joins
 
 
 def non_dominated_sort(points: Sequence[Point]) -> list[list[Point]]:

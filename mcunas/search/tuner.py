@@ -37,7 +37,7 @@ from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.pareto import Point, dominates
+from mcunas.search.pareto import front_test
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
@@ -333,16 +333,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
 
     def _promising(self, accuracy: float) -> Callable[[Figures], bool]:
         """A test: would a candidate with these figures join the current Pareto front."""
-        front = [
-            Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0)
-            for r in self.store.trials(TrialStatus.OK)
-        ]
-
-        def promising(cost: Figures) -> bool:
-            cand = Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)
-            return not any(dominates(p, cand) for p in front)
-
-        return promising
+        return front_test(self.store.trials(TrialStatus.OK), accuracy)
 
     def _after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""

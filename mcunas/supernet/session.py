@@ -29,7 +29,7 @@ from typing import Any
 from mcunas.errors import CandidateError, FatalError, describe
 from mcunas.files import write_file
 from mcunas.search.budgets import score, violations
-from mcunas.search.pareto import Point, dominates
+from mcunas.search.pareto import front_test
 from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialRecord, TrialStatus
@@ -225,7 +225,8 @@ class SupernetSession(SearchSession):
             timings["convert_s"], clock, stage = _since(clock), time.perf_counter(), "evaluate"
             evaluated = runner.evaluate(model_bytes)
             timings["eval_s"], clock, stage = _since(clock), time.perf_counter(), "measure"
-            cost = runner.measure(model_bytes, self._promising(evaluated.accuracy))
+            ok = self._rows(TrialStatus.OK)
+            cost = runner.measure(model_bytes, front_test(ok, evaluated.accuracy))
             timings["measure_s"] = _since(clock)
         except FatalError:
             raise
@@ -262,18 +263,6 @@ class SupernetSession(SearchSession):
             return
         result = score(evaluated.accuracy, cost, self.config.budgets)
         self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time())
-
-    def _promising(self, accuracy: float) -> Any:
-        """Would a subnet with these figures join the front (``--measure hybrid``)."""
-        front = [
-            Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0)
-            for r in self._rows(TrialStatus.OK)
-        ]
-        return lambda cost: (
-            not any(
-                dominates(p, Point(accuracy, cost.latency_ms, cost.peak_sram_bytes)) for p in front
-            )
-        )
 
     # ------------------------------------------------------------------ store
     def _rows(self, status: TrialStatus | None = None) -> list[TrialRecord]:

@@ -170,23 +170,21 @@ def _can_stride(sizes: list[tuple[int, int]]) -> bool:
 
 def largest(spec: SupernetSpec) -> Subnet:
     """The biggest subnet: finest resolution, every block, largest kernels and expansion."""
-    n = len(spec.stages)
-    return Subnet(
-        min(spec.resolutions),
-        (max(DEPTHS),) * n,
-        tuple(max(s.kernels) for s in spec.stages),
-        (max(EXPANSIONS),) * n,
-    )
+    return _extreme(spec, max)
 
 
 def smallest(spec: SupernetSpec) -> Subnet:
     """The smallest subnet: coarsest resolution, one block per stage, smallest choices."""
+    return _extreme(spec, min)
+
+
+def _extreme(spec: SupernetSpec, pick: Any) -> Subnet:
     n = len(spec.stages)
     return Subnet(
-        max(spec.resolutions),
-        (min(DEPTHS),) * n,
-        tuple(min(s.kernels) for s in spec.stages),
-        (min(EXPANSIONS),) * n,
+        (min if pick is max else max)(spec.resolutions),  # a finer input is a larger subnet
+        (pick(DEPTHS),) * n,
+        tuple(pick(s.kernels) for s in spec.stages),
+        (pick(EXPANSIONS),) * n,
     )
 
 

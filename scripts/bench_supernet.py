@@ -1,0 +1,199 @@
+"""Weight-sharing search: rank agreement, throughput and quality at equal wall time.
+
+- **rank**: one supernet trained on the task; N random subnets inside the
+  budgets, each scored with inherited weights (BatchNorm recalibrated) and
+  trained from scratch with the search's recipe for ``--epochs``; Kendall's
+  tau between the two test accuracies (float, the task's test split: never
+  used by either). Also the seconds per subnet of each way.
+- **quality**: ``mcunas search --strategy supernet`` on the task and budget,
+  then the per-trial evolution search given the same wall time; test
+  accuracy of each ``best/`` (INT8, TFLite Micro kernels), subnets scored per
+  hour of the subnet search against trials trained per hour.
+
+Tasks and budgets as ``scripts/bench tasks`` (aeon's UCR/UEA sets, digits).
+Latency and SRAM are simulator estimates; hours are wall time on this machine.
+
+    scripts/bench supernet [--part rank|quality|all] [--tasks digits,gunpoint,basicmotions]
+                           [--budget esp32s3] [--subnets 12] [--epochs 30]
+                           [--supernet-epochs 60] [--out runs/bench-supernet]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench_tasks import BUDGETS, mcunas_run, task_arrays  # noqa: E402
+
+
+def _feasible_subnets(spec, worker, budgets, n: int, seed: int) -> list:  # noqa: ANN001
+    from mcunas.search.budgets import violations
+    from mcunas.supernet.costgraph import subnet_tflite
+    from mcunas.supernet.spec import random_subnet
+
+    rng, picks, seen = random.Random(seed), [], set()
+    while len(picks) < n:
+        net = random_subnet(spec, rng)
+        if net not in seen:
+            seen.add(net)
+            if not violations(worker.profile(subnet_tflite(spec, net)), budgets):
+                picks.append(net)
+    return picks
+
+
+def _test_accuracy(model, d) -> float:  # noqa: ANN001
+    probs = model.predict(d.x_test, batch_size=256, verbose=0)
+    return float(np.mean(np.argmax(probs, axis=-1) == d.y_test))
+
+
+def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
+    """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
+    import keras
+    from scipy.stats import kendalltau
+
+    from mcunas.boards import load_board
+    from mcunas.data import load_dataset
+    from mcunas.search.budgets import Budgets
+    from mcunas.search.candidate import KerasRunner
+    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.recipe import plan_recipe
+    from mcunas.space import McuSearchSpace
+    from mcunas.supernet.spec import plan_supernet, subnet_values
+    from mcunas.supernet.subnets import SubnetScorer
+    from mcunas.supernet.train import SupernetTrainer
+
+    board_name, latency, sram = BUDGETS[args.budget]
+    board, d = load_board(board_name), load_dataset(str(npz), seed=args.seed)
+    recipe, spec = plan_recipe(d), plan_supernet(d.input_shape, d.num_classes)
+    worker = TflmWorker(board)
+    space = McuSearchSpace(d.input_shape, d.num_classes, ("stages",))
+    runner = KerasRunner(space, d, board, worker, recipe=recipe, seed=args.seed)
+    start = time.monotonic()
+    trainer = SupernetTrainer(spec, d, recipe, args.supernet_epochs, out, args.seed)
+    trainer.load()
+    trainer.train(lambda e, loss, s: print(f"  supernet {e}/{args.supernet_epochs} {s:.1f}s"))
+    supernet_s = time.monotonic() - start
+    scorer = SubnetScorer(trainer.model, d, args.seed)
+    start = time.monotonic()  # what the search spends per subnet: cost checks and a score
+    nets = _feasible_subnets(spec, worker, Budgets(latency, sram, None), args.subnets, args.seed)
+    for n in nets:
+        scorer.score(n)
+    inherited_s = (time.monotonic() - start) / len(nets)
+    inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
+    start, alone = time.monotonic(), []
+    for i, net in enumerate(nets):
+        keras.utils.set_random_seed(args.seed + i)
+        model = space.build(space.hyperparameters(**subnet_values(spec, net)))
+        model.optimizer.learning_rate.assign(0.003)  # a from-scratch rate, as the searches'
+        runner.train(model, args.epochs)
+        alone.append(_test_accuracy(model, d))
+        print(f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f}")
+    alone_s = (time.monotonic() - start) / len(nets)
+    worker.close()
+    tau = kendalltau(inherited, alone)
+    return {
+        "task": task,
+        "tau": float(tau.statistic),
+        "p": float(tau.pvalue),
+        "subnets": len(nets),
+        "supernet_s": supernet_s,
+        "inherited_s_per_subnet": inherited_s,
+        "standalone_s_per_subnet": alone_s,
+        "pairs": [[n.key(), a, b] for n, a, b in zip(nets, inherited, alone, strict=True)],
+    }
+
+
+def _search_seconds(out: Path) -> tuple[int, float]:
+    """Subnets scored and the seconds their checks and scores took, from the store."""
+    from mcunas.search.store import TrialStore
+
+    store = TrialStore.open(out)
+    rows = [r for r in store.trials() if r.origin == "supernet"]
+    store.close()
+    scored = [r for r in rows if r.inherited_accuracy is not None]
+    return len(scored), sum(r.check_s + (r.eval_s if r.train_s == 0 else 0) for r in rows)
+
+
+def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
+    """The supernet search, then the per-trial evolution search given its wall time."""
+    budget = BUDGETS[args.budget]
+    sn = mcunas_run(
+        npz, out / "supernet", budget, args, strategy="supernet",
+        supernet_epochs=args.supernet_epochs, subnets=args.search_subnets,
+    )  # fmt: skip
+    scored, search_s = _search_seconds(out / "supernet")
+    evo = mcunas_run(
+        npz, out / "evolution", budget, args, strategy="evolution", max_trials=1000,
+        time_budget_s=sn["wall_s"],
+    )  # fmt: skip
+    return {
+        "task": task,
+        "supernet": sn,
+        "evolution": evo,
+        "subnets_per_hour": 3600 * scored / max(search_s, 1e-9),
+        "trials_per_hour": 3600 * evo["trained"] / evo["wall_s"],
+    }
+
+
+def _pct(v: float | None) -> str:
+    return "-" if v is None else f"{100 * v:.1f}"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--part", choices=("rank", "quality", "all"), default="all")
+    parser.add_argument("--tasks", default="digits,gunpoint,basicmotions")
+    parser.add_argument("--rank-tasks", default="digits")
+    parser.add_argument("--budget", default="esp32s3", choices=sorted(BUDGETS))
+    parser.add_argument("--subnets", type=int, default=12, help="subnets in the rank check")
+    parser.add_argument("--search-subnets", type=int, default=300)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--supernet-epochs", type=int, default=60)
+    parser.add_argument("--trials", type=int, default=8, help="fine-tuned subnets")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="runs/bench-supernet")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    results: dict = {"rank": [], "quality": []}
+    tasks = args.rank_tasks if args.part == "rank" else args.tasks
+    for task in dict.fromkeys(tasks.split(",") + args.rank_tasks.split(",")):
+        npz = out / f"{task}.npz"
+        np.savez(npz, **task_arrays(task))
+        if args.part in ("rank", "all") and task in args.rank_tasks.split(","):
+            r = rank(task, npz, out / task / "rank", args)
+            results["rank"].append(r)
+            print(
+                f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
+                f"subnets; {r['inherited_s_per_subnet']:.2f} s inherited vs "
+                f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
+                f"{r['supernet_s']:.0f} s",
+                flush=True,
+            )
+        if args.part in ("quality", "all") and task in args.tasks.split(","):
+            q = quality(task, npz, out / task, args)
+            results["quality"].append(q)
+            sn, evo = q["supernet"], q["evolution"]
+            print(
+                f"QUALITY {task} {args.budget}: test supernet {_pct(sn.get('test'))} vs "
+                f"evolution {_pct(evo.get('test'))} in {sn['wall_s']:.0f} s; "
+                f"{q['subnets_per_hour']:.0f} subnets/h vs {q['trials_per_hour']:.0f} trials/h "
+                f"({q['subnets_per_hour'] / max(q['trials_per_hour'], 1e-9):.0f}x)",
+                flush=True,
+            )
+        (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
