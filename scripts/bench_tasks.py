@@ -35,6 +35,7 @@ import json
 import os
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -58,7 +59,12 @@ def _series(name: str) -> tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray,
         "basicmotions": ds.load_basic_motions,
         "gunpoint": ds.load_gunpoint,
         "japanesevowels": ds.load_japanese_vowels,
-    }[name]
+    }.get(name)
+    if loader is None:  # any other set bundled in the wheel, by its aeon name
+        bundled = {p.name.lower(): p.name for p in (Path(ds.__file__).parent / "data").iterdir()}
+        if name not in bundled:
+            raise SystemExit(f"no bundled aeon dataset {name!r}; choose from {sorted(bundled)}")
+        loader = partial(ds.load_classification, bundled[name])
     (x, y), (xt, yt) = loader(split="train"), loader(split="test")
     longest = max(s.shape[-1] for s in [*x, *xt])
 

@@ -112,23 +112,29 @@ def _tiny_data(shape: tuple[int, int, int] = SHAPE):
     return d, recipe
 
 
-def test_training_checkpoints_every_epoch_and_resumes(tmp_path: Path) -> None:
+def test_the_checkpoint_restores_weights_and_optimizer_and_refuses_another_supernet(
+    tmp_path: Path,
+) -> None:
     from mcunas.supernet.train import CHECKPOINT, SupernetTrainer
 
-    d, recipe = _tiny_data((16, 1, 2))  # one resolution: one graph to trace
+    d, recipe = _tiny_data((16, 1, 2))
     spec = plan_supernet((16, 1, 2), 3)
     first = SupernetTrainer(spec, d, recipe, 2, tmp_path, seed=4)
-    epochs: list[int] = []
-    first.train(lambda epoch, loss, took: epochs.append(epoch))
-    assert epochs == [1, 2] and (tmp_path / CHECKPOINT).is_file()
-    again = SupernetTrainer(spec, d, recipe, 2, tmp_path, seed=4)
-    assert again.load() == 2
+    first.optimizer.variables[0].assign(7)  # the step counter: restored like the rest
+    first.epochs_done = 1
+    first.save()
+    assert (tmp_path / CHECKPOINT).is_file()
+    again = SupernetTrainer(spec, d, recipe, 2, tmp_path, seed=5)  # other initial weights
+    assert again.load() == 1
     for a, b in zip(first.model.get_weights(), again.model.get_weights(), strict=True):
         np.testing.assert_array_equal(a, b)
-    again.train(lambda *a: pytest.fail("nothing left to train"))
+    assert int(again.optimizer.variables[0].numpy()) == 7
     other = SupernetTrainer(spec, d, recipe, 3, tmp_path, seed=4)
     with pytest.raises(UserError, match="another supernet"):
         other.load()
+    (tmp_path / CHECKPOINT).write_bytes(b"not a checkpoint")
+    with pytest.raises(UserError, match="not a readable supernet checkpoint"):
+        again.load()
 
 
 def test_inherited_scores_and_extraction(supernet) -> None:

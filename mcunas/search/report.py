@@ -114,12 +114,14 @@ NO_TEST = "No test split: the accuracies above are on the validation split."
 _CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}
 table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
 th{background:#eee}td.num{text-align:right}tr.ok{background:#f3fff3}
-tr.infeasible{background:#fff8ee}tr.failed{background:#fff0f0}.note{color:#555}"""
+tr.infeasible{background:#fff8ee}tr.failed{background:#fff0f0}tr.screened{color:#555}
+.note{color:#555}"""
 
 _COLUMNS = [
     ("trial", lambda r: r.trial_id),
     ("family", lambda r: r.family or ""),
     ("status", lambda r: str(r.status)),
+    ("inherited acc", lambda r: _pct(r.inherited_accuracy)),  # --strategy supernet
     ("float acc", lambda r: _pct(r.float_accuracy)),
     ("INT8 acc", lambda r: _pct(r.int8_accuracy)),
     ("latency ms", lambda r: _num(r.latency_ms, 2) + estimate_mark(r)),
