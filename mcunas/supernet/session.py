@@ -120,8 +120,8 @@ class SupernetSession(SearchSession):
 
         def evaluate(net: Subnet) -> tuple[float, float] | None:
             rec = rows.get(net)
-            if rec is not None and rec.status != TrialStatus.RUNNING:
-                return _result(rec)
+            if rec is not None and (rec.status != TrialStatus.RUNNING or rec.inherited_accuracy):
+                return _result(rec)  # scored before (a fine-tuning cut short included)
             if progress.time_up():
                 raise _TimeUp
             tid = rec.trial_id if rec is not None else f"s{next(numbers):04d}"
