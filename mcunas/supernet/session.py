@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import statistics
 import time
 from typing import Any
 
@@ -93,7 +94,7 @@ class SupernetSession(SearchSession):
 
         def report(epoch: int, loss: float, took: float) -> None:
             seconds.append(took)
-            left = (epochs - epoch) * sum(seconds) / len(seconds)
+            left = (epochs - epoch) * statistics.median(seconds)  # the first one traces
             progress.note(
                 f"[supernet {epoch:>{len(str(epochs))}}/{epochs}] loss {loss:.3f} | "
                 f"{format_duration(progress.elapsed_s)}, ~{format_duration(left)} left"
