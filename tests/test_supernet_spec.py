@@ -114,6 +114,18 @@ def test_evolution_beats_random_draws_and_never_scores_a_subnet_twice() -> None:
     assert list(again) == list(seen)  # the same seed replays the same draws
 
 
+def test_evolution_starts_from_the_given_subnets_and_walks_on_from_them() -> None:
+    spec = plan_supernet((150, 1, 1), 3)
+    tiny = smallest(spec)
+
+    def evaluate(net: Subnet) -> tuple[float, float] | None:  # a budget only the tiny ones meet
+        return (_toy_score(net), 0.0) if sum(net.depths) + sum(net.expansions) <= 14 else None
+
+    seen = evolve(spec, evaluate, EvolutionSettings(subnets=6, population=4), seed=0, start=(tiny,))
+    assert next(iter(seen)) == tiny
+    assert sum(r is not None for r in seen.values()) == 6  # found by mutating from it
+
+
 def test_evolution_stops_when_nothing_fits() -> None:
     spec = plan_supernet((8, 8, 1), 10)
     seen = evolve(spec, lambda net: None, EvolutionSettings(subnets=5, draws_per_subnet=4))

@@ -20,6 +20,8 @@ from mcunas.supernet.spec import Subnet, SupernetSpec, crossover, mutate, random
 
 __all__ = ["EvolutionSettings", "evolve"]
 
+RANDOM_DRAWS_PER_MEMBER = 5
+
 # One evaluation: (accuracy, loss) of a feasible subnet, None for an infeasible one.
 Evaluate = Callable[[Subnet], tuple[float, float] | None]
 
@@ -44,11 +46,15 @@ def evolve(
     evaluate: Evaluate,
     settings: EvolutionSettings,
     seed: int = 0,
+    start: tuple[Subnet, ...] = (),
 ) -> dict[Subnet, tuple[float, float] | None]:
     """Search; return every subnet evaluated with its result (None: infeasible).
 
-    Stops after ``settings.subnets`` feasible subnets, or when the draws run out
-    (budgets that few subnets meet).
+    ``start`` are evaluated first, then random draws fill the first population
+    (the session starts from the smallest subnet: under a tight budget it may
+    be the only one random draws would take long to hit, and mutation walks on
+    from it). Stops after ``settings.subnets`` feasible subnets, or when the
+    draws run out (budgets that few subnets meet).
     """
     rng = random.Random(seed)
     seen: dict[Subnet, tuple[float, float] | None] = {}
@@ -65,9 +71,13 @@ def evolve(
         seen[net] = evaluate(net)
         return seen[net] is not None
 
-    population: list[Subnet] = []
+    population = [net for net in start if consider(net)]
     size = min(settings.population, settings.subnets)
-    while len(population) < size and draws_left > 0:
+    # Random draws fill the first population; where few fit, evolution takes over from
+    # what was found after a bounded number of them (mutants of a fit subnet fit more often).
+    fill_left = size * RANDOM_DRAWS_PER_MEMBER
+    while len(population) < size and draws_left > 0 and (fill_left > 0 or not population):
+        fill_left -= 1
         net = random_subnet(spec, rng)
         if consider(net):
             population.append(net)

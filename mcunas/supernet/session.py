@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
+import random
 import statistics
 import time
 from typing import Any
@@ -35,13 +36,24 @@ from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
-from mcunas.supernet.spec import Subnet, SupernetSpec, subnet_from_values, subnet_values
+from mcunas.supernet.spec import (
+    WIDTHS,
+    Subnet,
+    SupernetSpec,
+    plan_supernet,
+    random_subnet,
+    smallest,
+    subnet_from_values,
+    subnet_values,
+)
 
 __all__ = ["SupernetSession"]
 
 ORIGIN = "supernet"
 REPORT_EVERY = 25  # subnets between two progress lines of the search
 POPULATION = 40
+PROBES = 16  # subnets drawn per supernet width when choosing it
+MIN_FIT_SHARE = 0.25  # of them inside the budgets for a width to be chosen
 
 
 class _TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
@@ -55,13 +67,12 @@ class SupernetSession(SearchSession):
         """Train (or resume) the supernet, search its subnets, fine-tune the best."""
         from mcunas.data import load_dataset
         from mcunas.search.recipe import plan_recipe
-        from mcunas.supernet.spec import plan_supernet
 
         cfg = self.config
         self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
         self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
-        spec = plan_supernet(d.input_shape, d.num_classes)
         space, runner, close = self._components(("stages",))
+        spec = self._plan(runner, progress)
         epochs, finetune = cfg.supernet_plan
         progress.note(
             f"Data: {len(d.y_train)} training, {len(d.y_val)} validation samples of "
@@ -78,6 +89,49 @@ class SupernetSession(SearchSession):
             return self._finetune(spec, scorer, runner, space, finetune, progress)
         finally:
             close()
+
+    def _plan(self, runner: Any, progress: Progress) -> SupernetSpec:
+        """The supernet at the largest width whose subnets fit the budgets often enough.
+
+        A search space whose every subnet misses the budgets finds nothing, one
+        whose subnets all fit wastes its capacity (MCUNet's point): widths x1,
+        x0.75, x0.5, x0.25 are tried in turn, each with its smallest subnet and
+        random ones, until :data:`MIN_FIT_SHARE` of them fit. The choice is kept
+        in the store, so a resumed search trains the same supernet.
+        """
+        d, cfg = self.dataset, self.config
+        stored = self.store.get_meta("supernet_width")
+        if stored is not None:
+            return plan_supernet(d.input_shape, d.num_classes, float(stored))
+        rng, tried, counts = random.Random(cfg.seed), [], {}
+        for width in WIDTHS:
+            spec = plan_supernet(d.input_shape, d.num_classes, width)
+            nets = [smallest(spec)] + [random_subnet(spec, rng) for _ in range(PROBES - 1)]
+            counts[width] = sum(self._fits(spec, runner, net) for net in nets)
+            tried.append(f"x{width:g} {counts[width]}/{PROBES}")
+            if counts[width] >= MIN_FIT_SHARE * PROBES:
+                break
+        width = next((w for w in counts if counts[w] >= MIN_FIT_SHARE * PROBES), None)
+        if width is None:  # none often enough: the one most subnets fit (the larger on ties)
+            width = max(counts, key=lambda w: (counts[w], w))
+        self.store.set_meta("supernet_width", width)
+        progress.note(
+            f"Supernet width x{width:g} (subnets inside the budgets, of {PROBES} drawn: "
+            f"{', '.join(tried)})."
+        )
+        return plan_supernet(d.input_shape, d.num_classes, width)
+
+    def _fits(self, spec: SupernetSpec, runner: Any, net: Subnet) -> bool:
+        """Whether ``net`` passes the cost check (board and budgets)."""
+        from mcunas.supernet.costgraph import subnet_tflite
+
+        model = subnet_tflite(spec, net)
+        if self._too_slow(model)[0]:
+            return False
+        try:
+            return not violations(runner.worker.profile(model), self.config.budgets)
+        except CandidateError:
+            return False
 
     # ------------------------------------------------------------------ stage 1
     def _supernet(self, spec: SupernetSpec, epochs: int, progress: Progress) -> Any | None:
@@ -135,7 +189,7 @@ class SupernetSession(SearchSession):
 
         settings = EvolutionSettings(subnets=cfg.subnets, population=min(POPULATION, cfg.subnets))
         try:
-            evolve(spec, evaluate, settings, seed=cfg.seed)
+            evolve(spec, evaluate, settings, seed=cfg.seed, start=(smallest(spec),))
         except _TimeUp:
             return False
         return True
@@ -150,8 +204,15 @@ class SupernetSession(SearchSession):
         self.store.start_trial(tid, values, family="stages", origin=ORIGIN, started_at=time.time())
         self.store.update(tid, description=space.describe(space.hyperparameters(**values)))
         start = time.perf_counter()
+        model = subnet_tflite(spec, net)
+        slow, latency = self._too_slow(model)
+        if slow:  # the arena planning is the check's costly part: skip it for these
+            figures = {"latency_ms": latency.latency_ms, "source": latency.source}
+            figures |= {"latency_error_pct": latency.latency_error_pct, "estimated": True}
+            self._end(tid, TrialStatus.INFEASIBLE, slow, check_s=_since(start), **figures)
+            return None
         try:
-            cost = runner.worker.profile(subnet_tflite(spec, net))
+            cost = runner.worker.profile(model)
         except CandidateError as exc:
             self._end(tid, TrialStatus.FAILED, f"check failed: {exc}", check_s=_since(start))
             return None
@@ -173,6 +234,22 @@ class SupernetSession(SearchSession):
             finished_at=time.time(),
         )
         return result.accuracy, result.loss
+
+    def _too_slow(self, model: bytes) -> tuple[str | None, Any]:
+        """The latency verdict alone (the predictor the full check runs), before the arena.
+
+        Returns the reason (None: within the latency budget, or none given) and
+        the estimate as figures (latency only).
+        """
+        from mcunas.figures import Figures
+        from mcunas.graph import read_graph
+        from mcunas.predict.latency import predict_latency
+
+        if self.config.max_latency_ms is None:
+            return None, None
+        est = predict_latency(read_graph(model), self.board)
+        latency = Figures("simulator", True, est.ms, 0, 0, 0, latency_error_pct=est.error_pct)
+        return "; ".join(violations(latency, self.config.budgets)) or None, latency
 
     def _search_line(self, scored: int, seconds: float, progress: Progress) -> None:
         best = min(self._rows(TrialStatus.SCREENED), key=_inherited, default=None)

@@ -28,6 +28,7 @@ __all__ = [
     "DEPTHS",
     "EXPANSIONS",
     "KERNELS",
+    "WIDTHS",
     "Subnet",
     "SupernetSpec",
     "crossover",
@@ -45,6 +46,9 @@ EXPANSIONS = (2, 3, 4, 6)
 DEPTHS = (1, 2, 3)
 STAGE_WIDTHS = (16, 24, 40, 64)
 STEM_WIDTH = 16
+# Width multipliers of the whole supernet, largest first: the session trains the
+# largest whose subnets fit the budgets often enough (MCUNet's search-space choice).
+WIDTHS = (1.0, 0.75, 0.5, 0.25)
 RESOLUTIONS = (1, 2, 4)
 STEM_STRIDE_FROM = 32  # as the other families: inputs this long get a stride-2 stem
 MIN_SIDE = 3  # no shared kernel or stride leaves a side (other than 1) shorter than this
@@ -74,6 +78,7 @@ class SupernetSpec:
     stem_stride: int
     stages: tuple[StagePlan, ...]
     resolutions: tuple[int, ...]
+    width: float = 1.0
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (kept with the checkpoint: a resumed run must match it)."""
@@ -117,8 +122,14 @@ def _strided(side: int, stride: int) -> int:
     return -(-side // stride)
 
 
-def plan_supernet(input_shape: tuple[int, ...], num_classes: int) -> SupernetSpec:
-    """The supernet for inputs of ``input_shape`` (H, W, C).
+def _scaled(width: int, mult: float) -> int:
+    return max(8, int(round(width * mult / 8)) * 8)
+
+
+def plan_supernet(
+    input_shape: tuple[int, ...], num_classes: int, width: float = 1.0
+) -> SupernetSpec:
+    """The supernet for inputs of ``input_shape`` (H, W, C), its widths times ``width``.
 
     Raises:
         UserError: a side is 2 (neither a series' 1 nor long enough for a 3-tap kernel).
@@ -139,21 +150,22 @@ def plan_supernet(input_shape: tuple[int, ...], num_classes: int) -> SupernetSpe
     stem_stride = 2 if max(h, w) >= STEM_STRIDE_FROM and _can_stride(sizes) else 1
     sizes = [(_strided(a, stem_stride), _strided(b, stem_stride)) for a, b in sizes]
     stages = []
-    for i, width in enumerate(STAGE_WIDTHS):
+    for i, channels in enumerate(STAGE_WIDTHS):
         stride = 2 if i > 0 and _can_stride(sizes) else 1
         sizes = [(_strided(a, stride), _strided(b, stride)) for a, b in sizes]
         shortest = min(s for size in sizes for s in size if s > 1) if _any_long(sizes) else 1
         kernels = tuple(k for k in KERNELS if k <= shortest) or (KERNELS[0],)
-        stages.append(StagePlan(width, stride, kernels))
+        stages.append(StagePlan(_scaled(channels, width), stride, kernels))
     stem_kernel = (3 if h > 1 else 1, 3 if w > 1 else 1)
     return SupernetSpec(
         (h, w, int(input_shape[2])),
         int(num_classes),
-        STEM_WIDTH,
+        _scaled(STEM_WIDTH, width),
         stem_kernel,
         stem_stride,
         tuple(stages),
         tuple(resolutions),
+        width,
     )
 
 
