@@ -33,6 +33,7 @@ TOP_KEYS = (
     "platformio",
     "serial",
     "latency",
+    "power",
     "sources",
 )
 # keys of the sub-tables mcunas reads ([latency]: check_latency; [sources] is free-form)
@@ -40,6 +41,27 @@ TABLE_KEYS = {
     "firmware": ("ram_bytes", "stack_bytes", "flash_bytes"),
     "platformio": ("env", "platform", "board"),
     "serial": ("baud", "hwids"),
+}
+# [power] (read by mcunas/power.py): supply voltage, currents in mA at the profile's clock,
+# the stated spread of the active current (90%, %) and the GPIO of the energy marker.
+POWER_KEYS = (
+    "supply_v",
+    "active_ma",
+    "idle_ma",
+    "active_ma_psram",
+    "active_ma_dual_core",
+    "spread_pct",
+    "marker_pin",
+)
+# (lowest, highest) of each [power] number; a value outside is a unit mistake (A for mA)
+_POWER_RANGES = {
+    "supply_v": (0.5, 12.0),
+    "active_ma": (0.001, 5000.0),
+    "idle_ma": (0.0, 5000.0),
+    "active_ma_psram": (0.001, 5000.0),
+    "active_ma_dual_core": (0.001, 5000.0),
+    "spread_pct": (0.0, 1000.0),
+    "marker_pin": (0, 1023),
 }
 HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
 # A board name is also a file and folder name (profiles, build folders): keep it plain.
@@ -150,3 +172,17 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
         for name in ("rows", "checked_variants"):
             if name in value and not isinstance(value[name], list):
                 raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
+
+
+def check_power(power: dict[str, Any], where: str) -> None:
+    """Refuse a [power] table with unknown keys or values no board has (e.g. amps for mA)."""
+    check_keys(power, POWER_KEYS, where, "[power] ")
+    for key, value in power.items():
+        low, high = _POWER_RANGES[key]
+        whole = key == "marker_pin"
+        ok = isinstance(value, int) if whole else isinstance(value, (int, float))
+        if not ok or isinstance(value, bool) or not (low <= value <= high):
+            kind = "a whole GPIO number" if whole else "a number"
+            raise BoardProfileError(
+                f"{where}: [power] {key} must be {kind} from {low:g} to {high:g}, got {value!r}"
+            )

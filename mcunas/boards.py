@@ -31,6 +31,7 @@ from mcunas.board_checks import (
     TOP_KEYS,
     check_keys,
     check_latency,
+    check_power,
     optional_int,
     positive_int,
 )
@@ -127,6 +128,8 @@ class BoardProfile:
     baud: int = 115200
     hwids: tuple[str, ...] = ()
     latency: dict[str, Any] = field(default_factory=dict)
+    power: dict[str, Any] = field(default_factory=dict)  # [power], see mcunas/power.py
+    power_clock_hz: int = 0  # the clock [power] currents are given at (the profile's)
     sources: dict[str, str] = field(default_factory=dict)
     path: str = ""
     builtin: bool = False
@@ -270,10 +273,11 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     data = _read_toml(path)
     _check_required(data, where)
     sizes = {k: positive_int(data, k, where) for k in ("clock_hz", "sram_bytes", "flash_bytes")}
-    tables = ("firmware", "platformio", "serial", "latency", "sources")
-    fw, pio, serial, latency, sources = (_table(data, key, where) for key in tables)
+    tables = ("firmware", "platformio", "serial", "latency", "power", "sources")
+    fw, pio, serial, latency, power, sources = (_table(data, key, where) for key in tables)
     check_keys(data, TOP_KEYS, where)
     check_latency(latency, where)
+    check_power(power, where)
     for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
         check_keys(values, TABLE_KEYS[table], where, f"[{table}] ")
     try:
@@ -295,6 +299,8 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             baud=optional_int(serial, "baud", 115200, where, label="[serial] baud"),
             hwids=_hwids(serial, where),
             latency=latency,
+            power=power,
+            power_clock_hz=sizes["clock_hz"],
             sources={str(k): str(v) for k, v in sources.items()},
             path=where,
             builtin=builtin,

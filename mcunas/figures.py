@@ -30,6 +30,7 @@ __all__ = ["MAX_BYTES", "MAX_LATENCY_MS", "Figures", "OpTiming"]
 MAX_BYTES = 2**32
 MAX_LATENCY_MS = 3_600_000.0
 MAX_MACS = 10**15
+MAX_UJ = 1e12  # a megajoule per inference: a unit mistake, not a battery budget
 
 
 def _whole(value: object, limit: int) -> bool:
@@ -77,6 +78,9 @@ class Figures:
     model_crc32: str = ""
     ops: tuple[OpTiming, ...] = ()
     reasons: tuple[str, ...] = ()
+    energy_uj: float | None = None
+    energy_error_pct: float | None = None
+    energy_source: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -92,9 +96,13 @@ class Figures:
                 raise ImplausibleFigure(name, getattr(self, name), self.source, "0 to 2**32 bytes")
         if self.macs is not None and not _whole(self.macs, MAX_MACS):
             raise ImplausibleFigure("macs", self.macs, self.source, "0 to 1e15")
-        err = self.latency_error_pct
-        if err is not None and not math.isfinite(err):
-            raise ImplausibleFigure("latency_error_pct", err, self.source, "a finite number")
+        for name in ("latency_error_pct", "energy_error_pct"):
+            err = getattr(self, name)
+            if err is not None and not math.isfinite(err):
+                raise ImplausibleFigure(name, err, self.source, "a finite number")
+        energy = self.energy_uj
+        if energy is not None and not (isinstance(energy, (int, float)) and 0.0 <= energy < MAX_UJ):
+            raise ImplausibleFigure("energy_uj", energy, self.source, f"0 to {MAX_UJ:g} uJ")
 
     @property
     def fits(self) -> bool:

@@ -64,12 +64,24 @@ class ModelProfile:
         """True if TFLM can run every op and allocate the model."""
         return self.audit.runnable and self.memory.runtime_error is None
 
+    @property
+    def energy(self) -> Any:
+        """Energy per inference (:class:`mcunas.power.EnergyEstimate`) from the latency estimate."""
+        from mcunas.power import estimate_energy
+
+        return estimate_energy(self.latency.ms, self.latency.error_pct, self.board)
+
     def figures(self, model_crc32: str = "") -> Figures:
         """The profile as the one figures type (an estimate; ``details`` keeps the audit).
 
         Args:
             model_crc32: str, the model's CRC-32 as the firmware reports it (optional).
         """
+        from mcunas.power import with_energy
+
+        return with_energy(self._figures(model_crc32), self.board)
+
+    def _figures(self, model_crc32: str) -> Figures:
         lat = self.latency
         return Figures(
             source=self.source,
@@ -99,7 +111,7 @@ class ModelProfile:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict: totals, per-op rows, audit, memory methods."""
-        lat = self.latency
+        lat, energy = self.latency, self.energy
         return {
             "source": self.source,
             "estimated": True,
@@ -113,6 +125,10 @@ class ModelProfile:
             "peak_sram_bytes": self.memory.peak_sram_bytes,
             "flash_bytes": self.memory.flash_bytes,
             "model_bytes": self.memory.model_bytes,
+            "energy_uj": energy.uj,
+            "energy_error_pct": energy.error_pct,
+            "power_mw": energy.power_mw,
+            "power_basis": energy.basis,
             "total_macs": self.graph.total_macs,
             "fits": self.fits,
             "runnable": self.runnable,

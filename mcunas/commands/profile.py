@@ -9,6 +9,7 @@ import click
 from mcunas.jsontext import dumps
 
 KIB = 1024
+COIN_CELL_MAH = 225.0  # a CR2032's nominal capacity
 
 
 @click.command(
@@ -100,9 +101,28 @@ def _print_profile(model: str, prof: Any) -> None:
         f"of {board.usable_flash_bytes / KIB:.1f} KiB usable "
         f"(model {mem.model_bytes / KIB:.1f} KiB)"
     )
+    _print_energy(prof)
     for line in prof.audit.messages():
         click.echo(f"audit: {line}")
     if prof.fits:
         click.secho(f"fits {board.name}: yes", fg="green")
     else:
         click.secho(f"fits {board.name}: NO - " + "; ".join(prof.reasons), fg="red")
+
+
+def _print_energy(prof: Any) -> None:
+    """Energy per inference, and what it means for a battery at one inference a second."""
+    from mcunas.power import board_power
+
+    energy, power = prof.energy, board_power(prof.board)
+    click.echo(
+        f"energy (estimate)   {energy.uj:.1f} uJ +/- {energy.error_pct:.0f}% per inference "
+        f"({energy.power_mw:.1f} mW: {power.supply_v:g} V x {power.active_ma:.2f} mA, "
+        f"{energy.basis})"
+    )
+    if power.idle_ma is not None:
+        avg_ma = energy.uj / power.supply_v / 1000.0 + power.idle_ma
+        click.echo(
+            f"at 1 inference/s    {avg_ma:.3f} mA average with {power.idle_ma:g} mA idle: "
+            f"{COIN_CELL_MAH / avg_ma / 24:.0f} days on a {COIN_CELL_MAH:g} mAh CR2032"
+        )

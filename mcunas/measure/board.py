@@ -11,6 +11,8 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import re
 import time
 from collections.abc import Callable
@@ -25,6 +27,7 @@ from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.paths import user_path
+from mcunas.power import board_power, with_energy
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -96,6 +99,8 @@ class BoardMeasurer:
         pio: str, the PlatformIO executable.
         trace: str | None, log raw serial bytes with timings to this file.
         lister: callable listing serial ports (for ``port="auto"``; tests inject one).
+        power: str | None, a power meter spec (:mod:`mcunas.measure.power_meter`): the
+            energy of each measurement is then measured, not estimated.
     """
 
     name = "board"
@@ -112,6 +117,7 @@ class BoardMeasurer:
         pio: str = "pio",
         trace: str | None = None,
         lister: Lister | None = None,
+        power: str | None = None,
     ) -> None:
         self.board = board
         self.flash = flash
@@ -123,6 +129,9 @@ class BoardMeasurer:
         self._work_dir = Path(work_dir) if work_dir else None
         self._pio = pio
         self._lister = lister
+        self.power = power
+        self._meter: Any = None
+        self._meter_stack = contextlib.ExitStack()
 
     @property
     def port(self) -> str:
@@ -132,7 +141,20 @@ class BoardMeasurer:
         return self._port
 
     def close(self) -> None:
-        """Nothing stays open between measurements: each opens and closes its port."""
+        """Release the power meter; the serial port is opened per measurement."""
+        self._meter_stack.close()
+        self._meter = None
+
+    def _power_meter(self) -> Any:
+        """The power meter, opened on first use (None without ``power``)."""
+        if self.power and self._meter is None:
+            from mcunas.measure.power_meter import open_meter
+
+            supply_v = board_power(self.board).supply_v
+            self._meter = self._meter_stack.enter_context(
+                open_meter(self.power, board_port=self.port, supply_v=supply_v)
+            )
+        return self._meter
 
     def __enter__(self) -> BoardMeasurer:
         return self
@@ -173,10 +195,31 @@ class BoardMeasurer:
             # The firmware names its model in `ready` too: fail before running the wrong one.
             self._check_crc(port, str(ready.raw.get("model_crc32", expected)), expected)
             remaining = self.timeout_s - (time.monotonic() - start)
+            meter = self._power_meter()
+            if meter is not None:
+                meter.start()
             result = link.run(max(remaining, 0.1))
+            trace = meter.stop() if meter is not None else None
         stages["read_s"] = round(time.monotonic() - start, 3)
         self._check_crc(port, result.model_crc32, expected)
-        return self._measurement(model_bytes, port, ready, result, build, stages)
+        figures = self._measurement(model_bytes, port, ready, result, build, stages)
+        if trace is not None:
+            figures = self._metered(figures, trace, link.marks, result.runs)
+        return with_energy(figures, self.board)
+
+    def _metered(self, figures: Figures, trace: Any, marks: list, runs: int) -> Figures:
+        """``figures`` with the meter's energy per inference."""
+        from mcunas.measure.power_meter import run_energy
+
+        uj, method = run_energy(trace, marks, runs, self._meter.name)
+        details = {**figures.details, "energy_window": method, "meter_samples": len(trace.t_s)}
+        return dataclasses.replace(
+            figures,
+            energy_uj=uj,
+            energy_error_pct=None,
+            energy_source=f"meter:{self._meter.name} ({method})",
+            details=details,
+        )
 
     def _check_crc(self, port: str, got: str, expected: str) -> None:
         if got != expected:

@@ -25,6 +25,7 @@ __all__ = [
     "BoardError",
     "Crash",
     "Malformed",
+    "Mark",
     "OpTime",
     "ProtocolError",
     "Ready",
@@ -93,6 +94,19 @@ class Result:
 
 
 @dataclass(frozen=True)
+class Mark:
+    """``mark``: the timed invokes start (``edge`` "start") or have ended ("end").
+
+    The firmware prints it outside the timed region, right after raising (start) or
+    lowering (end) the energy marker GPIO; a power meter without the marker wired
+    integrates between the host's arrival times of the two marks.
+    """
+
+    edge: str
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class BoardError:
     """``error``: the firmware could not run the model (e.g. ``arena_too_small``)."""
 
@@ -117,7 +131,7 @@ class Malformed:
     reason: str
 
 
-Event = Ready | Result | BoardError | Crash | Malformed
+Event = Ready | Result | BoardError | Mark | Crash | Malformed
 
 
 def encode_line(payload: dict[str, Any]) -> str:
@@ -175,6 +189,11 @@ def _decode(payload: dict[str, Any]) -> Event | None:
         )
     if kind == "result":
         return _decode_result(payload)
+    if kind == "mark":
+        edge = _get(payload, "edge", str)
+        if edge not in ("start", "end"):
+            raise ProtocolError(f"mark: edge must be 'start' or 'end', got {edge!r}")
+        return Mark(edge=edge, raw=payload)
     if kind == "error":
         return BoardError(
             code=_get(payload, "code", str),

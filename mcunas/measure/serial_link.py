@@ -27,6 +27,7 @@ from mcunas.measure.protocol import (
     Crash,
     Event,
     Malformed,
+    Mark,
     Ready,
     Result,
     parse_line,
@@ -116,6 +117,8 @@ class SerialLink:
         self._buffer = b""
         self._tail = ""
         self.ignored_lines: list[str] = []
+        # (edge, host monotonic time) of the last run's `mark` events, as they arrived
+        self.marks: list[tuple[str, float]] = []
 
     # -- opening and closing -------------------------------------------------
     def open(self) -> SerialLink:
@@ -197,17 +200,21 @@ class SerialLink:
         """
         deadline = time.monotonic() + timeout_s
         self.send("run")
+        self.marks = []
         reruns = 0
         while True:
             event = self.read_event(deadline)
             if isinstance(event, Result):
                 return event
+            if isinstance(event, Mark):
+                self.marks.append((event.edge, time.monotonic()))
             if isinstance(event, BoardError):
                 raise BoardRejectedModel(f"board on {self.port}: {event.code}: {event.message}")
             if isinstance(event, Ready):  # the board reset while running
                 reruns += 1
                 if reruns > MAX_RERUNS:
                     raise self._error(LinkError, f"reset {reruns} times while running the model")
+                self.marks = []
                 self.send("run")
             if time.monotonic() >= deadline:
                 raise self._timeout(f"sent no result within {timeout_s:g} s")

@@ -42,13 +42,15 @@ from mcunas.measure.virtual_board.figures import (
     FirmwareFigures,
     simulator_figures,
 )
+from mcunas.measure.virtual_board.power import PowerTimeline
 
 __all__ = ["FAULTS", "VirtualBoard", "board_at"]
 
 FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
-# Invokes besides the timed runs: 3 warm-up + 3 with the per-op profiler, as the firmware does.
-EXTRA_INVOKES = 6
+# Invokes besides the timed runs, as the firmware does: warm-up before, per-op profiler after.
+WARMUP_INVOKES = 3
+PROFILE_INVOKES = 3
 
 
 _REGISTRY: dict[str, VirtualBoard] = {}
@@ -100,6 +102,7 @@ class VirtualBoard:
         self.runs_served = 0
         self._resets_done = 0
         self._rng = random.Random(0)
+        self.power = PowerTimeline(board, time_scale)
         if model_bytes is not None:
             self._load(model_bytes)
 
@@ -178,13 +181,31 @@ class VirtualBoard:
     def _run(self) -> None:
         figures = self._figures
         assert figures is not None
-        if figures.error is None:
-            runs_s = (EXTRA_INVOKES + self.runs) * figures.latency_ms / 1000.0 / self.time_scale
-            if self._stop.wait(runs_s):
-                return
+        if figures.error is None and not self._invoke_all(figures.latency_ms):
+            return
         with self._lock:
             self.runs_served += 1
             self._run_output(figures)
+
+    def _invoke_all(self, latency_ms: float) -> bool:
+        """Warm-up, timed and profiled invokes in (scaled) time, with marks and power.
+
+        The power timeline keeps the nominal times, so its energy is exact whatever
+        the sleeps' jitter; the mark lines go out when the sleeps end, as on a board.
+        Returns False if the board was stopped meanwhile.
+        """
+        one = latency_ms / 1000.0 / self.time_scale
+        start = time.monotonic()
+        timed_start = start + WARMUP_INVOKES * one
+        timed_end = timed_start + self.runs * one
+        end = timed_end + PROFILE_INVOKES * one
+        self.power.record_run(start, timed_start, timed_end, end)
+        for until, edge in ((timed_start, "start"), (timed_end, "end")):
+            if self._stop.wait(max(0.0, until - time.monotonic())):
+                return False
+            if self.fault is None:
+                self._write(encode_line({"event": "mark", "edge": edge}))
+        return not self._stop.wait(max(0.0, end - time.monotonic()))
 
     def _run_output(self, figures: FirmwareFigures) -> None:
         fault = self.fault
