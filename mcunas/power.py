@@ -45,8 +45,9 @@ __all__ = [
 # Supply current per MHz while TFLM infers (whole chip, from the supply pin), by core:
 # power / supply voltage / clock of the MLPerf Tiny energy runs in
 # mcunas/calibration/energy.csv, the median of each chip's runs, then of the core's
-# chips (geometric mean; `scripts/bench energy --emit-defaults` prints them). Cortex-M4: STM32L4R5 (LDO);
-# Cortex-M33: RA6M4 (LDO) and STM32U575 (SMPS); Cortex-M7: STM32H7A3 (SMPS).
+# chips (geometric mean; `scripts/bench energy --emit-defaults` prints them).
+# Cortex-M4: STM32L4R5 (LDO); Cortex-M33: RA6M4 (LDO) and STM32U575 (SMPS);
+# Cortex-M7: STM32H7A3 (SMPS).
 CORE_UA_PER_MHZ = {
     "cortex-m4": 205.0,
     "cortex-m4f": 205.0,

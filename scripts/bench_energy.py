@@ -165,8 +165,9 @@ def tflm_table(rows: list[EnergyRow], chips: dict[str, tuple[str, float]]) -> No
             f"{held:9.1f}u {herr:+6.1f}%  {perr:+6.1f}%"
         )
     n = len(errs)
+    med = statistics.median(errs)
     print(
-        f"\nTFLM rows ({n}), bare profile + supply_v: median |error| {statistics.median(errs):.1f}% "
+        f"\nTFLM rows ({n}), bare profile + supply_v: median |error| {med:.1f}% "
         f"(held out: {statistics.median(held_errs):.1f}%; with the published latency, "
         f"power alone: {statistics.median(power_errs):.1f}%); {inside}/{n} within the stated band"
     )
@@ -185,10 +186,8 @@ def emit_defaults(chips: dict[str, tuple[str, float]], band: float) -> None:
     print(
         f"FAMILY_UA_PER_MHZ['cortex-m'] = {family:.0f}; FAMILY_SPREAD_PCT['cortex-m'] = {band:.0f}"
     )
-    print(
-        "current default of a bare cortex-m0plus at 125 MHz: %.1f mA"
-        % core_default_ma("cortex-m0plus", 125e6)[0]
-    )
+    m0 = core_default_ma("cortex-m0plus", 125e6)[0]
+    print(f"current default of a bare cortex-m0plus at 125 MHz: {m0:.1f} mA")
 
 
 def main() -> int:
