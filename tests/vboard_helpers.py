@@ -23,7 +23,8 @@ FAST = fixed_figures(latency_ms=2.0, arena_bytes=40_000)
 
 @contextlib.contextmanager
 def virtual_board(fault=None, model=MODEL, board="esp32s3", figures=FAST, **kwargs):
-    vb = VirtualBoard(load_board(board), model, figures=figures, fault=fault, runs=5, **kwargs)
+    profile = load_board(board) if isinstance(board, str) else board
+    vb = VirtualBoard(profile, model, figures=figures, fault=fault, runs=5, **kwargs)
     vb.start()
     try:
         yield vb

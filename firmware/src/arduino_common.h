@@ -24,6 +24,19 @@ int port_read_byte() { return Serial.available() > 0 ? Serial.read() : -1; }
 
 void port_idle() { delay(2); }
 
+void port_marker(bool high) {
+#if MCUNAS_MARKER_PIN >= 0
+  static bool ready = false;
+  if (!ready) {
+    pinMode(MCUNAS_MARKER_PIN, OUTPUT);
+    ready = true;
+  }
+  digitalWrite(MCUNAS_MARKER_PIN, high ? HIGH : LOW);
+#else
+  (void)high;
+#endif
+}
+
 uint64_t port_micros() {
   static uint32_t last = 0;
   static uint64_t high = 0;

@@ -31,6 +31,9 @@
 #ifndef MCUNAS_STACK_BYTES
 #define MCUNAS_STACK_BYTES 16384
 #endif
+#ifndef MCUNAS_MARKER_PIN
+#define MCUNAS_MARKER_PIN -1  // [power] marker_pin of the board profile; -1: none
+#endif
 #ifndef MCUNAS_MAX_OPS
 #define MCUNAS_MAX_OPS 256
 #endif

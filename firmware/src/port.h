@@ -38,6 +38,10 @@ size_t port_stack_used();
 // .data + .bss of the firmware from linker symbols, 0 when unknown.
 size_t port_static_ram();
 
+// The energy marker: drive MCUNAS_MARKER_PIN high (true) or low around the timed
+// invokes, for a power meter's logic input. No-op when MCUNAS_MARKER_PIN < 0.
+void port_marker(bool high);
+
 }  // namespace mcunas
 
 #endif  // MCUNAS_PORT_H_

@@ -8,6 +8,7 @@
 #include <stdio.h>
 
 #include "config.h"
+#include "driver/gpio.h"
 #include "driver/uart.h"
 #include "esp_cpu.h"
 #include "esp_heap_caps.h"
@@ -66,6 +67,21 @@ int port_read_byte() {
 
 void port_idle() {
   if (!g_uart_driver) vTaskDelay(kPollTicks);
+}
+
+void port_marker(bool high) {
+#if MCUNAS_MARKER_PIN >= 0
+  static bool ready = false;
+  const gpio_num_t pin = static_cast<gpio_num_t>(MCUNAS_MARKER_PIN);
+  if (!ready) {
+    gpio_reset_pin(pin);
+    gpio_set_direction(pin, GPIO_MODE_OUTPUT);
+    ready = true;
+  }
+  gpio_set_level(pin, high ? 1 : 0);
+#else
+  (void)high;
+#endif
 }
 
 uint32_t port_ticks() { return static_cast<uint32_t>(esp_cpu_get_cycle_count()); }

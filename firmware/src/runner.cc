@@ -152,6 +152,11 @@ uint64_t ticks_to_tenths_us(uint64_t ticks) {
 
 // One timed invoke in microseconds. The 32-bit tick counter wraps after
 // 2^32 / f seconds (~9 s at 480 MHz); past that the coarse clock is used.
+void print_mark(const char* edge) {
+  JsonLine line("mark");
+  line.str("edge", edge).end();
+}
+
 bool timed_invoke(uint32_t* latency_us) {
   const uint64_t coarse_start = port_micros();
   const uint32_t start = port_ticks();
@@ -179,12 +184,19 @@ void measure() {
     }
   }
   port_stack_paint();
+  // The energy window: the mark lines go out before the marker rises and after it
+  // falls, so neither the UART nor the printing is inside it.
+  print_mark("start");
+  port_marker(true);
   for (int i = 0; i < MCUNAS_RUNS; ++i) {
     if (!timed_invoke(&g_latency_us[i])) {
+      port_marker(false);
       print_error(kErrInvoke, "Invoke failed");
       return;
     }
   }
+  port_marker(false);
+  print_mark("end");
   const size_t stack_used = port_stack_used();
   g_profiler.reset();
   g_profiler.set_enabled(true);

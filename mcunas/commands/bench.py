@@ -29,6 +29,7 @@ def _report(m: Figures) -> list[str]:
         f"  peak SRAM    {m.peak_sram_bytes} B = arena + static RAM {d['static_ram_bytes']} B "
         f"[{d['static_ram_source']}] + stack {d['stack_bytes']} B",
         f"  flash        {m.flash_bytes} B [{d['flash_source']}]",
+        _energy_line(m),
         f"  model CRC-32 {m.model_crc32} (checked)",
     ]
     if m.ops:
@@ -41,12 +42,28 @@ def _report(m: Figures) -> list[str]:
     return lines
 
 
+def _energy_line(m: Figures) -> str:
+    if m.energy_uj is None:
+        return "  energy       -"
+    if m.energy_source.startswith("meter:"):
+        return f"  energy       {m.energy_uj:.2f} uJ per inference, measured: {m.energy_source}"
+    return (
+        f"  energy       {m.energy_uj:.2f} uJ +/- {m.energy_error_pct or 0:.0f}% per inference "
+        f"(ESTIMATE, no --power meter: {m.energy_source})"
+    )
+
+
 @click.command(
     epilog="""\b
 Examples:
   mcunas bench model.tflite --board esp32s3
   mcunas bench model.tflite --board nucleo_f746zg --port /dev/ttyACM0 --json
   mcunas bench model.tflite --board esp32s3 --no-flash --trace serial.log
+  mcunas bench model.tflite --board nano33ble --power ppk2:/dev/ttyACM1
+  mcunas bench model.tflite --board nucleo_l4r5zi --power joulescope
+With --power, a meter in the board's supply records the run; the energy of the timed
+invokes is integrated while the board's marker pin ([power] marker_pin) is high, or
+between the firmware's mark lines when the pin is not wired to the meter.
 Exit code 2 with one line on any failure (no board, busy port, timeout, wrong model)."""
 )
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -61,6 +78,12 @@ Exit code 2 with one line on any failure (no board, busy port, timeout, wrong mo
     show_default=True,
     help="Seconds to wait for the board's ready and result lines.",
 )
+@click.option(
+    "--power",
+    metavar="METER",
+    help="Measure energy with a power meter: joulescope[:SERIAL], ppk2:PORT (or virtual "
+    "with a virtual board).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the measurement as JSON.")
 @click.option("--trace", type=click.Path(dir_okay=False), help="Log raw serial bytes to this file.")
 @click.option(
@@ -72,6 +95,7 @@ def cli(
     port: str,
     no_flash: bool,
     timeout_s: float,
+    power: str | None,
     as_json: bool,
     trace: str | None,
     pio: str,
@@ -82,6 +106,10 @@ def cli(
 
     model_bytes, _ = load_int8_model(model)
     check_port(port)
+    if power:
+        from mcunas.measure.power_meter import parse_meter
+
+        parse_meter(power)  # a misspelt meter fails before any build
     measurer = BoardMeasurer(
         board,
         port=port,
@@ -90,8 +118,10 @@ def cli(
         project_factory=PROJECT_FACTORY,
         pio=pio,
         trace=trace,
+        power=power,
     )
-    m = measurer.measure(model_bytes)
+    with measurer:
+        m = measurer.measure(model_bytes)
     if as_json:
         click.echo(dumps(m.to_dict()))
     else:

@@ -22,6 +22,7 @@ from mcunas.search.config import (
     STRATEGIES,
     SearchConfig,
 )
+from mcunas.search.pareto import DEFAULT_OBJECTIVES
 
 EPILOG = """\b
 Examples:
@@ -31,6 +32,7 @@ Examples:
   mcunas search --board nucleo_f746zg --strategy bayesian --max-trials 30 --families dsconv,mbconv
   mcunas search --board esp32s3 --dataset data/gestures.npz --time-budget 1800
   mcunas search --board nano33ble --clock-mhz 32 --max-latency-ms 20   # a slowed-down core
+  mcunas search --board nano33ble --max-energy-uj 500 --objectives accuracy,energy,sram
   mcunas search --board nano33ble --dataset data/kws --seed-arch kws-dscnn --max-latency-ms 50
   mcunas search --board nano33ble --dataset data/kws --strategy supernet --subnets 1000
   mcunas search --out runs/kws --resume            # continue an interrupted search
@@ -134,10 +136,22 @@ are simulator estimates."""
 @click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
 @click.option("--max-flash-kb", type=float, help="Flash budget (KB).")
 @click.option(
+    "--max-energy-uj",
+    type=float,
+    help="Energy budget per inference (uJ): supply V x active current x latency, or a "
+    "power meter's measurement (mcunas bench --power).",
+)
+@click.option(
+    "--objectives",
+    default=",".join(DEFAULT_OBJECTIVES),
+    show_default=True,
+    help="What the Pareto front trades off: accuracy and any of latency, sram, flash, energy.",
+)
+@click.option(
     "--safe-latency",
     is_flag=True,
-    help="Check estimated latencies with their stated error added (e.g. 4 ms +-50% "
-    "counts as 6 ms); measured ones as they are.",
+    help="Check estimated latencies (and energies) with their stated error added (e.g. "
+    "4 ms +-50% counts as 6 ms); measured ones as they are.",
 )
 @click.option(
     "--measure",
@@ -201,6 +215,7 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
 
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
+    options["objectives"] = tuple(o.strip() for o in options["objectives"].split(",") if o.strip())
     families = options.pop("families")
     if families is not None:
         options["families"] = tuple(f.strip() for f in families.split(",") if f.strip())
@@ -233,6 +248,8 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     merged["resume"], merged["out"] = True, options["out"]
     if "families" in options:
         merged["families"] = options["families"]
+    if "objectives" not in given and stored.get("objectives"):
+        merged["objectives"] = tuple(stored["objectives"])
     return SearchConfig.from_dict(merged)
 
 

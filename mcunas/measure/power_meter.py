@@ -149,7 +149,8 @@ def marker_window(trace: Trace) -> tuple[float, float] | None:
     rises = np.flatnonzero(~level[:-1] & level[1:]) + 1
     if not len(rises):
         return None
-    falls = np.flatnonzero(level[rises[0] : -1] & ~level[rises[0] + 1 :]) + rises[0]
+    # the first low sample after the high stretch
+    falls = np.flatnonzero(level[rises[0] : -1] & ~level[rises[0] + 1 :]) + rises[0] + 1
     if not len(falls):
         return None
     return float(trace.t_s[rises[0]]), float(trace.t_s[falls[0]])

@@ -128,7 +128,12 @@ class RackMeasurer:
 
         def default_factory(rb: RackBoard) -> BoardMeasurer:
             return BoardMeasurer(
-                rb.profile, port=rb.port, flash=flash, timeout_s=timeout_s, **options
+                rb.profile,
+                port=rb.port,
+                flash=flash,
+                timeout_s=timeout_s,
+                power=rb.power,
+                **options,
             )
 
         factory = measurer_factory or default_factory
@@ -192,6 +197,10 @@ class RackMeasurer:
             self._cond.notify_all()
         for t in self._threads:
             t.join()
+        for measurer in self._measurers.values():
+            close = getattr(measurer, "close", None)
+            if close is not None:
+                close()
 
     def __enter__(self) -> RackMeasurer:
         return self

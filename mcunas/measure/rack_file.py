@@ -9,6 +9,7 @@
     profile = "esp32s3"     # a board profile name or .toml path (relative: beside this file)
     port = "/dev/ttyACM0"
     name = "s3-left"        # optional; default "<profile>@<port>"
+    power = "ppk2:/dev/ttyACM3"   # optional: the power meter in this board's supply
 
 Example::
 
@@ -47,6 +48,7 @@ class RackBoard:
     name: str
     profile: BoardProfile
     port: str
+    power: str | None = None  # a power meter spec (mcunas.measure.power_meter)
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def load_rack(path: str | Path) -> Rack:
     _refuse_unknown(data, ("rack", "board"), f"{path}: ")
     boards: list[RackBoard] = []
     for i, entry in enumerate(entries, 1):
-        _refuse_unknown(entry, ("profile", "port", "name"), f"{path}: board {i}: ")
+        _refuse_unknown(entry, ("profile", "port", "name", "power"), f"{path}: board {i}: ")
         for key in ("profile", "port"):
             if not isinstance(entry.get(key), str) or not entry[key]:
                 raise RackError(f"{path}: board {i}: '{key}' is missing or not a string")
@@ -97,7 +99,9 @@ def load_rack(path: str | Path) -> Rack:
         except UserError as exc:
             raise RackError(f"{path}: board {i}: {exc}") from exc
         name = str(entry.get("name") or f"{profile.name}@{entry['port']}")
-        boards.append(RackBoard(name, profile, entry["port"]))
+        boards.append(
+            RackBoard(name, profile, entry["port"], _power(entry, f"{path}: board {i}: "))
+        )
     for attr in ("port", "name"):
         values = [getattr(b, attr) for b in boards]
         dup = sorted({v for v in values if values.count(v) > 1})
@@ -111,6 +115,22 @@ def load_rack(path: str | Path) -> Rack:
     if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 1:
         raise RackError(f"{path}: [rack] max_failures must be a positive integer")
     return Rack(path, tuple(boards), max_failures)
+
+
+def _power(entry: dict[str, Any], where: str) -> str | None:
+    """The board's power meter spec, checked (not opened) here."""
+    from mcunas.measure.power_meter import MeterError, parse_meter
+
+    power = entry.get("power")
+    if power is None:
+        return None
+    if not isinstance(power, str):
+        raise RackError(f'{where}power must be a meter spec string, e.g. "ppk2:/dev/ttyACM3"')
+    try:
+        parse_meter(power)
+    except MeterError as exc:
+        raise RackError(f"{where}{exc}") from exc
+    return power
 
 
 def _refuse_unknown(table: dict[str, Any], known: tuple[str, ...], where: str) -> None:

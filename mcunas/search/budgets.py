@@ -31,8 +31,9 @@ class Budgets:
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
-    # check an *estimated* latency's upper bound (estimate + its stated error)
+    # check an *estimated* latency's (and energy's) upper bound (estimate + its stated error)
     safe_latency: bool = False
+    max_energy_uj: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for JSON output."""
@@ -48,6 +49,8 @@ class Budgets:
             parts.append(f"peak SRAM <= {self.max_sram_kb:g} KB")
         if self.max_flash_kb is not None:
             parts.append(f"flash <= {self.max_flash_kb:g} KB")
+        if self.max_energy_uj is not None:
+            parts.append(f"energy <= {self.max_energy_uj:g} uJ per inference")
         return ", ".join(parts) or "board limits only"
 
 
@@ -73,7 +76,23 @@ def violations(cost: Figures, budgets: Budgets) -> list[str]:
         reasons.append(
             f"{what} flash {cost.flash_bytes / 1024:.1f} KB > budget {budgets.max_flash_kb:g} KB"
         )
+    reasons += _energy_violation(cost, budgets)
     return reasons
+
+
+def _energy_violation(cost: Figures, budgets: Budgets) -> list[str]:
+    """The energy budget's reason, if broken (with --safe-latency: the estimate's upper bound)."""
+    if budgets.max_energy_uj is None or cost.energy_uj is None:
+        return []
+    energy, margin = cost.energy_uj, ""
+    measured = cost.energy_source.startswith("meter:")
+    if budgets.safe_latency and not measured and cost.energy_error_pct:
+        energy = cost.energy_uj * (1.0 + cost.energy_error_pct / 100.0)
+        margin = f" (+{cost.energy_error_pct:.0f}% stated error: {energy:.1f} uJ)"
+    if energy <= budgets.max_energy_uj:
+        return []
+    what = "measured" if measured else "estimated"
+    return [f"{what} energy {cost.energy_uj:.1f} uJ{margin} > budget {budgets.max_energy_uj:g} uJ"]
 
 
 def score(int8_accuracy: float, cost: Figures, budgets: Budgets) -> float:

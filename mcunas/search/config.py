@@ -8,6 +8,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.search.budgets import Budgets
+from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
 __all__ = [
     "DEFAULT_EPOCHS",
@@ -45,6 +46,7 @@ IDENTITY = (
     "max_latency_ms",
     "max_sram_kb",
     "max_flash_kb",
+    "max_energy_uj",
     "measure",
     "safe_latency",
     "seed_arch",
@@ -73,6 +75,8 @@ class SearchConfig:
     max_latency_ms: float | None = None
     max_sram_kb: float | None = None
     max_flash_kb: float | None = None
+    max_energy_uj: float | None = None
+    objectives: tuple[str, ...] = DEFAULT_OBJECTIVES  # what the Pareto front is over
     safe_latency: bool = False
     measure: str = "simulator"
     port: str | None = None
@@ -102,12 +106,19 @@ class SearchConfig:
     @property
     def budgets(self) -> Budgets:
         """The user's budgets."""
-        return Budgets(self.max_latency_ms, self.max_sram_kb, self.max_flash_kb, self.safe_latency)
+        return Budgets(
+            self.max_latency_ms,
+            self.max_sram_kb,
+            self.max_flash_kb,
+            self.safe_latency,
+            self.max_energy_uj,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (kept in the store for ``--resume``)."""
         data = asdict(self)
         data["families"] = list(self.families) if self.families else None
+        data["objectives"] = list(self.objectives)
         return data
 
     @classmethod
@@ -117,6 +128,8 @@ class SearchConfig:
         clean = {k: v for k, v in data.items() if k in names}
         if clean.get("families"):
             clean["families"] = tuple(clean["families"])
+        if clean.get("objectives"):
+            clean["objectives"] = tuple(clean["objectives"])
         return cls(**clean)
 
     def _check_seed_arch(self) -> None:
@@ -162,7 +175,14 @@ class SearchConfig:
             raise UserError(
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
             )
-        for name in ("max_latency_ms", "max_sram_kb", "max_flash_kb", "time_budget_s"):
+        check_objectives(self.objectives)
+        for name in (
+            "max_latency_ms",
+            "max_sram_kb",
+            "max_flash_kb",
+            "max_energy_uj",
+            "time_budget_s",
+        ):
             value = getattr(self, name)
             if value is not None and not (math.isfinite(value) and value > 0):
                 raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")

@@ -14,11 +14,12 @@ from pathlib import Path
 
 from mcunas.files import write_file
 from mcunas.jsontext import dumps
+from mcunas.search.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.result import SearchResult
 from mcunas.search.store import TrialRecord, TrialStatus
-from mcunas.search.summary import estimate_mark, estimate_tag
+from mcunas.search.summary import energy_mark, estimate_mark, estimate_tag
 
-__all__ = ["plot_pareto", "write_report"]
+__all__ = ["plot_energy", "plot_pareto", "write_report"]
 
 
 def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
@@ -79,6 +80,48 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     return buf.getvalue()
 
 
+def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
+    """PNG of INT8 accuracy against energy per inference, with each estimate's stated band."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    ok = [r for r in records if r.status == TrialStatus.OK and r.energy_uj]
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
+    if ok:
+        acc = [100 * (r.int8_accuracy or 0) for r in ok]
+        err = [(r.energy_uj or 0) * (r.energy_error_pct or 0) / 100 for r in ok]
+        ax.errorbar([r.energy_uj for r in ok], acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
+        ax.scatter([r.energy_uj for r in ok], acc, s=36, label="feasible trials")
+        on_front = sorted((r for r in front if r.energy_uj), key=lambda r: r.energy_uj or 0)
+        ax.plot(
+            [r.energy_uj for r in on_front],
+            [100 * (r.int8_accuracy or 0) for r in on_front],
+            "o--",
+            mfc="none",
+            color="red",
+            ms=10,
+            label="Pareto front",
+        )
+        ax.legend(loc="lower right")
+        energies = [r.energy_uj or 0 for r in ok]
+        if max(energies) > 20 * min(energies):
+            ax.set_xscale("log")
+    else:
+        ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
+    estimated = any(energy_mark(r) for r in ok)
+    ax.set_xlabel("energy per inference (uJ)" + (", estimate" if estimated else ""))
+    ax.set_ylabel("INT8 accuracy (%)")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    buf = io.BytesIO()
+    fig.tight_layout()
+    fig.savefig(buf, format="png")
+    plt.close(fig)
+    return buf.getvalue()
+
+
 def _error_bars(ax: object, ok: Sequence[TrialRecord]) -> None:
     """Each point's stated latency error as a horizontal bar (simulator estimates)."""
     rows = [r for r in ok if r.latency_ms and r.latency_error_pct]
@@ -105,7 +148,10 @@ def write_report(result: SearchResult) -> dict[str, str]:
     paths = {"pareto_json": write_file(out_dir / "pareto.json", dumps(pareto))}
     png = plot_pareto(result.trials, result.front, f"{result.board.name}: feasible candidates")
     paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
-    page = _html(summary, result.trials, result.front, base64.b64encode(png).decode())
+    energy_png = plot_energy(result.trials, result.front, f"{result.board.name}: energy")
+    paths["energy_png"] = write_file(out_dir / "energy.png", energy_png)
+    images = [base64.b64encode(p).decode() for p in (png, energy_png)]
+    page = _html(summary, result.trials, result.front, images)
     paths["report_html"] = write_file(out_dir / "report.html", page)
     return {k: str(v) for k, v in paths.items()}
 
@@ -129,6 +175,8 @@ _COLUMNS = [
     ("arena KB", lambda r: _kb(r.arena_bytes) + estimate_mark(r)),
     ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + estimate_mark(r)),
     ("flash KB", lambda r: _kb(r.flash_bytes) + estimate_mark(r)),
+    ("energy uJ", lambda r: _num(r.energy_uj, 1) + (energy_mark(r) if r.energy_uj else "")),
+    ("energy ± %", lambda r: _num(r.energy_error_pct, 0)),
     ("MACs", lambda r: _num(r.macs, 0)),
     ("params", lambda r: _num(r.params, 0)),
     ("source", lambda r: r.source or ""),
@@ -190,8 +238,35 @@ def _layers(rows: list[dict] | None) -> str:
     )
 
 
+def _energy(best: dict) -> str:
+    """``energy 123.4 uJ +/-40% (estimate), `` for the chosen model's line."""
+    if best.get("energy_uj") is None:
+        return ""
+    measured = str(best.get("energy_source") or "").startswith("meter:")
+    band = "" if measured else f" +/-{best.get('energy_error_pct') or 0:.0f}% (estimate)"
+    return f"energy {best['energy_uj']:.1f} uJ{band} per inference, "
+
+
+def _objectives(summary: dict) -> str:
+    from mcunas.search.pareto import objectives_text
+
+    return objectives_text(summary["hypervolume"].get("objectives") or DEFAULT_OBJECTIVES)
+
+
+def _reference(summary: dict) -> str:
+    """The reference point's costs, for the objectives of this front."""
+    ref, objectives = summary["hypervolume"]["reference"], summary["hypervolume"].get("objectives")
+    parts = {
+        "latency": f"{ref['latency_ms']:.2f} ms",
+        "sram": f"{ref['peak_sram_bytes'] / 1024:.0f} KB SRAM",
+        "flash": f"{(ref.get('flash_bytes') or 0) / 1024:.0f} KB flash",
+        "energy": f"{ref.get('energy_uj') or 0:.1f} uJ",
+    }
+    return ", ".join(parts[o] for o in objectives or DEFAULT_OBJECTIVES if o in parts)
+
+
 def _html(
-    summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord], png_b64: str
+    summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord], pngs: list[str]
 ) -> str:
     board = summary["board"]
     esc = html.escape
@@ -205,7 +280,7 @@ def _html(
             f"trial {esc(best['trial_id'])} ({what})"
             f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
             f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{estimate_tag(best)}, "
-            "exported to best/"
+            f"{_energy(best)}exported to best/"
         )
     )
     return f"""<!doctype html><html><head><meta charset="utf-8">
@@ -222,11 +297,11 @@ wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on 
 candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>
 <p>{esc(summary.get("test_text") or NO_TEST)}</p>
-<p>Hypervolume of the feasible front (normalised, reference point: accuracy 0,
-{summary["hypervolume"]["reference"]["latency_ms"]:.2f} ms,
-{summary["hypervolume"]["reference"]["peak_sram_bytes"] / 1024:.0f} KB):
+<p>Hypervolume of the feasible front over {esc(_objectives(summary))} (normalised,
+reference point: accuracy 0, {esc(_reference(summary))}):
 {summary["hypervolume"]["normalized"]:.4f}</p>
-<h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{png_b64}">
+<h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{pngs[0]}">
+<img alt="Accuracy against energy" src="data:image/png;base64,{pngs[1]}">
 {_table(front)}
 <p class="note">{esc(summary["estimate_note"])}</p>
 {_layers(summary.get("layers"))}

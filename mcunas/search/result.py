@@ -20,10 +20,13 @@ from typing import Any
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
 from mcunas.search.pareto import (
+    DEFAULT_OBJECTIVES,
     Point,
     hypervolume,
     normalized_hypervolume,
+    objectives_text,
     pareto_front,
+    record_point,
     reference_point,
 )
 from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
@@ -50,19 +53,19 @@ ACCURACY_TIE = 0.005
 LOSS_TIE = 0.02
 
 
-def trial_points(records: Sequence[TrialRecord]) -> list[Point]:
+def trial_points(
+    records: Sequence[TrialRecord], objectives: Sequence[str] = DEFAULT_OBJECTIVES
+) -> list[Point]:
     """Objective-space points of the feasible (``ok``) trials."""
-    return [
-        Point(r.int8_accuracy or 0.0, r.latency_ms or 0.0, r.peak_sram_bytes or 0, r.trial_id)
-        for r in records
-        if r.status == TrialStatus.OK
-    ]
+    return [record_point(r, objectives) for r in records if r.status == TrialStatus.OK]
 
 
-def front_of(records: Sequence[TrialRecord]) -> list[TrialRecord]:
+def front_of(
+    records: Sequence[TrialRecord], objectives: Sequence[str] = DEFAULT_OBJECTIVES
+) -> list[TrialRecord]:
     """The feasible trials on the Pareto front, most accurate first."""
     by_id = {r.trial_id: r for r in records}
-    return [by_id[p.key] for p in pareto_front(trial_points(records))]
+    return [by_id[p.key] for p in pareto_front(trial_points(records, objectives))]
 
 
 def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
@@ -122,14 +125,25 @@ def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
 
 def _hypervolume(points: list[Point], config: SearchConfig, board: BoardProfile) -> dict:
     sram_ref = config.max_sram_kb * 1024 if config.max_sram_kb else board.usable_sram_bytes
-    ref = reference_point(config.max_latency_ms, sram_ref, points)
+    flash_ref = config.max_flash_kb * 1024 if config.max_flash_kb else board.usable_flash_bytes
+    ref = reference_point(
+        config.max_latency_ms,
+        sram_ref,
+        points,
+        flash_budget_bytes=flash_ref,
+        max_energy_uj=config.max_energy_uj,
+        objectives=config.objectives,
+    )
     return {
         "value": hypervolume(points, ref),
         "normalized": round(normalized_hypervolume(points, ref), 6),
+        "objectives": list(config.objectives),
         "reference": {
             "accuracy": ref.accuracy,
             "latency_ms": ref.latency_ms,
             "peak_sram_bytes": ref.peak_sram_bytes,
+            "flash_bytes": ref.flash_bytes,
+            "energy_uj": ref.energy_uj,
         },
     }
 
@@ -237,7 +251,7 @@ class SearchResult:
         )
         lines = [
             f"\nSearch on {self.board.name}: {counts}{drawn} in {wall}{stopped}",
-            "\nPareto front (INT8 accuracy vs latency vs peak SRAM):",
+            f"\nPareto front ({objectives_text(self.config.objectives)}):",
             pareto_table(self.front),
             f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
         ]
@@ -286,9 +300,9 @@ def compute_result(
         board=board,
         config=config,
         trials=records,
-        front=front_of(records),
+        front=front_of(records, config.objectives),
         best=best,
-        hypervolume=_hypervolume(trial_points(records), config, board),
+        hypervolume=_hypervolume(trial_points(records, config.objectives), config, board),
         wall_s=wall_s,
         session_wall_s=wall_s - store.earlier_wall_s,
         sessions=max(1, store.sessions),

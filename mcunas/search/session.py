@@ -121,6 +121,7 @@ class SearchSession:
                 overwrite=not cfg.resume,
                 max_draws=cfg.draw_cap,
                 debug=self.debug,
+                objectives=cfg.objectives,
                 seeds=seeds,
             )
             self._reconcile(oracle)

@@ -69,6 +69,9 @@ class TrialRecord:
     arena_bytes: int | None = None
     peak_sram_bytes: int | None = None
     flash_bytes: int | None = None
+    energy_uj: float | None = None  # per inference: estimate, or a power meter's
+    energy_error_pct: float | None = None  # the estimate's 90% band (None: measured)
+    energy_source: str | None = None
     macs: int | None = None
     params: int | None = None
     source: str | None = None
@@ -280,6 +283,9 @@ class TrialStore:
             "arena_bytes": figures.arena_bytes,
             "peak_sram_bytes": figures.peak_sram_bytes,
             "flash_bytes": figures.flash_bytes,
+            "energy_uj": figures.energy_uj,
+            "energy_error_pct": figures.energy_error_pct,
+            "energy_source": figures.energy_source or None,
             "source": figures.source,
             "estimated": figures.estimated,
         }

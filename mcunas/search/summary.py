@@ -14,7 +14,15 @@ from typing import Any
 
 from mcunas.search.store import TrialRecord, TrialStatus
 
-__all__ = ["chosen_text", "estimate_mark", "estimate_note", "estimate_tag", "pareto_table"]
+__all__ = [
+    "chosen_text",
+    "energy_mark",
+    "energy_text",
+    "estimate_mark",
+    "estimate_note",
+    "estimate_tag",
+    "pareto_table",
+]
 
 
 def estimate_mark(rec: TrialRecord) -> str:
@@ -22,12 +30,24 @@ def estimate_mark(rec: TrialRecord) -> str:
     return "~" if rec.estimated else ""
 
 
+def energy_mark(rec: TrialRecord) -> str:
+    """``~`` for an estimated energy (power x latency), nothing for a power meter's."""
+    return "" if (rec.energy_source or "").startswith("meter:") else "~"
+
+
+def energy_text(rec: TrialRecord) -> str:
+    """``123.4 uJ~`` (or ``-`` for a trial without an energy figure)."""
+    if rec.energy_uj is None:
+        return "-"
+    return f"{rec.energy_uj:.1f} uJ{energy_mark(rec)}"
+
+
 def pareto_table(front: Sequence[TrialRecord]) -> str:
     """A plain-text table of the front for the terminal."""
     if not front:
         return "No feasible candidate: the Pareto front is empty."
     head = f"{'trial':>6}  {'family':<12} {'INT8 acc':>8}  {'latency':>11}  {'peak SRAM':>11}  "
-    head += f"{'flash':>10}  source"
+    head += f"{'flash':>10}  {'energy':>12}  source"
     lines = [head, "-" * len(head)]
     for r in front:
         mark = estimate_mark(r)
@@ -35,10 +55,13 @@ def pareto_table(front: Sequence[TrialRecord]) -> str:
             f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
             f"{r.latency_ms or 0:8.2f} ms{mark:1}  "
             f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{mark:1}  "
-            f"{(r.flash_bytes or 0) / 1024:7.1f} KB{mark:1}  {r.source or ''}"
+            f"{(r.flash_bytes or 0) / 1024:7.1f} KB{mark:1}  {energy_text(r):>12}  "
+            f"{r.source or ''}"
         )
     if any(r.estimated for r in front):
         lines.append("~ simulator estimate (see report.html for the predictor's error)")
+    elif any(r.energy_uj is not None and energy_mark(r) for r in front):
+        lines.append("~ energy estimate: supply V x the board's active current x latency")
     return "\n".join(lines)
 
 
@@ -82,6 +105,7 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
         f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n{why}"
         f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "
         f"{best.latency_ms or 0:.2f} ms{mark}, peak SRAM {(best.peak_sram_bytes or 0) / 1024:.1f}"
-        f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}\n"
+        f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}, "
+        f"energy {energy_text(best)} per inference\n"
         f"  exported to {where}"
     )

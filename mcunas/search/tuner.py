@@ -37,7 +37,7 @@ from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.pareto import front_test
+from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
@@ -160,6 +160,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             default False: the reason is in the store and the progress line).
         seeds: list of hyperparameter values of the ``--seed-arch`` design and its smaller
             variants: a trial drawing one of them is stored with ``origin = "seed"``.
+        objectives: the Pareto front's objectives (``--objectives``), for ``--measure hybrid``'s
+            test of which candidates go to the board.
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -179,9 +181,11 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         max_draws: int | None = None,
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,
+        objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
+        self.objectives = objectives
         self.seeds = list(seeds or [])
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
@@ -333,7 +337,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
 
     def _promising(self, accuracy: float) -> Callable[[Figures], bool]:
         """A test: would a candidate with these figures join the current Pareto front."""
-        return front_test(self.store.trials(TrialStatus.OK), accuracy)
+        return front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)
 
     def _after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""

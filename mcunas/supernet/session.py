@@ -304,7 +304,9 @@ class SupernetSession(SearchSession):
             evaluated = runner.evaluate(model_bytes)
             timings["eval_s"], clock, stage = _since(clock), time.perf_counter(), "measure"
             ok = self._rows(TrialStatus.OK)
-            cost = runner.measure(model_bytes, front_test(ok, evaluated.accuracy))
+            cost = runner.measure(
+                model_bytes, front_test(ok, evaluated.accuracy, self.config.objectives)
+            )
             timings["measure_s"] = _since(clock)
         except FatalError:
             raise
