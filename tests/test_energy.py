@@ -126,8 +126,9 @@ def test_profile_json_reports_energy():
 
 
 def cost(energy, error=None, source="estimate: x"):
-    return Figures("s", True, 1.0, 1, 1, 1, energy_uj=energy, energy_error_pct=error,
-                   energy_source=source)  # fmt: skip
+    return Figures(
+        "s", True, 1.0, 1, 1, 1, energy_uj=energy, energy_error_pct=error, energy_source=source
+    )
 
 
 def test_energy_budget():
@@ -216,8 +217,8 @@ def test_virtual_meter_reproduces_the_virtual_boards_energy():
 
 def test_virtual_meter_without_a_marker_uses_the_mark_lines():
     board = load_board("esp32s3")
-    no_pin = dataclasses.replace(board, power={k: v for k, v in board.power.items()
-                                               if k != "marker_pin"})  # fmt: skip
+    power = {k: v for k, v in board.power.items() if k != "marker_pin"}
+    no_pin = dataclasses.replace(board, power=power)
     with virtual_board(board=no_pin, time_scale=0.1) as vb:  # 20 ms per invoke, real time
         with BoardMeasurer(no_pin, port=vb.port, flash=False, power="virtual") as m:
             figures = m.measure(MODEL)
@@ -238,3 +239,36 @@ def test_firmware_config_names_the_marker_pin(tmp_path):
 
     header = PioProject(load_board("esp32s3"), tmp_path).config_header()
     assert "#define MCUNAS_MARKER_PIN 4" in header
+
+
+def test_rack_file_names_a_meter_per_board(tmp_path):
+    from mcunas.measure.rack_file import RackError, load_rack
+
+    path = tmp_path / "rack.toml"
+    path.write_text(
+        '[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\npower = "ppk2:/dev/ttyACM3"\n'
+        '[[board]]\nprofile = "esp32s3"\nport = "/dev/b"\n'
+    )
+    assert [b.power for b in load_rack(path).boards] == ["ppk2:/dev/ttyACM3", None]
+    path.write_text('[[board]]\nprofile = "esp32s3"\nport = "/dev/a"\npower = "fluke:1"\n')
+    with pytest.raises(RackError, match="board 1: unknown power meter"):
+        load_rack(path)
+
+
+def test_every_firmware_port_drives_the_marker():
+    from pathlib import Path
+
+    src = Path(__file__).resolve().parent.parent / "firmware" / "src"
+    assert "void port_marker(bool high)" in (src / "port.h").read_text()
+    for port in ("arduino_common.h", "port_espidf.cc"):
+        assert "void port_marker(bool high) {" in (src / port).read_text(), port
+    runner = (src / "runner.cc").read_text()
+    # mark lines outside the marker window, the window around the timed loop only
+    steps = (
+        'print_mark("start")',
+        "port_marker(true)",
+        "timed_invoke(&g_latency_us[i])",
+        'port_marker(false);\n  print_mark("end")',
+    )
+    order = [runner.index(s) for s in steps]
+    assert order == sorted(order)
