@@ -104,7 +104,7 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
             ms=10,
             label="Pareto front",
         )
-        ax.legend(loc="lower right")
+        ax.legend(loc="best")
         energies = [r.energy_uj or 0 for r in ok]
         if max(energies) > 20 * min(energies):
             ax.set_xscale("log")
