@@ -17,7 +17,9 @@ Example::
 from __future__ import annotations
 
 import enum
+import hashlib
 import json
+import os
 import sqlite3
 import time
 from dataclasses import dataclass, field, fields
@@ -26,7 +28,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.files import storage_errors
+from mcunas.files import storage_errors, write_file
 
 __all__ = ["TrialRecord", "TrialStatus", "TrialStore"]
 
@@ -295,6 +297,24 @@ class TrialStore:
         if sim is not None:
             values["sim_latency_ms"] = sim
         self.update(trial_id, **values)
+
+    def record_model(
+        self, trial_id: str, models_dir: Path, model_bytes: bytes, figures: Figures, **values: Any
+    ) -> Path:
+        """Keep a trained trial's ``.tflite`` in ``models_dir`` with its figures and hash.
+
+        The model path is stored relative to the store's folder (the folder may move);
+        ``values`` are further columns (accuracies, timings). Returns the file's path.
+        """
+        path = write_file(Path(models_dir) / f"trial_{trial_id}.tflite", model_bytes)
+        self.record_figures(trial_id, figures)
+        self.update(
+            trial_id,
+            model_path=os.path.relpath(path, self.path.parent),
+            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
+            **values,
+        )
+        return path
 
     def finish_trial(self, trial_id: str, status: TrialStatus, **values: Any) -> None:
         """Record a trial's final status and figures (and the run's wall time so far)."""

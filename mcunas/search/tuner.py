@@ -20,9 +20,7 @@ Hyperband's promoted trials continue from their parent's weights: see
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import io
-import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -34,7 +32,6 @@ from keras_tuner.src import config as kt_config
 
 from mcunas.errors import FatalError, McunasError, describe
 from mcunas.figures import Figures
-from mcunas.files import write_file
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
@@ -281,15 +278,14 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self, tid: str, model_bytes: bytes, cost: Figures, trained: TrainResult, scores: EvalResult
     ) -> None:
         """Keep the trained model and its figures; an over-budget measurement ends the trial."""
-        path = write_file(self.models_dir / f"trial_{tid}.tflite", model_bytes)
-        self.store.record_figures(tid, cost)
-        self.store.update(
+        self.store.record_model(
             tid,
+            self.models_dir,
+            model_bytes,
+            cost,
             float_accuracy=trained.float_accuracy,
             int8_accuracy=scores.accuracy,
             int8_loss=scores.loss,
-            model_path=os.path.relpath(path, self.store.path.parent),  # the folder may move
-            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
         )
         reasons = violations(cost, self.budgets)
         if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible

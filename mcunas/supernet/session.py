@@ -20,16 +20,14 @@ every search.
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import os
 import random
 import statistics
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from mcunas.errors import CandidateError, FatalError, describe
-from mcunas.files import write_file
 from mcunas.search.budgets import score, violations
 from mcunas.search.pareto import front_test
 from mcunas.search.progress import Progress, format_duration
@@ -123,15 +121,22 @@ class SupernetSession(SearchSession):
 
     def _fits(self, spec: SupernetSpec, runner: Any, net: Subnet) -> bool:
         """Whether ``net`` passes the cost check (board and budgets)."""
+        return self._check(spec, runner, net).status is None
+
+    def _check(self, spec: SupernetSpec, runner: Any, net: Subnet) -> _Check:
+        """The cost check of a subnet's INT8 graph: latency first, then the full profile."""
         from mcunas.supernet.costgraph import subnet_tflite
 
         model = subnet_tflite(spec, net)
-        if self._too_slow(model)[0]:
-            return False
+        slow, latency = self._too_slow(model)
+        if slow:  # the arena planning is the check's costly part: skip it for these
+            return _Check(TrialStatus.INFEASIBLE, slow, latency, full=False)
         try:
-            return not violations(runner.worker.profile(model), self.config.budgets)
-        except CandidateError:
-            return False
+            cost = runner.worker.profile(model)
+        except CandidateError as exc:
+            return _Check(TrialStatus.FAILED, f"check failed: {exc}")
+        reasons = violations(cost, self.config.budgets)
+        return _Check(TrialStatus.INFEASIBLE if reasons else None, "; ".join(reasons), cost)
 
     # ------------------------------------------------------------------ stage 1
     def _supernet(self, spec: SupernetSpec, epochs: int, progress: Progress) -> Any | None:
@@ -198,28 +203,19 @@ class SupernetSession(SearchSession):
         self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, net: Subnet, tid: str
     ) -> tuple[float, float] | None:
         """Cost check, then (if it fits) the inherited score; one trial row either way."""
-        from mcunas.supernet.costgraph import subnet_tflite
-
         values = subnet_values(spec, net)
         self.store.start_trial(tid, values, family="stages", origin=ORIGIN, started_at=time.time())
         self.store.update(tid, description=space.describe(space.hyperparameters(**values)))
         start = time.perf_counter()
-        model = subnet_tflite(spec, net)
-        slow, latency = self._too_slow(model)
-        if slow:  # the arena planning is the check's costly part: skip it for these
-            figures = {"latency_ms": latency.latency_ms, "source": latency.source}
-            figures |= {"latency_error_pct": latency.latency_error_pct, "estimated": True}
-            self._end(tid, TrialStatus.INFEASIBLE, slow, check_s=_since(start), **figures)
-            return None
-        try:
-            cost = runner.worker.profile(model)
-        except CandidateError as exc:
-            self._end(tid, TrialStatus.FAILED, f"check failed: {exc}", check_s=_since(start))
-            return None
-        self.store.record_figures(tid, cost, before_training=True)
-        reasons = violations(cost, self.config.budgets)
-        if reasons:
-            self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons), check_s=_since(start))
+        check = self._check(spec, runner, net)
+        cost, latency_only = check.figures, {}
+        if cost is not None and check.full:
+            self.store.record_figures(tid, cost, before_training=True)
+        elif cost is not None:  # the latency verdict alone: no arena figures to record
+            latency_only = {"latency_ms": cost.latency_ms, "source": cost.source}
+            latency_only |= {"latency_error_pct": cost.latency_error_pct, "estimated": True}
+        if check.status is not None:
+            self._end(tid, check.status, check.reason, check_s=_since(start), **latency_only)
             return None
         checked = time.perf_counter()
         result = scorer.score(net)
@@ -326,15 +322,14 @@ class SupernetSession(SearchSession):
         timings: dict[str, float],
     ) -> None:
         """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
-        path = write_file(self.out_dir / "models" / f"trial_{tid}.tflite", model_bytes)
-        self.store.record_figures(tid, cost)
-        self.store.update(
+        self.store.record_model(
             tid,
+            self.out_dir / "models",
+            model_bytes,
+            cost,
             float_accuracy=float_accuracy,
             int8_accuracy=evaluated.accuracy,
             int8_loss=evaluated.loss,
-            model_path=os.path.relpath(path, self.store.path.parent),
-            model_sha256=hashlib.sha256(model_bytes).hexdigest(),
             **timings,
         )
         reasons = violations(cost, self.config.budgets)
@@ -350,6 +345,16 @@ class SupernetSession(SearchSession):
 
     def _end(self, tid: str, status: TrialStatus, reason: str, **values: Any) -> None:
         self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
+
+
+@dataclass(frozen=True)
+class _Check:
+    """A subnet's cost check: ``status`` None if it fits, else why not."""
+
+    status: TrialStatus | None
+    reason: str = ""
+    figures: Any = None  # the profile's Figures, or the latency estimate alone (full=False)
+    full: bool = True
 
 
 def _result(rec: TrialRecord) -> tuple[float, float] | None:
