@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "boards": ("mcunas.commands.boards", "List board profiles or show one."),
     "profile": ("mcunas.commands.profile", "Estimate latency, memory and fit of a .tflite."),
     "search": ("mcunas.commands.search", "Search for the best INT8 model that fits a board."),
+    "worker": ("mcunas.commands.worker", "Run a distributed search's trials for its chief."),
     "bench": ("mcunas.commands.bench", "Build, flash and measure one model on a real board."),
     "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
     "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),

@@ -51,6 +51,10 @@ class CandidateError(McunasError):
     """One candidate cannot run on the board: record a failed trial, go on."""
 
 
+class TrialTakenAway(McunasError):
+    """A distributed search's chief handed this worker's trial to another worker."""
+
+
 class MeasurementError(McunasError):
     """A board or the simulator could not measure a model."""
 

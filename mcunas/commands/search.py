@@ -38,6 +38,8 @@ Examples:
   mcunas search --out runs/kws --resume            # continue an interrupted search
   mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
   mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
+  mcunas search --board esp32s3 --out runs/big --serve 0.0.0.0:8470   # chief; then on
+  mcunas worker --connect chief-host:8470                           # each worker machine
 \b
 Output folder: trials.sqlite (every trial), pareto.json, pareto.png, report.html,
 best/ (model.tflite, model_data.cc/.h, model_ops.h, best.json). Figures marked ~
@@ -169,6 +171,19 @@ are simulator estimates."""
     help="Seconds for this run (a --resume gets its own); stop cleanly after the current "
     "trial and report.",
 )
+@click.option(
+    "--serve",
+    metavar="HOST:PORT",
+    help="Distributed search: be its chief on HOST:PORT (oracle, trial store, report); "
+    "`mcunas worker --connect HOST:PORT` on any machine runs the trials.",
+)
+@click.option(
+    "--worker-timeout",
+    "worker_timeout_s",
+    type=float,
+    help="With --serve: seconds a worker may be silent before its trial goes to another "
+    "[default: 60].",
+)
 @click.option("--resume", is_flag=True, help="Continue the search in --out.")
 @click.option(
     "--overwrite",
@@ -182,6 +197,8 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
     if overwrite and options["resume"]:
         raise UserError("--overwrite starts over and --resume continues: give one of them.")
     config = _config(ctx, options)
+    if _keras_tuner_worker(config):
+        return
     from mcunas.search.api import check_search
 
     check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
@@ -212,6 +229,39 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
         click.echo(result.text())
     if result.best is None:
         raise UserError(result.message or "No feasible candidate.")
+
+
+def _keras_tuner_worker(config: SearchConfig) -> bool:
+    """Keras Tuner's distributed variables: be the chief, or run as a worker (True).
+
+    ``KERASTUNER_TUNER_ID`` containing "chief" makes this search the chief on
+    ``KERASTUNER_ORACLE_IP:KERASTUNER_ORACLE_PORT``; any other id makes it a worker
+    of that name, whose own settings the chief checks against its own.
+    """
+    import os
+    import sys
+
+    ip = os.environ.get("KERASTUNER_ORACLE_IP")
+    if not ip:
+        return False
+    port = os.environ.get("KERASTUNER_ORACLE_PORT", "")
+    tuner_id = os.environ.get("KERASTUNER_TUNER_ID", "")
+    if not port or not tuner_id:
+        raise UserError(
+            "KERASTUNER_ORACLE_IP is set: also set KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID"
+        )
+    if "chief" in tuner_id:
+        config.serve = config.serve or f"{ip}:{port}"
+        return False
+    from mcunas.convert import import_tensorflow
+    from mcunas.distributed.worker import WorkerSettings, run_worker
+
+    settings = WorkerSettings(
+        f"{ip}:{port}", tuner_id, config.dataset, config.port, config.rack, config=config
+    )
+    import_tensorflow()
+    run_worker(settings, stream=sys.stderr)
+    return True
 
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:

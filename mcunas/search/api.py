@@ -134,12 +134,14 @@ def _run_locked(
     store: TrialStore | None = None
     failed = discard = False
     try:
-        store = _open_store(out_dir, config)
+        store = _open_store(out_dir, config, threads=bool(config.serve))
         store.begin_session()
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
-        if config.strategy == "supernet":
+        if config.serve:
+            from mcunas.distributed.session import ChiefSession as SearchSession
+        elif config.strategy == "supernet":
             from mcunas.supernet.session import SupernetSession as SearchSession
         else:
             from mcunas.search.session import SearchSession
@@ -197,9 +199,9 @@ def _no_trials(store: TrialStore) -> bool:
         return False
 
 
-def _open_store(out_dir: Path, config: SearchConfig) -> TrialStore:
+def _open_store(out_dir: Path, config: SearchConfig, threads: bool = False) -> TrialStore:
     """Open the store, refusing to mix a new search into an old folder."""
-    store = TrialStore.open(out_dir)
+    store = TrialStore.open(out_dir, threads=threads)
     try:
         if not config.resume and store.count():
             raise UserError(

@@ -88,6 +88,8 @@ class SearchConfig:
     supernet_epochs: int | None = None  # --strategy supernet; default 2 x epochs
     subnets: int = DEFAULT_SUBNETS  # --strategy supernet: subnets scored in the search
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
+    serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
+    worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -176,6 +178,10 @@ class SearchConfig:
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
             )
         check_objectives(self.objectives)
+        if self.serve is not None:
+            from mcunas.distributed.wire import check_serve
+
+            check_serve(self)
         for name in (
             "max_latency_ms",
             "max_sram_kb",

@@ -82,6 +82,8 @@ class Progress:
         """E.g. ``[ 3/20] trial 02 ok  int8 96.4%  3.21 ms~  41.2 KB | best 96.4% | 0:45``."""
         width = len(str(self.max_trials))
         head = f"[{done:>{width}}/{self.max_trials}] trial {rec.trial_id} {rec.status!s:<10}"
+        if rec.worker:  # a distributed search: which worker ran it
+            head = f"{head} @{rec.worker}"
         if rec.status == TrialStatus.OK:
             mark = "~" if rec.estimated else ""
             body = (

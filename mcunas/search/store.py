@@ -30,7 +30,7 @@ from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import storage_errors, write_file
 
-__all__ = ["TrialRecord", "TrialStatus", "TrialStore"]
+__all__ = ["TrialRecord", "TrialStatus", "TrialStore", "figure_columns", "record_from_dict"]
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
@@ -87,6 +87,8 @@ class TrialRecord:
     epochs_run: int | None = None
     model_sha256: str | None = None
     model_path: str | None = None
+    worker: str | None = None  # distributed search: the worker that ran it (None: local)
+    worker_wall_s: float | None = None  # its wall time on that worker, start to finish
     started_at: float | None = None
     finished_at: float | None = None
 
@@ -133,12 +135,21 @@ _SCHEMA = "CREATE TABLE IF NOT EXISTS trials ({})".format(
 class TrialStore:
     """SQLite store of one search's trials (and its settings, as ``meta``)."""
 
-    def __init__(self, path: Path) -> None:
-        """Open (creating if needed) the store at ``path``."""
+    def __init__(self, path: Path, *, threads: bool = False) -> None:
+        """Open (creating if needed) the store at ``path``.
+
+        ``threads``: the connection may be used from several threads (the caller
+        serialises them, as a distributed search's chief does).
+        """
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage_errors(self.path):
-            self._db = sqlite3.connect(self.path, timeout=LOCK_TIMEOUT_S, isolation_level=None)
+            self._db = sqlite3.connect(
+                self.path,
+                timeout=LOCK_TIMEOUT_S,
+                isolation_level=None,
+                check_same_thread=not threads,
+            )
             try:
                 self._refuse_other_kind()
                 self._db.execute("PRAGMA journal_mode=WAL")
@@ -175,9 +186,9 @@ class TrialStore:
             )
 
     @classmethod
-    def open(cls, out_dir: Path) -> TrialStore:
+    def open(cls, out_dir: Path, *, threads: bool = False) -> TrialStore:
         """Open the store inside a search's output folder."""
-        return cls(Path(out_dir) / STORE_NAME)
+        return cls(Path(out_dir) / STORE_NAME, threads=threads)
 
     @staticmethod
     def exists_in(out_dir: Path) -> bool:
@@ -279,35 +290,25 @@ class TrialStore:
             before_training: bool, True for the check's estimate, which is also kept as
                 the trial's simulated latency (default False).
         """
-        values: dict[str, Any] = {
-            "latency_ms": figures.latency_ms,
-            "latency_error_pct": figures.latency_error_pct,
-            "arena_bytes": figures.arena_bytes,
-            "peak_sram_bytes": figures.peak_sram_bytes,
-            "flash_bytes": figures.flash_bytes,
-            "energy_uj": figures.energy_uj,
-            "energy_error_pct": figures.energy_error_pct,
-            "energy_source": figures.energy_source or None,
-            "source": figures.source,
-            "estimated": figures.estimated,
-        }
-        if figures.macs is not None:
-            values["macs"] = figures.macs
-        sim = figures.latency_ms if before_training else figures.sim_latency_ms
-        if sim is not None:
-            values["sim_latency_ms"] = sim
-        self.update(trial_id, **values)
+        self.update(trial_id, **figure_columns(figures, before_training=before_training))
 
     def record_model(
-        self, trial_id: str, models_dir: Path, model_bytes: bytes, figures: Figures, **values: Any
+        self,
+        trial_id: str,
+        models_dir: Path,
+        model_bytes: bytes,
+        figures: Figures | None = None,
+        **values: Any,
     ) -> Path:
         """Keep a trained trial's ``.tflite`` in ``models_dir`` with its figures and hash.
 
         The model path is stored relative to the store's folder (the folder may move);
-        ``values`` are further columns (accuracies, timings). Returns the file's path.
+        ``values`` are further columns (accuracies, timings; a remote worker's figure
+        columns when ``figures`` is None). Returns the file's path.
         """
         path = write_file(Path(models_dir) / f"trial_{trial_id}.tflite", model_bytes)
-        self.record_figures(trial_id, figures)
+        if figures is not None:
+            self.record_figures(trial_id, figures)
         self.update(
             trial_id,
             model_path=os.path.relpath(path, self.path.parent),
@@ -341,6 +342,35 @@ class TrialStore:
     def count(self) -> int:
         """Number of trials recorded."""
         return int(self._query("SELECT COUNT(*) FROM trials")[0][0])
+
+
+def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[str, Any]:
+    """The store columns of one set of cost figures (see :meth:`TrialStore.record_figures`)."""
+    values: dict[str, Any] = {
+        "latency_ms": figures.latency_ms,
+        "latency_error_pct": figures.latency_error_pct,
+        "arena_bytes": figures.arena_bytes,
+        "peak_sram_bytes": figures.peak_sram_bytes,
+        "flash_bytes": figures.flash_bytes,
+        "energy_uj": figures.energy_uj,
+        "energy_error_pct": figures.energy_error_pct,
+        "energy_source": figures.energy_source or None,
+        "source": figures.source,
+        "estimated": figures.estimated,
+    }
+    if figures.macs is not None:
+        values["macs"] = figures.macs
+    sim = figures.latency_ms if before_training else figures.sim_latency_ms
+    if sim is not None:
+        values["sim_latency_ms"] = sim
+    return values
+
+
+def record_from_dict(data: dict[str, Any]) -> TrialRecord:
+    """Inverse of :meth:`TrialRecord.to_dict` (a row sent between chief and worker)."""
+    clean = {k: v for k, v in data.items() if k in _COLUMNS}
+    clean["status"] = TrialStatus(clean.get("status", TrialStatus.RUNNING))
+    return TrialRecord(**clean)
 
 
 def _to_sql(name: str, value: Any) -> Any:

@@ -30,7 +30,7 @@ from typing import Any, Protocol
 import keras_tuner
 from keras_tuner.src import config as kt_config
 
-from mcunas.errors import FatalError, McunasError, describe
+from mcunas.errors import FatalError, McunasError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
@@ -159,6 +159,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             variants: a trial drawing one of them is stored with ``origin = "seed"``.
         objectives: the Pareto front's objectives (``--objectives``), for ``--measure hybrid``'s
             test of which candidates go to the board.
+        worker: bool, a distributed search's worker: it runs trials and prints their
+            lines; the chief keeps the draw cap, the time budget and the failure streak.
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -179,10 +181,12 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
+        worker: bool = False,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
-        self.objectives = objectives
+        self.objectives, self.worker = objectives, worker
+        self.abandoned: set[str] = set()  # trials the chief took back (distributed worker)
         self.seeds = list(seeds or [])
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
@@ -193,7 +197,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
         self.trials_wanted = int(self.oracle.max_trials or 0)
         self.max_draws = max(self.trials_wanted, max_draws or DRAWS_PER_TRIAL * self.trials_wanted)
-        self._apply_draw_cap(self.store.trials())
+        if not worker:
+            self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
         kt_config.DEBUG = debug
@@ -220,6 +225,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         fatal = False
         try:
             return self._run_stages(trial, tid, values)
+        except TrialTakenAway as exc:  # a distributed worker that was silent too long
+            self.abandoned.add(tid)
+            raise keras_tuner.errors.FailedTrialError(str(exc)) from exc
         except _Infeasible:
             return {"score": 0.0, "feasible": 0.0}  # the oracle learns where the limits are
         except keras_tuner.errors.FailedTrialError:
@@ -231,8 +239,15 @@ class HardwareAwareTuner(keras_tuner.Tuner):
                 self.store.update(tid, reason=f"interrupted: {error}")
             raise SearchFatal(error) from exc
         finally:
-            if not fatal:
+            if not fatal and tid not in self.abandoned:
                 self._after_trial(tid)
+
+    def on_trial_end(self, trial: Any) -> None:
+        """Tell the oracle the trial ended, unless the chief already gave it to another worker."""
+        if trial.trial_id in self.abandoned:
+            self.progress.note(f"trial {trial.trial_id}: handed to another worker, dropped here")
+            return
+        super().on_trial_end(trial)
 
     def _run_stages(self, trial: Any, tid: str, values: dict[str, Any]) -> dict[str, float]:
         timings: dict[str, float] = {}
@@ -263,7 +278,13 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             stage = "measure"
             with _timed(timings, "measure_s"):
                 cost = self.runner.measure(model_bytes, self._promising(accuracy))
-        except (keras_tuner.errors.FailedTrialError, FatalError, SearchFatal, _Infeasible):
+        except (
+            keras_tuner.errors.FailedTrialError,
+            FatalError,
+            SearchFatal,
+            _Infeasible,
+            TrialTakenAway,
+        ):
             raise
         except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
             self.store.update(tid, **timings)
@@ -345,6 +366,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         if rec is None or rec.status == TrialStatus.RUNNING:  # interrupted: no line
             return
         self.progress.trial_done(rec, done, best)
+        if self.worker:
+            return
         if self.progress.time_up() and self.stopped_reason is None:
             self.stopped_reason = "time budget reached"
             self.oracle.max_trials = len(self.oracle.trials)  # create_trial now says STOPPED

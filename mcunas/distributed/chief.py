@@ -1,0 +1,204 @@
+"""The chief's side of a distributed search: who is connected, and the one store writer.
+
+:class:`ChiefService` answers ``mcunas.Search/Call`` (see :mod:`.wire`). It admits a
+worker only with the same mcunas version, search settings and dataset content;
+writes every row a worker sends into the store (nothing else writes it); after
+each finished trial runs the search's own bookkeeping (progress line, draw cap,
+time budget, failure streak) on the chief's tuner; and hands the trial of a
+worker silent for ``timeout_s`` back to Keras Tuner's oracle, which gives it to
+the next worker that asks (Keras Tuner does not do this by itself).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from keras_tuner.src.engine.oracle import synchronized
+
+import mcunas
+from mcunas.errors import McunasError
+from mcunas.search.store import TrialStatus, TrialStore
+
+__all__ = ["HEARTBEAT_S", "ChiefService", "requeue"]
+
+HEARTBEAT_S = 2.0  # a worker says it is alive this often
+
+
+@synchronized
+def requeue(oracle: Any, tuner_id: str) -> str | None:
+    """Take ``tuner_id``'s running trial back into the oracle's retry queue; its id or None."""
+    trial = oracle.ongoing_trials.pop(tuner_id, None)
+    oracle.tuner_ids.discard(tuner_id)
+    if trial is None:
+        return None
+    oracle._retry_queue.append(trial.trial_id)  # noqa: SLF001 - keras-tuner's own queue
+    oracle.save()
+    return trial.trial_id
+
+
+class ChiefService:
+    """The chief's request handler and worker registry (thread-safe).
+
+    Args:
+        store: TrialStore opened with ``threads=True``.
+        oracle: the Keras Tuner oracle the chief serves.
+        models_dir: where trained models are kept.
+        welcome: dict, the ``hello`` reply: version, config, hashes.
+        after_trial: called with a trial id after each finished trial (bookkeeping).
+        note: prints one progress line.
+        timeout_s: float, seconds of silence after which a worker's trial is handed back.
+    """
+
+    def __init__(
+        self,
+        store: TrialStore,
+        oracle: Any,
+        models_dir: Any,
+        welcome: dict[str, Any],
+        after_trial: Callable[[str], None],
+        note: Callable[[str], None],
+        timeout_s: float,
+    ) -> None:
+        self.store, self.oracle, self.models_dir = store, oracle, models_dir
+        self.welcome, self.after_trial, self.note = welcome, after_trial, note
+        self.timeout_s = timeout_s
+        self.lock = threading.RLock()
+        self.seen: dict[str, float] = {}  # worker -> last heard from (monotonic)
+        self.verified: set[str] = set()
+        self.owner: dict[str, str] = {}  # running trial -> its worker
+
+    # -- the gRPC method -----------------------------------------------------------
+    def handle(self, request: bytes, context: Any = None) -> bytes:
+        """One JSON request in, one JSON reply out; errors become ``ok: false``."""
+        try:
+            payload = json.loads(request)
+            method = getattr(self, f"_op_{payload.get('op')}", None)
+            if method is None:
+                raise McunasError(f"unknown request {payload.get('op')!r}")
+            with self.lock:
+                reply = {"ok": True, **(method(payload) or {})}
+        except McunasError as exc:
+            reply = {"ok": False, "error": str(exc)}
+        except (ValueError, KeyError, TypeError) as exc:
+            reply = {"ok": False, "error": f"malformed request ({exc})"}
+        return json.dumps(reply).encode()
+
+    # -- joining -------------------------------------------------------------------
+    def _op_hello(self, payload: dict[str, Any]) -> dict[str, Any]:
+        return dict(self.welcome)
+
+    def _op_join(self, payload: dict[str, Any]) -> dict[str, Any]:
+        name = str(payload["worker"])
+        why = self._refusal(payload)
+        if why:
+            self.note(f"Refused worker {name}: {why}")
+            raise McunasError(f"the chief refused this worker: {why}")
+        if name in self.verified and name in self.seen:
+            raise McunasError(f"a worker named {name} is already connected: give --name")
+        self.seen[name] = time.monotonic()
+        self.verified.add(name)
+        self.note(f"Worker {name} joined ({len(self.verified)} connected).")
+        return {"heartbeat_s": HEARTBEAT_S}
+
+    def _refusal(self, payload: dict[str, Any]) -> str | None:
+        mine = self.welcome
+        if payload.get("version") != mcunas.__version__:
+            return f"mcunas {payload.get('version')} there, {mcunas.__version__} here"
+        if payload.get("identity_sha256") != mine["identity_sha256"]:
+            return "its search settings differ from the chief's (board, strategy, budgets...)"
+        if payload.get("dataset_sha256") != mine["dataset_sha256"]:
+            return "its dataset's content differs from the chief's (hash)"
+        if "chief" in str(payload.get("worker", "")):
+            return "a worker name may not contain 'chief' (Keras Tuner reserves it)"
+        return None
+
+    def _op_heartbeat(self, payload: dict[str, Any]) -> None:
+        self._known(payload)
+
+    def _op_leave(self, payload: dict[str, Any]) -> None:
+        name = str(payload["worker"])
+        if self.seen.pop(name, None) is not None:
+            self.verified.discard(name)
+            self.note(f"Worker {name} left ({len(self.verified)} connected).")
+
+    def _known(self, payload: dict[str, Any]) -> str:
+        name = str(payload["worker"])
+        if name not in self.verified:
+            raise McunasError(f"unknown worker {name}: join first")
+        self.seen[name] = time.monotonic()
+        return name
+
+    def adopt(self, name: str, trial_id: str) -> None:
+        """A trial a worker ran when the chief stopped: kept for it while it may come back."""
+        with self.lock:
+            self.seen[name] = time.monotonic()
+            self.owner[trial_id] = name
+
+    # -- the store -----------------------------------------------------------------
+    def _owned(self, payload: dict[str, Any]) -> str:
+        name, tid = self._known(payload), str(payload["tid"])
+        if self.owner.get(tid) != name:
+            raise McunasError(f"trial {tid} was handed to another worker; dropping it here")
+        return tid
+
+    def _op_start_trial(self, payload: dict[str, Any]) -> None:
+        name, tid = self._known(payload), str(payload["tid"])
+        self.owner[tid] = name
+        values = dict(payload.get("values") or {})
+        self.store.start_trial(tid, payload.get("hyperparameters") or {}, worker=name, **values)
+
+    def _op_update(self, payload: dict[str, Any]) -> None:
+        self.store.update(self._owned(payload), **payload["values"])
+
+    def _op_record_model(self, payload: dict[str, Any]) -> dict[str, Any]:
+        tid = self._owned(payload)
+        model = base64.b64decode(payload["model"])
+        path = self.store.record_model(tid, self.models_dir, model, None, **payload["values"])
+        return {"path": str(path)}
+
+    def _op_finish_trial(self, payload: dict[str, Any]) -> None:
+        tid = self._owned(payload)
+        self.store.finish_trial(tid, TrialStatus(payload["status"]), **payload["values"])
+        self.owner.pop(tid, None)
+        self.after_trial(tid)
+
+    def _op_get(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self._known(payload)
+        rec = self.store.get(str(payload["tid"]))
+        return {"row": None if rec is None else rec.to_dict()}
+
+    def _op_trials(self, payload: dict[str, Any]) -> dict[str, Any]:
+        self._known(payload)
+        status = payload.get("status")
+        rows = self.store.trials(None if status is None else TrialStatus(status))
+        return {"rows": [r.to_dict() for r in rows]}
+
+    # -- silence -------------------------------------------------------------------
+    def check_silence(self) -> None:
+        """Hand back the trial of every worker not heard from for ``timeout_s``."""
+        now = time.monotonic()
+        with self.lock:
+            silent = [n for n, t in self.seen.items() if now - t > self.timeout_s]
+            for name in silent:
+                del self.seen[name]
+                self.verified.discard(name)
+                tid = requeue(self.oracle, name)
+                if tid is not None:
+                    self.owner.pop(tid, None)
+                    self.note(
+                        f"Worker {name} silent for {self.timeout_s:g} s: trial {tid} goes to "
+                        "the next worker."
+                    )
+                else:
+                    self.note(f"Worker {name} silent for {self.timeout_s:g} s: dropped.")
+
+    @property
+    def connected(self) -> int:
+        """Workers heard from within the timeout."""
+        with self.lock:
+            return len(self.verified)

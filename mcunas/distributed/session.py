@@ -1,0 +1,190 @@
+"""The chief's search session: serve the oracle and the store until the search is done.
+
+``mcunas search --serve HOST:PORT`` runs this in place of the local session. The
+chief builds the same oracle and search space as a local search (so ``--resume``
+and ``--seed-arch`` work as there), trains nothing, and serves Keras Tuner's
+``Oracle`` service and mcunas's ``Search`` service on one port until every
+trial is done; then it writes the report and ``best/`` like a local search.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from concurrent import futures
+from typing import Any
+
+import grpc
+
+import mcunas
+from mcunas.distributed.chief import ChiefService
+from mcunas.distributed.wire import CHANNEL_OPTIONS, SERVICE, identity_sha256, parse_address
+from mcunas.errors import UserError
+from mcunas.search.config import IDENTITY
+from mcunas.search.progress import Progress
+from mcunas.search.session import SearchSession
+from mcunas.search.store import TrialStatus
+
+__all__ = ["DEFAULT_WORKER_TIMEOUT_S", "ChiefSession"]
+
+DEFAULT_WORKER_TIMEOUT_S = 60.0
+# After the last trial: how long the chief keeps answering so that workers hear "stop".
+LINGER_S = 10.0
+POLL_S = 0.5
+
+
+class ChiefSession(SearchSession):
+    """A search whose trials run on workers (see :mod:`mcunas.distributed`)."""
+
+    def run(self, progress: Progress) -> str | None:
+        """Serve until the oracle has no trial left to give and none is running."""
+        from mcunas.data import load_dataset
+        from mcunas.search.oracles import make_oracle
+        from mcunas.search.recipe import plan_recipe
+        from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+        from mcunas.space import FAMILIES, McuSearchSpace
+
+        cfg = self.config
+        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        space = McuSearchSpace(d.input_shape, d.num_classes, cfg.families or FAMILIES)
+        oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
+        seed = self._seed_name(space)
+        seeds = self._seed(oracle, space, seed) if seed else []
+        tuner = HardwareAwareTuner(
+            oracle,
+            space,
+            runner=None,  # the chief trains nothing
+            store=self.store,
+            budgets=cfg.budgets,
+            progress=progress,
+            models_dir=self.out_dir / "models",
+            epochs=cfg.epochs,
+            seed=cfg.seed,
+            directory=str(self.out_dir),
+            project_name="tuner",
+            overwrite=not cfg.resume,
+            max_draws=cfg.draw_cap,
+            objectives=cfg.objectives,
+            seeds=seeds,
+        )
+        self._reconcile_running(oracle)
+        service = self._service(oracle, tuner, progress)
+        fatal: list[BaseException] = []
+
+        def after_trial(tid: str) -> None:
+            try:
+                tuner._after_trial(tid)  # noqa: SLF001 - the local search's own bookkeeping
+            except SearchFatal as exc:
+                fatal.append(exc.error)
+                tuner.stopped_reason = str(exc.error)
+                oracle.max_trials = len(oracle.trials)
+
+        service.after_trial = after_trial
+        self._serve(service, oracle, tuner, progress)
+        if fatal:
+            raise fatal[0]
+        return tuner.stopped_reason
+
+    def _service(self, oracle: Any, tuner: Any, progress: Progress) -> ChiefService:
+        from mcunas.search.api import _dataset_sha256
+
+        cfg = self.config
+        welcome = {
+            "version": mcunas.__version__,
+            "config": cfg.to_dict(),
+            "identity_sha256": identity_sha256(cfg.to_dict(), IDENTITY),
+            "dataset_sha256": _dataset_sha256(cfg),
+        }
+        service = ChiefService(
+            self.store,
+            oracle,
+            self.out_dir / "models",
+            welcome,
+            after_trial=lambda tid: None,
+            note=progress.note,
+            timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
+        )
+        for name, trial in oracle.ongoing_trials.items():
+            service.adopt(name, trial.trial_id)
+        return service
+
+    def _reconcile_running(self, oracle: Any) -> None:
+        """After a chief restart: keep each running trial for the worker that ran it.
+
+        Keras Tuner's reload queues every unfinished trial for a retry; a trial a
+        worker was running goes back to that worker's name instead, so the worker
+        can finish it when it reconnects (or it is handed on after the timeout).
+        """
+        self._reconcile(oracle)
+        queue = oracle._retry_queue  # noqa: SLF001 - keras-tuner keeps no public view
+        for rec in self.store.trials(TrialStatus.RUNNING):
+            if rec.worker and rec.trial_id in queue and rec.worker not in oracle.ongoing_trials:
+                queue.remove(rec.trial_id)
+                trial = oracle.trials[rec.trial_id]
+                oracle.ongoing_trials[rec.worker] = trial
+                oracle.tuner_ids.add(rec.worker)
+
+    def _serve(self, service: ChiefService, oracle: Any, tuner: Any, progress: Progress) -> None:
+        from keras_tuner.src import protos
+        from keras_tuner.src.distribute.oracle_chief import OracleServicer
+
+        host, port = parse_address(self.config.serve or "", "--serve")
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
+        protos.get_service_grpc().add_OracleServicer_to_server(OracleServicer(oracle), server)
+        handler = grpc.unary_unary_rpc_method_handler(service.handle)
+        server.add_generic_rpc_handlers(
+            (grpc.method_handlers_generic_handler(SERVICE, {"Call": handler}),)
+        )
+        try:
+            bound = server.add_insecure_port(f"{host}:{port}")
+        except RuntimeError:
+            bound = 0
+        if not bound:
+            raise UserError(
+                f"--serve {host}:{port}: cannot listen there (in use, or not this host)"
+            )
+        # keras-tuner 1.4.8 prints a condition's value each time it serialises one (a
+        # stray debug print in Parent.to_proto): keep the chief's output to its own lines.
+        quiet = self._quiet_stdout()
+        server.start()
+        progress.note(
+            f"Chief serving on {host}:{port}: start workers with "
+            f"`mcunas worker --connect {host}:{port}` (they train; this process only records)."
+        )
+        try:
+            self._wait_done(service, oracle, tuner, progress)
+            self._linger(service)
+        finally:
+            server.stop(grace=2).wait()
+            quiet.close()
+
+    @staticmethod
+    def _quiet_stdout() -> contextlib.ExitStack:
+        stack = contextlib.ExitStack()
+        stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
+        return stack
+
+    def _wait_done(
+        self, service: ChiefService, oracle: Any, tuner: Any, progress: Progress
+    ) -> None:
+        while True:
+            time.sleep(POLL_S)
+            service.check_silence()
+            if progress.time_up() and tuner.stopped_reason is None:
+                tuner.stopped_reason = "time budget reached"
+            if tuner.stopped_reason is not None:
+                oracle.max_trials = len(oracle.trials)  # create_trial now says STOPPED
+            with service.lock:
+                running = bool(oracle.ongoing_trials)
+                queued = bool(oracle._retry_queue)  # noqa: SLF001
+                full = len(oracle.trials) >= (oracle.max_trials or 0)
+            if full and not running and (not queued or tuner.stopped_reason is not None):
+                return
+
+    def _linger(self, service: ChiefService) -> None:
+        """Answer a little longer, so connected workers hear that the search is over."""
+        deadline = time.monotonic() + LINGER_S
+        while service.connected and time.monotonic() < deadline:
+            time.sleep(POLL_S)

@@ -1,0 +1,214 @@
+"""A distributed search's worker: join the chief, then run the trials its oracle hands out.
+
+``mcunas worker --connect HOST:PORT`` asks the chief for the search's settings,
+joins (the chief refuses another mcunas version or dataset), and runs the same
+tuner as a local search with Keras Tuner's ``OracleClient`` for the oracle and a
+:class:`~mcunas.distributed.remote_store.RemoteStore` for the store. It builds,
+checks, trains, converts, evaluates and measures (simulator, its own board or
+its own rack) and exits when the chief's oracle says the search is over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import mcunas
+from mcunas.distributed.remote_store import RemoteStore
+from mcunas.distributed.wire import (
+    ChiefUnreachable,
+    RemoteError,
+    call,
+    identity_sha256,
+    open_channel,
+    parse_address,
+)
+from mcunas.errors import UserError
+from mcunas.search.config import IDENTITY, SearchConfig
+from mcunas.search.progress import Progress
+from mcunas.search.session import SearchSession
+
+__all__ = ["DEFAULT_WAIT_S", "WorkerSettings", "default_name", "run_worker"]
+
+DEFAULT_WAIT_S = 60.0  # joining: how long to wait for a chief that does not answer
+CHIEF_RESTART_WAIT_S = 900.0  # a joined worker waits this long for a restarting chief
+
+
+def default_name() -> str:
+    """``<host>-<pid>``: unique on a cluster without configuration."""
+    return f"{socket.gethostname().split('.')[0]}-{os.getpid()}"
+
+
+class WorkerSettings:
+    """What ``mcunas worker`` was given: the chief, a name, local data and hardware."""
+
+    def __init__(
+        self,
+        connect: str,
+        name: str | None = None,
+        dataset: str | None = None,
+        port: str | None = None,
+        rack: str | None = None,
+        wait_s: float = DEFAULT_WAIT_S,
+        config: SearchConfig | None = None,
+    ) -> None:
+        parse_address(connect)
+        self.connect, self.name = connect, name or default_name()
+        self.dataset, self.port, self.rack, self.wait_s = dataset, port, rack, wait_s
+        self.config = config  # KERASTUNER_* mode: the worker's own settings, checked by the chief
+        if "chief" in self.name:
+            raise UserError(f"--name {self.name}: Keras Tuner reserves names containing 'chief'")
+
+
+class _Joined:
+    """The connection to the chief: join, rejoin after a chief restart, heartbeats."""
+
+    def __init__(self, settings: WorkerSettings, config: SearchConfig, dataset_sha: str) -> None:
+        self.settings, self.config, self.dataset_sha = settings, config, dataset_sha
+        self.channel = open_channel(settings.connect)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def join(self) -> dict[str, Any]:
+        request = {
+            "op": "join",
+            "worker": self.settings.name,
+            "version": mcunas.__version__,
+            "identity_sha256": identity_sha256(self.config.to_dict(), IDENTITY),
+            "dataset_sha256": self.dataset_sha,
+        }
+        return call(
+            self.channel, request, timeout_s=CHIEF_RESTART_WAIT_S, address=self.settings.connect
+        )
+
+    def start_heartbeat(self, every_s: float) -> None:
+        def beat() -> None:
+            request = {"op": "heartbeat", "worker": self.settings.name}
+            while not self._stop.wait(every_s):
+                try:
+                    call(self.channel, request, timeout_s=every_s, address=self.settings.connect)
+                except RemoteError:
+                    with contextlib.suppress(RemoteError):
+                        self.join()  # the chief restarted and forgot this worker
+                except ChiefUnreachable:
+                    pass  # the chief is restarting: the trial goes on, calls wait for it
+
+        self._thread = threading.Thread(target=beat, name="mcunas-heartbeat", daemon=True)
+        self._thread.start()
+
+    def leave(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(RemoteError):
+            call(self.channel, {"op": "leave", "worker": self.settings.name}, timeout_s=5)
+
+
+class WorkerSession(SearchSession):
+    """A local search session whose oracle and store are the chief's."""
+
+    def __init__(self, config: SearchConfig, board: Any, store: RemoteStore, work: Path) -> None:
+        super().__init__(config, board, work, store)  # type: ignore[arg-type]
+
+    def run(self, progress: Progress) -> str | None:
+        """Run trials until the chief's oracle says stop."""
+        from mcunas.data import load_dataset
+        from mcunas.search.oracles import make_oracle
+        from mcunas.search.recipe import plan_recipe
+        from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+
+        cfg = self.config
+        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        space, runner, close = self._components()
+        seed = self._seed_name(space)
+        seeds = self._ladder(space, seed) if seed else []
+        try:
+            tuner = HardwareAwareTuner(
+                make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs),
+                space,
+                runner=runner,
+                store=self.store,
+                budgets=cfg.budgets,
+                progress=progress,
+                models_dir=self.out_dir / "models",
+                epochs=cfg.epochs,
+                seed=cfg.seed,
+                warm_start=False,  # parent weights stay on the worker that trained them
+                directory=str(self.out_dir),
+                project_name="worker",
+                overwrite=True,
+                objectives=cfg.objectives,
+                seeds=seeds,
+                worker=True,
+            )
+            tuner.search()
+        except SearchFatal as exc:
+            raise exc.error from None
+        finally:
+            close()
+        return None
+
+    def _ladder(self, space: Any, name: str) -> list[dict[str, Any]]:
+        from mcunas.space.reference import reference_ladder
+
+        ladder = reference_ladder(name, self.dataset.input_shape)
+        return [space.hyperparameters(**v).values for v in ladder]
+
+
+def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
+    """Join the chief at ``settings.connect`` and run trials until the search is over.
+
+    Raises:
+        ChiefUnreachable: no chief answered within ``settings.wait_s``.
+        RemoteError: the chief refused this worker (version, settings or data differ).
+        UserError: bad local settings (dataset missing, port and rack both given).
+    """
+    from mcunas.search.api import _dataset_sha256, check_search
+
+    channel = open_channel(settings.connect)
+    hello = call(channel, {"op": "hello"}, timeout_s=settings.wait_s, address=settings.connect)
+    config = settings.config or SearchConfig.from_dict(hello["config"])
+    config = _local(config, settings)
+    board = check_search(config)
+    joined = _Joined(settings, config, _dataset_sha256(config))
+    reply = joined.join()
+    host, port = parse_address(settings.connect)
+    os.environ.update(
+        KERASTUNER_TUNER_ID=settings.name,
+        KERASTUNER_ORACLE_IP=host,
+        KERASTUNER_ORACLE_PORT=str(port),
+    )
+    store = RemoteStore(
+        joined.channel, settings.name, settings.connect, CHIEF_RESTART_WAIT_S, joined.join
+    )
+    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))
+    progress = Progress(config.max_trials, None, stream=stream)
+    progress.note(f"Worker {settings.name} joined the chief at {settings.connect}.")
+    try:
+        # keras-tuner 1.4.8 prints a condition's value each time it serialises one
+        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+            with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
+                WorkerSession(config, board, store, Path(work)).run(progress)
+    finally:
+        joined.leave()
+    progress.note(f"Worker {settings.name}: the search is over.")
+
+
+def _local(config: SearchConfig, settings: WorkerSettings) -> SearchConfig:
+    """The chief's settings with this worker's data path and hardware."""
+    data = config.to_dict()
+    data.update(resume=False, serve=None, out=None, time_budget_s=None)
+    if settings.dataset is not None:
+        data["dataset"] = settings.dataset
+    if settings.port or settings.rack:
+        if data.get("measure") == "simulator":
+            raise UserError(
+                "--port and --rack measure on boards, but the chief's search uses the "
+                "simulator: drop them, or start the chief with --measure board"
+            )
+        data.update(port=settings.port, rack=settings.rack)
+    return SearchConfig.from_dict(data)
