@@ -253,13 +253,11 @@ def _keras_tuner_worker(config: SearchConfig) -> bool:
     if "chief" in tuner_id:
         config.serve = config.serve or f"{ip}:{port}"
         return False
-    from mcunas.convert import import_tensorflow
     from mcunas.distributed.worker import WorkerSettings, run_worker
 
     settings = WorkerSettings(
         f"{ip}:{port}", tuner_id, config.dataset, config.port, config.rack, config=config
     )
-    import_tensorflow()
     run_worker(settings, stream=sys.stderr)
     return True
 

@@ -46,14 +46,12 @@ def cli(
     wait_s: float,
 ) -> None:
     """Join the chief at HOST:PORT and run trials until its search is over."""
-    from mcunas.convert import import_tensorflow
     from mcunas.distributed.worker import WorkerSettings, run_worker
     from mcunas.errors import UserError
 
     if port and rack:
         raise UserError("Give either --port or --rack, not both.")
     settings = WorkerSettings(connect, name, dataset, port, rack, wait_s)
-    import_tensorflow()
     import sys
 
     run_worker(settings, stream=sys.stderr)

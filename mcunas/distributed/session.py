@@ -88,14 +88,12 @@ class ChiefSession(SearchSession):
         return tuner.stopped_reason
 
     def _service(self, oracle: Any, tuner: Any, progress: Progress) -> ChiefService:
-        from mcunas.search.api import _dataset_sha256
-
         cfg = self.config
         welcome = {
             "version": mcunas.__version__,
             "config": cfg.to_dict(),
             "identity_sha256": identity_sha256(cfg.to_dict(), IDENTITY),
-            "dataset_sha256": _dataset_sha256(cfg),
+            "dataset_sha256": cfg.dataset_sha256(),
         }
         service = ChiefService(
             self.store,

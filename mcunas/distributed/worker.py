@@ -167,15 +167,18 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
         RemoteError: the chief refused this worker (version, settings or data differ).
         UserError: bad local settings (dataset missing, port and rack both given).
     """
-    from mcunas.search.api import _dataset_sha256, check_search
+    from mcunas.search.api import check_search
 
     channel = open_channel(settings.connect)
     hello = call(channel, {"op": "hello"}, timeout_s=settings.wait_s, address=settings.connect)
     config = settings.config or SearchConfig.from_dict(hello["config"])
     config = _local(config, settings)
     board = check_search(config)
-    joined = _Joined(settings, config, _dataset_sha256(config))
+    joined = _Joined(settings, config, config.dataset_sha256())
     reply = joined.join()
+    from mcunas.convert import import_tensorflow
+
+    import_tensorflow()  # after joining: a refused worker fails fast
     host, port = parse_address(settings.connect)
     os.environ.update(
         KERASTUNER_TUNER_ID=settings.name,

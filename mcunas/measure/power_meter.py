@@ -25,12 +25,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
 
-from mcunas.errors import UserError
+from mcunas.measure.power_trace import MeterError, Trace
 
 __all__ = [
     "MeterError",
@@ -46,25 +45,6 @@ __all__ = [
 METER_KINDS = ("joulescope", "ppk2", "virtual")
 # Fewer samples than this in the integrated window is no measurement.
 MIN_SAMPLES = 10
-
-
-class MeterError(UserError):
-    """The power meter is absent, busy or recorded nothing usable (one line, exit 2)."""
-
-
-@dataclass(frozen=True)
-class Trace:
-    """Samples of one recording: host monotonic time, current, voltage, marker level.
-
-    ``time_scale`` is board seconds per host second (a virtual board runs faster than
-    real time; 1 for a real meter).
-    """
-
-    t_s: np.ndarray
-    current_a: np.ndarray
-    voltage_v: np.ndarray
-    marker: np.ndarray | None = None
-    time_scale: float = 1.0
 
 
 class PowerMeter(Protocol):
@@ -112,9 +92,15 @@ def open_meter(spec: str, *, board_port: str = "", supply_v: float = 3.3) -> Ite
     """
     kind, address = parse_meter(spec)
     if kind == "virtual":
+        from mcunas.measure.virtual_board.device import board_at
         from mcunas.measure.virtual_board.power import VirtualMeter
 
-        meter: Any = VirtualMeter.at_port(board_port)
+        device = board_at(board_port)
+        if device is None:
+            raise MeterError(
+                f"--power virtual needs a virtual board; none serves {board_port or '?'}"
+            )
+        meter: Any = VirtualMeter(device.power)
     else:
         from mcunas.measure import meters
 

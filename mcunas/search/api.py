@@ -23,7 +23,6 @@ from mcunas.errors import DatasetError, McunasError, UserError
 from mcunas.files import (
     DiskFull,
     FolderLock,
-    content_sha256,
     ensure_writable,
     first_missing,
 )
@@ -208,7 +207,7 @@ def _open_store(out_dir: Path, config: SearchConfig, threads: bool = False) -> T
                 f"{out_dir} already holds {store.count()} trials of an earlier search. "
                 "Continue it with --resume, start over with --overwrite, or choose a new --out."
             )
-        dataset_sha = _dataset_sha256(config)
+        dataset_sha = config.dataset_sha256()
         if config.resume:
             _check_same_search(store.get_meta("config") or {}, config)
             _check_same_data(store.get_meta("dataset_sha256"), dataset_sha, config)
@@ -233,13 +232,6 @@ def _check_same_search(stored: dict[str, Any], config: SearchConfig) -> None:
             + "; ".join(diffs)
             + "). Use a new --out for a different search."
         )
-
-
-def _dataset_sha256(config: SearchConfig) -> str:
-    """The dataset's content hash (the built-in digits: its name)."""
-    if not config.dataset or config.dataset == "digits":
-        return "digits"
-    return content_sha256(Path(config.dataset).expanduser())
 
 
 def _check_same_data(stored: str | None, now: str, config: SearchConfig) -> None:

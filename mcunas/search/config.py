@@ -116,6 +116,16 @@ class SearchConfig:
             self.max_energy_uj,
         )
 
+    def dataset_sha256(self) -> str:
+        """The dataset's content hash (the built-in digits: its name)."""
+        if not self.dataset or self.dataset == "digits":
+            return "digits"
+        from pathlib import Path
+
+        from mcunas.files import content_sha256
+
+        return content_sha256(Path(self.dataset).expanduser())
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict (kept in the store for ``--resume``)."""
         data = asdict(self)

@@ -16,7 +16,7 @@ import time
 
 import numpy as np
 
-from mcunas.measure.power_meter import MeterError, Trace
+from mcunas.measure.power_trace import MeterError, Trace
 from mcunas.power import board_power
 
 __all__ = ["PowerTimeline", "VirtualMeter"]
@@ -88,20 +88,6 @@ class VirtualMeter:
         self.name = "virtual"
         self._timeline = timeline
         self._t0: float | None = None
-
-    @classmethod
-    def at_port(cls, port: str) -> VirtualMeter:
-        """The meter of the virtual board serving ``port``.
-
-        Raises:
-            MeterError: no virtual board serves that port.
-        """
-        from mcunas.measure.virtual_board.device import board_at
-
-        device = board_at(port)
-        if device is None:
-            raise MeterError(f"--power virtual needs a virtual board; none serves {port or '?'}")
-        return cls(device.power)
 
     def start(self) -> None:
         """Start recording."""
