@@ -107,9 +107,13 @@ def _series_search(tmp_path: Path, out: str) -> SearchConfig:
     )
 
 
-def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
+def test_series_with_a_test_split_reports_it_and_a_seed_repeats_it(tmp_path: Path) -> None:
     result = run_search(_series_search(tmp_path, "o"), stream=None)
-    assert result.best is not None
+    again = run_search(_series_search(tmp_path, "b"), stream=None).best
+    assert result.best is not None and again is not None
+    first = result.best  # the same seed trains the same model
+    assert (first.int8_accuracy, first.int8_loss) == (again.int8_accuracy, again.int8_loss)
+    assert first.model_sha256 == again.model_sha256
     assert result.test["samples"] == 40 and 0.0 <= result.test["int8_accuracy"] <= 1.0
     assert "Test split (40 samples, never used for selection)" in result.text()
     info = json.loads((Path(result.paths["best_dir"]) / "best.json").read_text())
@@ -118,14 +122,6 @@ def test_series_with_a_test_split_reports_it(tmp_path: Path) -> None:
     assert "layer by layer" in page and "live arena KB" in page
     assert result.layers and result.layers[-1]["output_shape"] == [1, 2]
     assert max(r["live_bytes"] for r in result.layers) <= result.best.arena_bytes
-
-
-def test_the_same_seed_trains_the_same_model(tmp_path: Path) -> None:
-    first = run_search(_series_search(tmp_path, "a"), stream=None).best
-    second = run_search(_series_search(tmp_path, "b"), stream=None).best
-    assert first is not None and second is not None
-    assert (first.int8_accuracy, first.int8_loss) == (second.int8_accuracy, second.int8_loss)
-    assert first.model_sha256 == second.model_sha256
 
 
 def test_budgets_nobody_meets(tmp_path: Path) -> None:
@@ -167,50 +163,6 @@ def _rows(db: Path) -> list[tuple]:
         return []
 
 
-def test_kill_mid_trial_then_resume(tmp_path: Path) -> None:
-    out = tmp_path / "o"
-    db = out / "trials.sqlite"
-    proc = subprocess.Popen(
-        _cli("--max-trials", "3", "--epochs", "3", "--strategy", "random", "--out", str(out)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=_env(),
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + 240
-    try:
-        while time.monotonic() < deadline:
-            rows = _rows(db)
-            # trial 0 finished and trial 1 past its cost check, i.e. training
-            if any(r[1] == "ok" for r in rows) and any(r[1] == "running" and r[2] for r in rows):
-                break
-            if proc.poll() is not None:
-                pytest.fail("search ended before it could be killed")
-            time.sleep(0.2)
-        else:
-            pytest.fail("search never reached a second trial")
-        os.killpg(proc.pid, signal.SIGKILL)
-    finally:
-        proc.wait(timeout=30)
-    before = {r[0]: r for r in _rows(db) if r[1] != "running"}
-    assert any(r[1] == "running" for r in _rows(db))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "mcunas", "search", "--out", str(out), "--resume", "--json"],
-        capture_output=True,
-        text=True,
-        env=_env(),
-        timeout=300,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    summary = json.loads(done.stdout)
-    after = _rows(db)
-    assert len(after) == 3 and all(r[1] != "running" for r in after)
-    for tid, row in before.items():  # finished trials kept as they were, not redone
-        assert next(r for r in after if r[0] == tid) == row
-    assert summary["config"]["families"] == ["dsconv"] and summary["best"] is not None
-
-
 def _children(pid: int) -> list[int]:
     """Processes whose parent is ``pid`` (the search's TFLM worker among them)."""
     kids = []
@@ -232,37 +184,60 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def _search_until_training(out: Path) -> subprocess.Popen:
-    """A search that has finished its first cost check and holds its TFLM worker."""
-    proc = subprocess.Popen(
-        _cli("--max-trials", "3", "--epochs", "3", "--strategy", "random", "--out", str(out)),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=_env(),
-    )
+def _until_training(proc: subprocess.Popen, db: Path, need_ok: bool) -> None:
+    """Wait until a trial is past its cost check (training; after a finished one if
+    ``need_ok``) and the search holds its TFLM worker."""
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline and proc.poll() is None:
-        if any(r[2] for r in _rows(out / "trials.sqlite")) and _children(proc.pid):
-            return proc
+        rows = _rows(db)
+        ok = not need_ok or any(r[1] == "ok" for r in rows)
+        if ok and any(r[1] == "running" and r[2] for r in rows) and _children(proc.pid):
+            return
         time.sleep(0.2)
     proc.kill()
     _, err = proc.communicate(timeout=30)
-    pytest.fail(f"the search never reached its first training: {err[-1500:]}")
+    pytest.fail(f"the search never got to training: {(err or '')[-1500:]}")
 
 
-@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
-@pytest.mark.parametrize("how", ["SIGTERM", "SIGKILL"])
-def test_stopped_search_leaves_no_process_behind(tmp_path: Path, how: str) -> None:
-    out = tmp_path / "o"
-    proc = _search_until_training(out)
+def _stop(proc: subprocess.Popen, how: str) -> str:
+    """Signal the search alone (not its process group); its children must die with it."""
     children = _children(proc.pid)
-    proc.send_signal(getattr(signal, how))  # the search alone, not its process group
+    assert children
+    proc.send_signal(getattr(signal, how))
     _, err = proc.communicate(timeout=60)
     deadline = time.monotonic() + 10
     while any(_alive(c) for c in children) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not [c for c in children if _alive(c)], "a child outlived the search"
-    if how == "SIGTERM":  # stopped like Ctrl-C: one resume line, exit 130
-        assert proc.returncode == 130 and f"--out {out} --resume" in err
-        assert "Traceback" not in err
+    assert not [c for c in children if _alive(c)], f"a child outlived the search ({how})"
+    return err or ""
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
+def test_stopped_and_killed_searches_resume_without_redoing_work(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    db = out / "trials.sqlite"
+    start = _cli("--max-trials", "3", "--epochs", "2", "--strategy", "random", "--out", str(out))
+    resume = [sys.executable, "-m", "mcunas", "search", "--out", str(out), "--resume"]
+    pipes = {"stdout": subprocess.DEVNULL, "stderr": subprocess.PIPE, "text": True, "env": _env()}
+    proc = subprocess.Popen(start, **pipes)
+    _until_training(proc, db, need_ok=True)  # trial 0 done, trial 1 training
+    err = _stop(proc, "SIGTERM")  # stopped like Ctrl-C: one resume line, exit 130
+    assert proc.returncode == 130 and f"--out {out} --resume" in err
+    assert "Traceback" not in err
+    before = {r[0]: r for r in _rows(db) if r[1] != "running"}
+    assert before
+
+    proc = subprocess.Popen(resume, **pipes)
+    _until_training(proc, db, need_ok=False)
+    _stop(proc, "SIGKILL")  # no clean-up at all: the TFLM worker must still die
+
+    done = subprocess.run(
+        [*resume, "--json"], capture_output=True, text=True, env=_env(), timeout=300
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    after = _rows(db)
+    assert len(after) == 3 and all(r[1] != "running" for r in after)
+    for tid, row in before.items():  # finished trials kept as they were, not redone
+        assert next(r for r in after if r[0] == tid) == row
+    assert summary["config"]["families"] == ["dsconv"] and summary["best"] is not None
