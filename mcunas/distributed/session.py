@@ -42,7 +42,7 @@ class ChiefSession(SearchSession):
         from mcunas.data import load_dataset
         from mcunas.search.oracles import make_oracle
         from mcunas.search.recipe import plan_recipe
-        from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+        from mcunas.search.tuner import SearchFatal
         from mcunas.space import FAMILIES, McuSearchSpace
 
         cfg = self.config
@@ -52,23 +52,7 @@ class ChiefSession(SearchSession):
         oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
         seed = self._seed_name(space)
         seeds = self._seed(oracle, space, seed) if seed else []
-        tuner = HardwareAwareTuner(
-            oracle,
-            space,
-            runner=None,  # the chief trains nothing
-            store=self.store,
-            budgets=cfg.budgets,
-            progress=progress,
-            models_dir=self.out_dir / "models",
-            epochs=cfg.epochs,
-            seed=cfg.seed,
-            directory=str(self.out_dir),
-            project_name="tuner",
-            overwrite=not cfg.resume,
-            max_draws=cfg.draw_cap,
-            objectives=cfg.objectives,
-            seeds=seeds,
-        )
+        tuner = self._tuner(oracle, space, None, progress, seeds)  # the chief trains nothing
         self._reconcile_running(oracle)
         service = self._service(oracle, tuner, progress)
         fatal: list[BaseException] = []

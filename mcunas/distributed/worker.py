@@ -118,7 +118,7 @@ class WorkerSession(SearchSession):
         from mcunas.data import load_dataset
         from mcunas.search.oracles import make_oracle
         from mcunas.search.recipe import plan_recipe
-        from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+        from mcunas.search.tuner import SearchFatal
 
         cfg = self.config
         self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
@@ -127,22 +127,15 @@ class WorkerSession(SearchSession):
         seed = self._seed_name(space)
         seeds = self._ladder(space, seed) if seed else []
         try:
-            tuner = HardwareAwareTuner(
+            tuner = self._tuner(
                 make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs),
                 space,
-                runner=runner,
-                store=self.store,
-                budgets=cfg.budgets,
-                progress=progress,
-                models_dir=self.out_dir / "models",
-                epochs=cfg.epochs,
-                seed=cfg.seed,
+                runner,
+                progress,
+                seeds,
                 warm_start=False,  # parent weights stay on the worker that trained them
-                directory=str(self.out_dir),
                 project_name="worker",
                 overwrite=True,
-                objectives=cfg.objectives,
-                seeds=seeds,
                 worker=True,
             )
             tuner.search()

@@ -11,6 +11,7 @@ import html
 import io
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from mcunas.files import write_file
 from mcunas.jsontext import dumps
@@ -69,15 +70,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     else:
         ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
     est = any(r.estimated for r in ok)
-    ax.set_xlabel("latency (ms)" + (", simulator estimate" if est else ""))
-    ax.set_ylabel("INT8 accuracy (%)")
-    ax.set_title(title)
-    ax.grid(alpha=0.3)
-    buf = io.BytesIO()
-    fig.tight_layout()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return buf.getvalue()
+    return _png(fig, ax, "latency (ms)" + (", simulator estimate" if est else ""), title)
 
 
 def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
@@ -111,7 +104,14 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     else:
         ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
     estimated = any(energy_mark(r) for r in ok)
-    ax.set_xlabel("energy per inference (uJ)" + (", estimate" if estimated else ""))
+    return _png(fig, ax, "energy per inference (uJ)" + (", estimate" if estimated else ""), title)
+
+
+def _png(fig: Any, ax: Any, xlabel: str, title: str) -> bytes:
+    """Label a plot of INT8 accuracy against ``xlabel`` and return it as PNG bytes."""
+    import matplotlib.pyplot as plt
+
+    ax.set_xlabel(xlabel)
     ax.set_ylabel("INT8 accuracy (%)")
     ax.set_title(title)
     ax.grid(alpha=0.3)

@@ -101,29 +101,12 @@ class SearchSession:
         )
         try:
             from mcunas.search.oracles import make_oracle
-            from mcunas.search.tuner import HardwareAwareTuner, SearchFatal
+            from mcunas.search.tuner import SearchFatal
 
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             seed = self._seed_name(space)
             seeds = self._seed(oracle, space, seed) if seed else []
-            tuner = HardwareAwareTuner(
-                oracle,
-                space,
-                runner=runner,
-                store=self.store,
-                budgets=cfg.budgets,
-                progress=progress,
-                models_dir=self.out_dir / "models",
-                epochs=cfg.epochs,
-                seed=cfg.seed,
-                directory=str(self.out_dir),
-                project_name="tuner",
-                overwrite=not cfg.resume,
-                max_draws=cfg.draw_cap,
-                debug=self.debug,
-                objectives=cfg.objectives,
-                seeds=seeds,
-            )
+            tuner = self._tuner(oracle, space, runner, progress, seeds)
             self._reconcile(oracle)
             tuner.search()
         except SearchFatal as exc:
@@ -133,6 +116,31 @@ class SearchSession:
         finally:
             close()
         return tuner.stopped_reason
+
+    def _tuner(
+        self, oracle: Any, space: Any, runner: Any, progress: Progress, seeds: list, **options: Any
+    ) -> Any:
+        """The search's ``HardwareAwareTuner``; ``options`` override its defaults."""
+        from mcunas.search.tuner import HardwareAwareTuner
+
+        cfg = self.config
+        settings: dict[str, Any] = {
+            "runner": runner,
+            "store": self.store,
+            "budgets": cfg.budgets,
+            "progress": progress,
+            "models_dir": self.out_dir / "models",
+            "epochs": cfg.epochs,
+            "seed": cfg.seed,
+            "directory": str(self.out_dir),
+            "project_name": "tuner",
+            "overwrite": not cfg.resume,
+            "max_draws": cfg.draw_cap,
+            "debug": self.debug,
+            "objectives": cfg.objectives,
+            "seeds": seeds,
+        }
+        return HardwareAwareTuner(oracle, space, **{**settings, **options})
 
     def _seed_name(self, space: Any) -> str | None:
         """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.

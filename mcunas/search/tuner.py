@@ -203,6 +203,15 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         # reason is in the store and the progress line (mcunas --debug brings them back).
         kt_config.DEBUG = debug
 
+    def _populate_initial_space(self) -> None:
+        """Declare the space to the oracle, except on a worker: the chief's oracle holds it.
+
+        keras-tuner builds the hypermodel once per conditional scope here (tens of
+        seconds for the full space); a worker gets each trial's hyperparameters whole.
+        """
+        if not self.worker:
+            super()._populate_initial_space()
+
     def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
         """Run one candidate through every stage and return its metrics.
 
