@@ -121,6 +121,16 @@ def test_writes_need_a_joined_owner(service):
     assert "already connected" in again["error"]
 
 
+def test_a_finished_trial_is_never_started_again(service):
+    ask(service, **join_request("w1"))
+    ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={})
+    ask(service, op="finish_trial", worker="w1", tid="0", status="ok", values={})
+    service.oracle.ongoing_trials["w1"] = FakeTrial("0")
+    again = ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={})
+    assert "has finished" in again["error"] and "w1" not in service.oracle.ongoing_trials
+    assert service.store.get("0").status == TrialStatus.OK
+
+
 def test_a_silent_workers_trial_goes_back_to_the_queue(service):
     ask(service, **join_request("w1"))
     ask(service, op="start_trial", worker="w1", tid="3", hyperparameters={})

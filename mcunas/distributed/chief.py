@@ -24,7 +24,7 @@ import mcunas
 from mcunas.errors import McunasError
 from mcunas.search.store import TrialStatus, TrialStore
 
-__all__ = ["HEARTBEAT_S", "ChiefService", "requeue"]
+__all__ = ["HEARTBEAT_S", "ChiefService", "release", "requeue"]
 
 HEARTBEAT_S = 2.0  # a worker says it is alive this often
 
@@ -39,6 +39,12 @@ def requeue(oracle: Any, tuner_id: str) -> str | None:
     oracle._retry_queue.append(trial.trial_id)  # noqa: SLF001 - keras-tuner's own queue
     oracle.save()
     return trial.trial_id
+
+
+@synchronized
+def release(oracle: Any, tuner_id: str) -> None:
+    """Forget ``tuner_id``'s running trial without queueing it again (it is done)."""
+    oracle.ongoing_trials.pop(tuner_id, None)
 
 
 class ChiefService:
@@ -148,6 +154,10 @@ class ChiefService:
 
     def _op_start_trial(self, payload: dict[str, Any]) -> None:
         name, tid = self._known(payload), str(payload["tid"])
+        earlier = self.store.get(tid)
+        if earlier is not None and earlier.status != TrialStatus.RUNNING:  # never redo one
+            release(self.oracle, name)  # or the oracle would hand it to this worker again
+            raise McunasError(f"trial {tid} was handed to another worker and has finished")
         self.owner[tid] = name
         values = dict(payload.get("values") or {})
         self.store.start_trial(tid, payload.get("hyperparameters") or {}, worker=name, **values)

@@ -53,6 +53,7 @@ class ChiefSession(SearchSession):
         seed = self._seed_name(space)
         seeds = self._seed(oracle, space, seed) if seed else []
         tuner = self._tuner(oracle, space, None, progress, seeds)  # the chief trains nothing
+        tuner.save()  # keras-tuner's tuner file: what a --resume of the chief reloads
         self._reconcile_running(oracle)
         service = self._service(oracle, tuner, progress)
         fatal: list[BaseException] = []

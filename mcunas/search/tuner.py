@@ -226,6 +226,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             SearchFatal: the environment is broken; the search must stop.
         """
         tid = trial.trial_id
+        self.abandoned.discard(tid)  # given to this worker again (after a chief restart)
         values = dict(trial.hyperparameters.values)
         origin = "seed" if any(values.items() <= s.items() for s in self.seeds) else None
         self.store.start_trial(

@@ -36,6 +36,13 @@ def rows(store):
             return []
 
 
+def ok_and_running(store):
+    """The rows once one trial has finished and the next is running, else None."""
+    now = rows(store)
+    statuses = {r[1] for r in now}
+    return now if {"ok", "running"} <= statuses else None
+
+
 def wait_for(what, timeout_s, every_s=0.5):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -84,3 +91,38 @@ def test_chief_and_two_workers_survive_a_killed_worker(tmp_path):
     assert redone[1] != "running" and redone[2] == "w1"
     assert all(r[2] in ("w1", "w2") for r in final)  # every row names its worker
     assert (out / "best" / "model.tflite").is_file() and (out / "report.html").is_file()
+
+
+@pytest.mark.slow
+def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_path):
+    address = f"127.0.0.1:{free_port()}"
+    out, store = tmp_path / "run", tmp_path / "run" / "trials.sqlite"
+    logs = {n: (tmp_path / f"{n}.log").open("w") for n in ("chief", "chief2", "w1")}
+    serve = ["--serve", address, "--worker-timeout", "60"]
+    first = [
+        "search", "--board", "esp32s3", "--out", str(out), "--max-trials", "3", "--epochs", "2",
+        "--seed-arch", "none", *serve,
+    ]  # fmt: skip
+    chief = start(*first, log=logs["chief"])
+    procs = [chief, start("worker", "--connect", address, "--name", "w1", log=logs["w1"])]
+    try:
+        before = wait_for(lambda: ok_and_running(store), 300, every_s=0.2)
+        assert before, (tmp_path / "chief.log").read_text()[-2000:]
+        chief.send_signal(signal.SIGKILL)
+        chief.wait(timeout=30)
+        resumed = start("search", "--out", str(out), "--resume", *serve, log=logs["chief2"])
+        procs.append(resumed)
+        assert resumed.wait(timeout=600) == 0, (tmp_path / "chief2.log").read_text()[-3000:]
+        assert procs[1].wait(timeout=60) == 0  # the worker waited for the chief, then finished
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+        for log in logs.values():
+            log.close()
+    after = {r[0]: r for r in rows(store)}
+    assert len(after) == 3 and all(r[1] != "running" and r[2] == "w1" for r in after.values())
+    for tid, row in ((r[0], r) for r in before if r[1] == "ok"):
+        assert after[tid] == row  # a finished trial kept as it was
+    running = next(r[0] for r in before if r[1] == "running")
+    assert after[running][1] == "ok"  # finished by the worker that was running it
