@@ -109,6 +109,15 @@ def test_bad_hyperparameters_and_families() -> None:
         McuSearchSpace((8, 8, 1), 1)
 
 
+def _space_of(hps: kt.HyperParameters) -> set:
+    """Each hyperparameter's name and conditions, comparable across two spaces."""
+    import json
+
+    return {
+        (h.name, json.dumps([c.get_config() for c in h.conditions], default=str)) for h in hps.space
+    }
+
+
 def test_keras_tuner_discovers_every_conditional_hyperparameter(tmp_path: Path) -> None:
     space = McuSearchSpace((8, 8, 1), 10)
     tuner = kt.RandomSearch(
@@ -121,6 +130,10 @@ def test_keras_tuner_discovers_every_conditional_hyperparameter(tmp_path: Path) 
     )
     names = {hp.name for hp in tuner.oracle.get_space().space}
     assert {"family", "ds_width_3", "mb_expansion_3", "tf_norm", "hy_max_tokens"} <= names
+    # the search's tuner declares the space in one pass: it must be the space found here
+    declared = kt.HyperParameters()
+    space.declare_hyperparameters(declared)
+    assert _space_of(tuner.oracle.get_space()) == _space_of(declared)
     trial = tuner.oracle.create_trial("t0")
     model = space.build(trial.hyperparameters)
     assert model.output_shape == (None, 10)

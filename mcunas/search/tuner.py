@@ -204,13 +204,22 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         kt_config.DEBUG = debug
 
     def _populate_initial_space(self) -> None:
-        """Declare the space to the oracle, except on a worker: the chief's oracle holds it.
+        """Declare the space to the oracle (not on a worker: the chief's oracle holds it).
 
-        keras-tuner builds the hypermodel once per conditional scope here (tens of
-        seconds for the full space); a worker gets each trial's hyperparameters whole.
+        keras-tuner's default builds the model once per conditional scope to find
+        every hyperparameter (20-30 s for mcunas's space); a hypermodel whose
+        ``declare_hyperparameters`` declares them all, conditions included, needs
+        one call (the same space: checked by tests/test_space.py).
         """
-        if not self.worker:
+        if self.worker:
+            return
+        own = type(self.hypermodel).declare_hyperparameters
+        if own is keras_tuner.HyperModel.declare_hyperparameters:
             super()._populate_initial_space()
+            return
+        hp = self.oracle.get_space()
+        self.hypermodel.declare_hyperparameters(hp)
+        self.oracle.update_space(hp)
 
     def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
         """Run one candidate through every stage and return its metrics.
