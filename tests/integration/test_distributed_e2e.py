@@ -43,6 +43,15 @@ def ok_and_running(store):
     return now if {"ok", "running"} <= statuses else None
 
 
+def stop_all(procs, logs):
+    """Kill what still runs and close the logs (a failed test leaves no process behind)."""
+    for p in procs:
+        if p.poll() is None:
+            p.kill()
+    for log in logs.values():
+        log.close()
+
+
 def wait_for(what, timeout_s, every_s=0.5):
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
@@ -76,11 +85,7 @@ def test_chief_and_two_workers_survive_a_killed_worker(tmp_path):
         assert chief.wait(timeout=600) == 0, (tmp_path / "chief.log").read_text()[-3000:]
         assert procs[1].wait(timeout=60) == 0
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for log in logs.values():
-            log.close()
+        stop_all(procs, logs)
     chief_log = (tmp_path / "chief.log").read_text()
     assert f"Worker w2 silent for 5 s: trial {killed_trial} goes to the next worker" in chief_log
     final = rows(store)
@@ -115,11 +120,7 @@ def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_pa
         assert resumed.wait(timeout=600) == 0, (tmp_path / "chief2.log").read_text()[-3000:]
         assert procs[1].wait(timeout=60) == 0  # the worker waited for the chief, then finished
     finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-        for log in logs.values():
-            log.close()
+        stop_all(procs, logs)
     after = {r[0]: r for r in rows(store)}
     assert len(after) == 3 and all(r[1] != "running" and r[2] == "w1" for r in after.values())
     for tid, row in ((r[0], r) for r in before if r[1] == "ok"):
