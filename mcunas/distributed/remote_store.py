@@ -39,7 +39,6 @@ class RemoteStore:
         self, channel: Any, name: str, address: str, wait_s: float, rejoin: Any = None
     ) -> None:
         self.channel, self.name, self.address, self.wait_s = channel, name, address, wait_s
-        self.path = Path(f"{address}/trials.sqlite")  # for messages only: the chief's file
         self._rejoin = rejoin
         self._started: dict[str, float] = {}
         self._lock = threading.Lock()

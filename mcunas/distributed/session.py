@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
+from collections.abc import Callable
 from concurrent import futures
 from typing import Any
 
@@ -55,7 +56,6 @@ class ChiefSession(SearchSession):
         tuner = self._tuner(oracle, space, None, progress, seeds)  # the chief trains nothing
         tuner.save()  # keras-tuner's tuner file: what a --resume of the chief reloads
         self._reconcile_running(oracle)
-        service = self._service(oracle, tuner, progress)
         fatal: list[BaseException] = []
 
         def after_trial(tid: str) -> None:
@@ -66,13 +66,15 @@ class ChiefSession(SearchSession):
                 tuner.stopped_reason = str(exc.error)
                 oracle.max_trials = len(oracle.trials)
 
-        service.after_trial = after_trial
+        service = self._service(oracle, after_trial, progress)
         self._serve(service, oracle, tuner, progress)
         if fatal:
             raise fatal[0]
         return tuner.stopped_reason
 
-    def _service(self, oracle: Any, tuner: Any, progress: Progress) -> ChiefService:
+    def _service(
+        self, oracle: Any, after_trial: Callable[[str], None], progress: Progress
+    ) -> ChiefService:
         cfg = self.config
         welcome = {
             "version": mcunas.__version__,
@@ -85,7 +87,7 @@ class ChiefSession(SearchSession):
             oracle,
             self.out_dir / "models",
             welcome,
-            after_trial=lambda tid: None,
+            after_trial=after_trial,
             note=progress.note,
             timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
         )

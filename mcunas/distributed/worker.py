@@ -110,9 +110,6 @@ class _Joined:
 class WorkerSession(SearchSession):
     """A local search session whose oracle and store are the chief's."""
 
-    def __init__(self, config: SearchConfig, board: Any, store: RemoteStore, work: Path) -> None:
-        super().__init__(config, board, work, store)  # type: ignore[arg-type]
-
     def run(self, progress: Progress) -> str | None:
         """Run trials until the chief's oracle says stop."""
         from mcunas.data import load_dataset
@@ -188,7 +185,7 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
         # keras-tuner 1.4.8 prints a condition's value each time it serialises one
         with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
             with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
-                WorkerSession(config, board, store, Path(work)).run(progress)
+                WorkerSession(config, board, Path(work), store).run(progress)  # type: ignore[arg-type]
     finally:
         joined.leave()
     progress.note(f"Worker {settings.name}: the search is over.")
