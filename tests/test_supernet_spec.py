@@ -8,7 +8,7 @@ import pytest
 
 from mcunas.errors import UserError
 from mcunas.search.config import SearchConfig
-from mcunas.supernet.evolve import EvolutionSettings, evolve
+from mcunas.supernet.evolve import EvolutionSettings, each, evolve
 from mcunas.supernet.spec import (
     DEPTHS,
     EXPANSIONS,
@@ -102,7 +102,7 @@ def test_evolution_beats_random_draws_and_never_scores_a_subnet_twice() -> None:
             return None
         return _toy_score(net), 0.0
 
-    seen = evolve(spec, evaluate, EvolutionSettings(subnets=120, population=20), seed=3)
+    seen = evolve(spec, each(evaluate), EvolutionSettings(subnets=120, population=20), seed=3)
     assert len(calls) == len(set(calls)) == len(seen)
     feasible = [n for n, r in seen.items() if r is not None]
     assert len(feasible) == 120
@@ -110,7 +110,7 @@ def test_evolution_beats_random_draws_and_never_scores_a_subnet_twice() -> None:
     draws = [random_subnet(spec, rng) for _ in range(400)]
     best_random = max(_toy_score(n) for n in draws if evaluate(n) is not None)
     assert max(_toy_score(n) for n in feasible) > best_random
-    again = evolve(spec, evaluate, EvolutionSettings(subnets=120, population=20), seed=3)
+    again = evolve(spec, each(evaluate), EvolutionSettings(subnets=120, population=20), seed=3)
     assert list(again) == list(seen)  # the same seed replays the same draws
 
 
@@ -121,14 +121,15 @@ def test_evolution_starts_from_the_given_subnets_and_walks_on_from_them() -> Non
     def evaluate(net: Subnet) -> tuple[float, float] | None:  # a budget only the tiny ones meet
         return (_toy_score(net), 0.0) if sum(net.depths) + sum(net.expansions) <= 14 else None
 
-    seen = evolve(spec, evaluate, EvolutionSettings(subnets=6, population=4), seed=0, start=(tiny,))
+    settings = EvolutionSettings(subnets=6, population=4)
+    seen = evolve(spec, each(evaluate), settings, seed=0, start=(tiny,))
     assert next(iter(seen)) == tiny
     assert sum(r is not None for r in seen.values()) == 6  # found by mutating from it
 
 
 def test_evolution_stops_when_nothing_fits() -> None:
     spec = plan_supernet((8, 8, 1), 10)
-    seen = evolve(spec, lambda net: None, EvolutionSettings(subnets=5, draws_per_subnet=4))
+    seen = evolve(spec, each(lambda net: None), EvolutionSettings(subnets=5, draws_per_subnet=4))
     assert 0 < len(seen) <= 20 and all(r is None for r in seen.values())
 
 

@@ -18,12 +18,13 @@ from dataclasses import dataclass
 
 from mcunas.supernet.spec import Subnet, SupernetSpec, crossover, mutate, random_subnet
 
-__all__ = ["EvolutionSettings", "evolve"]
+__all__ = ["EvolutionSettings", "each", "evolve"]
 
 RANDOM_DRAWS_PER_MEMBER = 5
 
 # One evaluation: (accuracy, loss) of a feasible subnet, None for an infeasible one.
 Evaluate = Callable[[Subnet], tuple[float, float] | None]
+EvaluateMany = Callable[[list[Subnet]], list[tuple[float, float] | None]]
 
 
 @dataclass(frozen=True)
@@ -43,12 +44,19 @@ class EvolutionSettings:
 
 def evolve(
     spec: SupernetSpec,
-    evaluate: Evaluate,
+    evaluate: EvaluateMany,
     settings: EvolutionSettings,
     seed: int = 0,
     start: tuple[Subnet, ...] = (),
 ) -> dict[Subnet, tuple[float, float] | None]:
     """Search; return every subnet evaluated with its result (None: infeasible).
+
+    ``evaluate`` takes a batch of new subnets and returns their results in
+    order (a distributed search scores a batch on many workers at once; wrap a
+    one-subnet function with :func:`each`). Batches are drawn so that the
+    subnets drawn, and their order, are those of evaluating one at a time:
+    each batch is as large as the feasible subnets still wanted, and the next
+    batch makes up for the infeasible ones.
 
     ``start`` are evaluated first, then random draws fill the first population
     (the session starts from the smallest subnet: under a tight budget it may
@@ -58,45 +66,53 @@ def evolve(
     """
     rng = random.Random(seed)
     seen: dict[Subnet, tuple[float, float] | None] = {}
-    draws_left = settings.draws_per_subnet * settings.subnets
+    draws = [settings.draws_per_subnet * settings.subnets]  # left
 
-    def feasible() -> list[Subnet]:
-        return [n for n, r in seen.items() if r is not None]
+    def wanted(k: int) -> int:
+        """At most ``k`` more draws: within the draws left and the subnets still wanted."""
+        scored = sum(r is not None for r in seen.values())
+        return max(0, min(k, draws[0], settings.subnets - scored))
 
-    def consider(net: Subnet) -> bool:
-        nonlocal draws_left
-        draws_left -= 1
-        if net in seen:
-            return False
-        seen[net] = evaluate(net)
-        return seen[net] is not None
+    def consider(nets: list[Subnet]) -> list[Subnet]:
+        """Evaluate the new ones of ``nets`` (each draw counts); the feasible, in order."""
+        draws[0] -= len(nets)
+        fresh = list(dict.fromkeys(n for n in nets if n not in seen))
+        for net, result in zip(fresh, evaluate(fresh) if fresh else [], strict=True):
+            seen[net] = result
+        return [n for n in fresh if seen[n] is not None]
 
-    population = [net for net in start if consider(net)]
+    population = consider(list(start))
     size = min(settings.population, settings.subnets)
     # Random draws fill the first population; where few fit, evolution takes over from
     # what was found after a bounded number of them (mutants of a fit subnet fit more often).
     fill_left = size * RANDOM_DRAWS_PER_MEMBER
-    while len(population) < size and draws_left > 0 and (fill_left > 0 or not population):
-        fill_left -= 1
-        net = random_subnet(spec, rng)
-        if consider(net):
-            population.append(net)
-    while len(feasible()) < settings.subnets and draws_left > 0 and population:
+    while (k := wanted(size - len(population))) and (fill_left > 0 or not population):
+        k = min(k, fill_left) if population else k
+        fill_left -= k
+        population += consider([random_subnet(spec, rng) for _ in range(k)])
+    while wanted(1) and population:
         ranked = sorted(population, key=lambda n: _rank(seen[n]))
         parents = ranked[: max(1, round(settings.parent_ratio * len(ranked)))]
         children: list[Subnet] = []
-        while len(children) < size - len(parents) and draws_left > 0:
-            if len(feasible()) >= settings.subnets:
-                break
-            if rng.random() < 0.5 or len(parents) < 2:
-                child = mutate(spec, rng.choice(parents), rng, settings.mutation_prob)
-            else:
-                a, b = rng.sample(parents, 2)
-                child = crossover(a, b, rng)
-            if consider(child):
-                children.append(child)
+        while k := wanted(size - len(parents) - len(children)):
+            children += consider([_child(spec, parents, rng, settings) for _ in range(k)])
         population = parents + children
     return seen
+
+
+def each(evaluate: Evaluate) -> EvaluateMany:
+    """A batch evaluation made of a one-subnet one."""
+    return lambda nets: [evaluate(net) for net in nets]
+
+
+def _child(
+    spec: SupernetSpec, parents: list[Subnet], rng: random.Random, settings: EvolutionSettings
+) -> Subnet:
+    """Half mutations of one parent, half crossovers of two."""
+    if rng.random() < 0.5 or len(parents) < 2:
+        return mutate(spec, rng.choice(parents), rng, settings.mutation_prob)
+    a, b = rng.sample(parents, 2)
+    return crossover(a, b, rng)
 
 
 def _rank(result: tuple[float, float] | None) -> tuple[float, float]:

@@ -24,6 +24,7 @@ import itertools
 import random
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,7 +46,7 @@ from mcunas.supernet.spec import (
     subnet_values,
 )
 
-__all__ = ["SupernetSession"]
+__all__ = ["SupernetSession", "TimeUp", "epoch_line"]
 
 ORIGIN = "supernet"
 REPORT_EVERY = 25  # subnets between two progress lines of the search
@@ -54,7 +55,7 @@ PROBES = 16  # subnets drawn per supernet width when choosing it
 MIN_FIT_SHARE = 0.25  # of them inside the budgets for a width to be chosen
 
 
-class _TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
+class TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
     """The time budget ran out between two subnets."""
 
 
@@ -105,7 +106,7 @@ class SupernetSession(SearchSession):
         for width in WIDTHS:
             spec = plan_supernet(d.input_shape, d.num_classes, width)
             nets = [smallest(spec)] + [random_subnet(spec, rng) for _ in range(PROBES - 1)]
-            counts[width] = sum(self._fits(spec, runner, net) for net in nets)
+            counts[width] = sum(self._fit_flags(spec, runner, nets))
             tried.append(f"x{width:g} {counts[width]}/{PROBES}")
             if counts[width] >= MIN_FIT_SHARE * PROBES:
                 break
@@ -119,9 +120,9 @@ class SupernetSession(SearchSession):
         )
         return plan_supernet(d.input_shape, d.num_classes, width)
 
-    def _fits(self, spec: SupernetSpec, runner: Any, net: Subnet) -> bool:
-        """Whether ``net`` passes the cost check (board and budgets)."""
-        return self._check(spec, runner, net).status is None
+    def _fit_flags(self, spec: SupernetSpec, runner: Any, nets: list[Subnet]) -> list[bool]:
+        """Whether each of ``nets`` passes the cost check (board and budgets)."""
+        return [self._check(spec, runner, net).status is None for net in nets]
 
     def _check(self, spec: SupernetSpec, runner: Any, net: Subnet) -> _Check:
         """The cost check of a subnet's INT8 graph: latency first, then the full profile."""
@@ -152,18 +153,13 @@ class SupernetSession(SearchSession):
         seconds: list[float] = []
 
         def report(epoch: int, loss: float, took: float) -> None:
-            seconds.append(took)
-            left = (epochs - epoch) * statistics.median(seconds)  # the first one traces
-            progress.note(
-                f"[supernet {epoch:>{len(str(epochs))}}/{epochs}] loss {loss:.3f} | "
-                f"{format_duration(progress.elapsed_s)}, ~{format_duration(left)} left"
-            )
+            epoch_line(progress, epochs, epoch, loss, took, seconds)
             if progress.time_up() and epoch < epochs:
-                raise _TimeUp
+                raise TimeUp
 
         try:
             trainer.train(report)
-        except _TimeUp:
+        except TimeUp:
             return None
         return SubnetScorer(trainer.model, self.dataset, cfg.seed)
 
@@ -178,26 +174,54 @@ class SupernetSession(SearchSession):
         stats = {"scored": sum(r.inherited_accuracy is not None for r in rows.values())}
         start = time.monotonic()
 
-        def evaluate(net: Subnet) -> tuple[float, float] | None:
-            rec = rows.get(net)
-            if rec is not None and (rec.status != TrialStatus.RUNNING or rec.inherited_accuracy):
-                return _result(rec)  # scored before (a fine-tuning cut short included)
-            if progress.time_up():
-                raise _TimeUp
-            tid = rec.trial_id if rec is not None else f"s{next(numbers):04d}"
-            result = self._screen(spec, scorer, runner, space, net, tid)
+        def scored(result: tuple[float, float] | None) -> None:
             if result is not None:
                 stats["scored"] += 1
                 if stats["scored"] % REPORT_EVERY == 0 or stats["scored"] == cfg.subnets:
                     self._search_line(stats["scored"], time.monotonic() - start, progress)
-            return result
+
+        def evaluate(nets: list[Subnet]) -> list[tuple[float, float] | None]:
+            results, todo = {}, []
+            for net in nets:
+                rec = rows.get(net)
+                if rec is not None and _screened(rec):
+                    results[net] = _result(rec)  # scored before (a fine-tuning cut short included)
+                else:
+                    todo.append((net, rec.trial_id if rec else f"s{next(numbers):04d}"))
+            if todo:
+                screened = self._screen_many(spec, scorer, runner, space, todo, scored, progress)
+                results.update(zip((net for net, _ in todo), screened, strict=True))
+            return [results[net] for net in nets]
 
         settings = EvolutionSettings(subnets=cfg.subnets, population=min(POPULATION, cfg.subnets))
         try:
             evolve(spec, evaluate, settings, seed=cfg.seed, start=(smallest(spec),))
-        except _TimeUp:
+        except TimeUp:
             return False
         return True
+
+    def _screen_many(
+        self,
+        spec: SupernetSpec,
+        scorer: Any,
+        runner: Any,
+        space: Any,
+        todo: list[tuple[Subnet, str]],
+        scored: Callable[[tuple[float, float] | None], None],
+        progress: Progress,
+    ) -> list[tuple[float, float] | None]:
+        """Screen each ``(subnet, trial id)``, calling ``scored`` after each.
+
+        Raises:
+            TimeUp: the time budget ran out before one of them.
+        """
+        results = []
+        for net, tid in todo:
+            if progress.time_up():
+                raise TimeUp
+            results.append(self._screen(spec, scorer, runner, space, net, tid))
+            scored(results[-1])
+        return results
 
     def _screen(
         self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, net: Subnet, tid: str
@@ -271,15 +295,40 @@ class SupernetSession(SearchSession):
         """Fine-tune, convert, score and measure the best screened subnets."""
         scored = [r for r in self._rows() if r.inherited_accuracy is not None]
         top = sorted(scored, key=_inherited)[: self.config.max_trials]
-        for done, rec in enumerate(top, start=1):
-            if rec.status in (TrialStatus.SCREENED, TrialStatus.RUNNING):
-                if progress.time_up():
-                    return "time budget reached while fine-tuning (--resume continues)"
-                net = subnet_from_values(spec, rec.hyperparameters)
-                self._finetune_one(rec.trial_id, net, scorer, runner, space, epochs)
-            ok = self._rows(TrialStatus.OK)
-            best = max(ok, key=lambda r: r.score or 0.0, default=None)
-            progress.trial_done(self.store.get(rec.trial_id), done, best)  # type: ignore[arg-type]
+        left = (TrialStatus.SCREENED, TrialStatus.RUNNING)
+        pending = [
+            (r.trial_id, subnet_from_values(spec, r.hyperparameters))
+            for r in top
+            if r.status in left
+        ]
+        numbers = itertools.count(1)
+
+        def done(tid: str) -> None:
+            best = max(self._rows(TrialStatus.OK), key=lambda r: r.score or 0.0, default=None)
+            progress.trial_done(self.store.get(tid), next(numbers), best)  # type: ignore[arg-type]
+
+        for rec in top:
+            if rec.status not in left:
+                done(rec.trial_id)  # fine-tuned before a --resume
+        return self._finetune_many(spec, scorer, runner, space, epochs, pending, done, progress)
+
+    def _finetune_many(
+        self,
+        spec: SupernetSpec,
+        scorer: Any,
+        runner: Any,
+        space: Any,
+        epochs: int,
+        pending: list[tuple[str, Subnet]],
+        done: Callable[[str], None],
+        progress: Progress,
+    ) -> str | None:
+        """Fine-tune each ``(trial id, subnet)`` in turn; why it stopped early, or None."""
+        for tid, net in pending:
+            if progress.time_up():
+                return "time budget reached while fine-tuning (--resume continues)"
+            self._finetune_one(tid, net, scorer, runner, space, epochs)
+            done(tid)
         return None
 
     def _finetune_one(
@@ -355,6 +404,23 @@ class _Check:
     reason: str = ""
     figures: Any = None  # the profile's Figures, or the latency estimate alone (full=False)
     full: bool = True
+
+
+def epoch_line(
+    progress: Progress, epochs: int, epoch: int, loss: float, took: float, seconds: list[float]
+) -> None:
+    """The progress line after one supernet epoch (``seconds``: the epochs' times so far)."""
+    seconds.append(took)
+    left = (epochs - epoch) * statistics.median(seconds)  # the first one traces
+    progress.note(
+        f"[supernet {epoch:>{len(str(epochs))}}/{epochs}] loss {loss:.3f} | "
+        f"{format_duration(progress.elapsed_s)}, ~{format_duration(left)} left"
+    )
+
+
+def _screened(rec: TrialRecord) -> bool:
+    """Whether a stored subnet's screening finished (a fine-tuning cut short included)."""
+    return rec.status != TrialStatus.RUNNING or rec.inherited_accuracy is not None
 
 
 def _result(rec: TrialRecord) -> tuple[float, float] | None:
