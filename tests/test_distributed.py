@@ -165,11 +165,6 @@ def test_bad_addresses(text):
         parse_address(text)
 
 
-def test_serve_refuses_the_supernet():
-    with pytest.raises(UserError, match="supernet is not supported"):
-        SearchConfig(board="esp32s3", strategy="supernet", serve="127.0.0.1:8470").validate()
-
-
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

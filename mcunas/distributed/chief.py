@@ -52,10 +52,10 @@ class ChiefService:
 
     Args:
         store: TrialStore opened with ``threads=True``.
-        oracle: the Keras Tuner oracle the chief serves.
+        oracle: the Keras Tuner oracle the chief serves (None: the supernet strategy's jobs).
         models_dir: where trained models are kept.
         welcome: dict, the ``hello`` reply: version, config, hashes.
-        after_trial: called with a trial id after each finished trial (bookkeeping).
+        after_trial: called with a trial id after each finished trial (bookkeeping), or None.
         note: prints one progress line.
         timeout_s: float, seconds of silence after which a worker's trial is handed back.
     """
@@ -66,7 +66,7 @@ class ChiefService:
         oracle: Any,
         models_dir: Any,
         welcome: dict[str, Any],
-        after_trial: Callable[[str], None],
+        after_trial: Callable[[str], None] | None,
         note: Callable[[str], None],
         timeout_s: float,
     ) -> None:
@@ -156,7 +156,8 @@ class ChiefService:
         name, tid = self._known(payload), str(payload["tid"])
         earlier = self.store.get(tid)
         if earlier is not None and earlier.status != TrialStatus.RUNNING:  # never redo one
-            release(self.oracle, name)  # or the oracle would hand it to this worker again
+            if self.oracle is not None:  # or the oracle would hand it to this worker again
+                release(self.oracle, name)
             raise McunasError(f"trial {tid} was handed to another worker and has finished")
         self.owner[tid] = name
         values = dict(payload.get("values") or {})
@@ -175,7 +176,8 @@ class ChiefService:
         tid = self._owned(payload)
         self.store.finish_trial(tid, TrialStatus(payload["status"]), **payload["values"])
         self.owner.pop(tid, None)
-        self.after_trial(tid)
+        if self.after_trial is not None:
+            self.after_trial(tid)
 
     def _op_get(self, payload: dict[str, Any]) -> dict[str, Any]:
         self._known(payload)
@@ -197,15 +199,19 @@ class ChiefService:
             for name in silent:
                 del self.seen[name]
                 self.verified.discard(name)
-                tid = requeue(self.oracle, name)
-                if tid is not None:
+                tids = self._take_back(name)
+                for tid in tids:
                     self.owner.pop(tid, None)
-                    self.note(
-                        f"Worker {name} silent for {self.timeout_s:g} s: trial {tid} goes to "
-                        "the next worker."
-                    )
-                else:
-                    self.note(f"Worker {name} silent for {self.timeout_s:g} s: dropped.")
+                what = f"trial {tids[0]} goes" if len(tids) == 1 else f"trials {', '.join(tids)} go"
+                self.note(
+                    f"Worker {name} silent for {self.timeout_s:g} s: "
+                    + (f"{what} to the next worker." if tids else "dropped.")
+                )
+
+    def _take_back(self, name: str) -> list[str]:
+        """The trials ``name`` was running, handed back to be run again."""
+        tid = requeue(self.oracle, name)
+        return [] if tid is None else [tid]
 
     @property
     def connected(self) -> int:

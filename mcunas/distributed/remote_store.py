@@ -43,7 +43,14 @@ class RemoteStore:
         self._started: dict[str, float] = {}
         self._lock = threading.Lock()
 
-    def _call(self, op: str, **payload: Any) -> dict[str, Any]:
+    def request(self, op: str, **payload: Any) -> dict[str, Any]:
+        """One request to the chief as this worker; rejoins once if the chief forgot it.
+
+        Raises:
+            TrialTakenAway: the trial was handed to another worker.
+            RemoteError: the chief refused the request.
+            ChiefUnreachable: the chief did not answer within the wait.
+        """
         request = {"op": op, "worker": self.name, **payload}
         try:
             return call(self.channel, request, timeout_s=self.wait_s, address=self.address)
@@ -59,14 +66,18 @@ class RemoteStore:
     # -- writes ----------------------------------------------------------------
     def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
         """Start (or restart) a trial on the chief, as this worker's."""
+        self.begin(trial_id)
+        self.request("start_trial", tid=trial_id, hyperparameters=hyperparameters, values=values)
+
+    def begin(self, trial_id: str) -> None:
+        """Start the clock of ``trial_id``'s wall time on this worker (sent at its finish)."""
         with self._lock:
             self._started[trial_id] = time.monotonic()
-        self._call("start_trial", tid=trial_id, hyperparameters=hyperparameters, values=values)
 
     def update(self, trial_id: str, **values: Any) -> None:
         """Set some columns of one trial."""
         if values:
-            self._call("update", tid=trial_id, values=_plain(values))
+            self.request("update", tid=trial_id, values=_plain(values))
 
     def record_figures(
         self, trial_id: str, figures: Figures, *, before_training: bool = False
@@ -79,7 +90,7 @@ class RemoteStore:
     ) -> Path:
         """Send the trained model and its figures; the chief keeps the file."""
         columns = {**figure_columns(figures), **values}
-        reply = self._call(
+        reply = self.request(
             "record_model",
             tid=trial_id,
             model=base64.b64encode(model_bytes).decode(),
@@ -93,17 +104,17 @@ class RemoteStore:
             started = self._started.pop(trial_id, None)
         if started is not None:
             values["worker_wall_s"] = round(time.monotonic() - started, 3)
-        self._call("finish_trial", tid=trial_id, status=str(status), values=_plain(values))
+        self.request("finish_trial", tid=trial_id, status=str(status), values=_plain(values))
 
     # -- reads -----------------------------------------------------------------
     def get(self, trial_id: str) -> TrialRecord | None:
         """One trial, or None."""
-        row = self._call("get", tid=trial_id).get("row")
+        row = self.request("get", tid=trial_id).get("row")
         return None if row is None else record_from_dict(row)
 
     def trials(self, status: TrialStatus | None = None) -> list[TrialRecord]:
         """Every trial (or those of one status), in trial order."""
-        rows = self._call("trials", status=None if status is None else str(status))["rows"]
+        rows = self.request("trials", status=None if status is None else str(status))["rows"]
         return [record_from_dict(r) for r in rows]
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
 
@@ -27,7 +27,7 @@ from mcunas.search.progress import Progress
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialStatus
 
-__all__ = ["DEFAULT_WORKER_TIMEOUT_S", "ChiefSession"]
+__all__ = ["DEFAULT_WORKER_TIMEOUT_S", "ChiefSession", "linger", "serving", "welcome"]
 
 DEFAULT_WORKER_TIMEOUT_S = 60.0
 # After the last trial: how long the chief keeps answering so that workers hear "stop".
@@ -76,17 +76,11 @@ class ChiefSession(SearchSession):
         self, oracle: Any, after_trial: Callable[[str], None], progress: Progress
     ) -> ChiefService:
         cfg = self.config
-        welcome = {
-            "version": mcunas.__version__,
-            "config": cfg.to_dict(),
-            "identity_sha256": identity_sha256(cfg.to_dict(), IDENTITY),
-            "dataset_sha256": cfg.dataset_sha256(),
-        }
         service = ChiefService(
             self.store,
             oracle,
             self.out_dir / "models",
-            welcome,
+            welcome(cfg),
             after_trial=after_trial,
             note=progress.note,
             timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
@@ -112,44 +106,9 @@ class ChiefSession(SearchSession):
                 oracle.tuner_ids.add(rec.worker)
 
     def _serve(self, service: ChiefService, oracle: Any, tuner: Any, progress: Progress) -> None:
-        from keras_tuner.src import protos
-        from keras_tuner.src.distribute.oracle_chief import OracleServicer
-
-        host, port = parse_address(self.config.serve or "", "--serve")
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
-        protos.get_service_grpc().add_OracleServicer_to_server(OracleServicer(oracle), server)
-        handler = grpc.unary_unary_rpc_method_handler(service.handle)
-        server.add_generic_rpc_handlers(
-            (grpc.method_handlers_generic_handler(SERVICE, {"Call": handler}),)
-        )
-        try:
-            bound = server.add_insecure_port(f"{host}:{port}")
-        except RuntimeError:
-            bound = 0
-        if not bound:
-            raise UserError(
-                f"--serve {host}:{port}: cannot listen there (in use, or not this host)"
-            )
-        # keras-tuner 1.4.8 prints a condition's value each time it serialises one (a
-        # stray debug print in Parent.to_proto): keep the chief's output to its own lines.
-        quiet = self._quiet_stdout()
-        server.start()
-        progress.note(
-            f"Chief serving on {host}:{port}: start workers with "
-            f"`mcunas worker --connect {host}:{port}` (they train; this process only records)."
-        )
-        try:
+        with serving(self.config.serve or "", service, progress, oracle):
             self._wait_done(service, oracle, tuner, progress)
-            self._linger(service)
-        finally:
-            server.stop(grace=2).wait()
-            quiet.close()
-
-    @staticmethod
-    def _quiet_stdout() -> contextlib.ExitStack:
-        stack = contextlib.ExitStack()
-        stack.enter_context(contextlib.redirect_stdout(stack.enter_context(open(os.devnull, "w"))))
-        return stack
+            linger(service)
 
     def _wait_done(
         self, service: ChiefService, oracle: Any, tuner: Any, progress: Progress
@@ -168,8 +127,59 @@ class ChiefSession(SearchSession):
             if full and not running and (not queued or tuner.stopped_reason is not None):
                 return
 
-    def _linger(self, service: ChiefService) -> None:
-        """Answer a little longer, so connected workers hear that the search is over."""
-        deadline = time.monotonic() + LINGER_S
-        while service.connected and time.monotonic() < deadline:
-            time.sleep(POLL_S)
+
+def welcome(config: Any) -> dict[str, Any]:
+    """The chief's reply to ``hello``: what a worker must match to join."""
+    return {
+        "version": mcunas.__version__,
+        "config": config.to_dict(),
+        "identity_sha256": identity_sha256(config.to_dict(), IDENTITY),
+        "dataset_sha256": config.dataset_sha256(),
+    }
+
+
+@contextlib.contextmanager
+def serving(
+    address: str, service: ChiefService, progress: Progress, oracle: Any = None
+) -> Iterator[None]:
+    """Serve ``service`` (and Keras Tuner's oracle, if given) on ``address`` meanwhile.
+
+    Raises:
+        UserError: the address cannot be listened on.
+    """
+    from keras_tuner.src import protos
+    from keras_tuner.src.distribute.oracle_chief import OracleServicer
+
+    host, port = parse_address(address, "--serve")
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
+    if oracle is not None:
+        protos.get_service_grpc().add_OracleServicer_to_server(OracleServicer(oracle), server)
+    handler = grpc.unary_unary_rpc_method_handler(service.handle)
+    server.add_generic_rpc_handlers(
+        (grpc.method_handlers_generic_handler(SERVICE, {"Call": handler}),)
+    )
+    try:
+        bound = server.add_insecure_port(f"{host}:{port}")
+    except RuntimeError:
+        bound = 0
+    if not bound:
+        raise UserError(f"--serve {host}:{port}: cannot listen there (in use, or not this host)")
+    # keras-tuner 1.4.8 prints a condition's value each time it serialises one (a
+    # stray debug print in Parent.to_proto): keep the chief's output to its own lines.
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        server.start()
+        progress.note(
+            f"Chief serving on {host}:{port}: start workers with "
+            f"`mcunas worker --connect {host}:{port}` (they train; this process only records)."
+        )
+        try:
+            yield
+        finally:
+            server.stop(grace=2).wait()
+
+
+def linger(service: ChiefService) -> None:
+    """Answer a little longer, so connected workers hear that the search is over."""
+    deadline = time.monotonic() + LINGER_S
+    while service.connected and time.monotonic() < deadline:
+        time.sleep(POLL_S)

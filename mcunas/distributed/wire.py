@@ -105,11 +105,6 @@ def identity_sha256(config: dict[str, Any], identity: tuple[str, ...]) -> str:
 
 def check_serve(config: Any) -> None:
     """Refuse what a chief cannot do (one line, exit 2)."""
-    if config.strategy == "supernet":
-        raise UserError(
-            "--serve with --strategy supernet is not supported: the supernet trains in one "
-            "process; use evolution, random, bayesian or hyperband."
-        )
     if config.measure != "simulator" and (config.port or config.rack):
         raise UserError(
             "--port and --rack belong on the workers (mcunas worker --port/--rack): the chief "

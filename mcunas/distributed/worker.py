@@ -166,9 +166,20 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
     board = check_search(config)
     joined = _Joined(settings, config, config.dataset_sha256())
     reply = joined.join()
+    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))  # TensorFlow's import is slow
+    try:
+        _work(settings, config, board, joined, stream)
+    finally:
+        joined.leave()
+
+
+def _work(
+    settings: WorkerSettings, config: SearchConfig, board: Any, joined: _Joined, stream: Any
+) -> None:
+    """Run the chief's trials (or the supernet strategy's jobs) until the search is over."""
     from mcunas.convert import import_tensorflow
 
-    import_tensorflow()  # after joining: a refused worker fails fast
+    import_tensorflow()
     host, port = parse_address(settings.connect)
     os.environ.update(
         KERASTUNER_TUNER_ID=settings.name,
@@ -178,17 +189,23 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
     store = RemoteStore(
         joined.channel, settings.name, settings.connect, CHIEF_RESTART_WAIT_S, joined.join
     )
-    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))
     progress = Progress(config.max_trials, None, stream=stream)
     progress.note(f"Worker {settings.name} joined the chief at {settings.connect}.")
-    try:
-        # keras-tuner 1.4.8 prints a condition's value each time it serialises one
-        with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
-            with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
-                WorkerSession(config, board, Path(work), store).run(progress)  # type: ignore[arg-type]
-    finally:
-        joined.leave()
+    # keras-tuner 1.4.8 prints a condition's value each time it serialises one
+    with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
+        with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
+            session = _session_class(config)(config, board, Path(work), store)  # type: ignore[arg-type]
+            session.run(progress)
     progress.note(f"Worker {settings.name}: the search is over.")
+
+
+def _session_class(config: SearchConfig) -> type[SearchSession]:
+    """The supernet strategy's jobs, or Keras Tuner's trials."""
+    if config.strategy == "supernet":
+        from mcunas.distributed.supernet_worker import SupernetWorkerSession
+
+        return SupernetWorkerSession
+    return WorkerSession
 
 
 def _local(config: SearchConfig, settings: WorkerSettings) -> SearchConfig:

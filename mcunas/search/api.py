@@ -138,7 +138,9 @@ def _run_locked(
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
-        if config.serve:
+        if config.serve and config.strategy == "supernet":
+            from mcunas.distributed.supernet_chief import SupernetChiefSession as SearchSession
+        elif config.serve:
             from mcunas.distributed.session import ChiefSession as SearchSession
         elif config.strategy == "supernet":
             from mcunas.supernet.session import SupernetSession as SearchSession

@@ -358,8 +358,8 @@ class SupernetSession(SearchSession):
         except Exception as exc:  # noqa: BLE001 - a failing subnet is recorded, search goes on
             self._end(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}", **timings)
             return
+        timings["epochs_run"] = trained.epochs_run  # written before the row finishes
         self._record(tid, model_bytes, cost, evaluated, trained.float_accuracy, timings)
-        self.store.update(tid, epochs_run=trained.epochs_run)
 
     def _record(
         self,

@@ -32,7 +32,7 @@ from mcunas.search.recipe import COSINE_FLOOR, Recipe, steps_per_epoch, training
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
-__all__ = ["CHECKPOINT", "SupernetTrainer"]
+__all__ = ["CHECKPOINT", "SupernetTrainer", "checkpoint_epochs"]
 
 CHECKPOINT = "supernet/checkpoint.npz"
 LEARNING_RATE = 0.003
@@ -164,6 +164,15 @@ class SupernetTrainer:
         if resolution not in self._fns:
             self._fns[resolution] = _gradient_fn(self.model, resolution, self.recipe)
         return self._fns[resolution]
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """The epochs a supernet checkpoint file has done (0 if there is none or it is unreadable)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return int(json.loads(str(data["meta"]))["done"])
+    except (OSError, ValueError, KeyError):
+        return 0
 
 
 def _add(a: list[Any], b: list[Any]) -> list[Any]:
