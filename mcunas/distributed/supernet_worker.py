@@ -56,7 +56,8 @@ class SupernetWorkerSession(SupernetSession):
                     time.sleep(float(reply.get("wait", 0.5)))
                     continue
                 result = self._do(job, space, runner, progress)
-                with contextlib.suppress(RemoteError):  # handed to another worker meanwhile
+                # handed to another worker meanwhile, or a restarted chief's: it is redone there
+                with contextlib.suppress(RemoteError, TrialTakenAway):
                     self._remote.request("job_done", job=job["id"], result=result)
         finally:
             close()
