@@ -8,6 +8,11 @@ trial counts, and whether any trial ran twice or the two runs' candidates differ
 
 scripts/bench distributed                       # 8 trials of 3 epochs, digits
 scripts/bench distributed --trials 12 --epochs 5
+scripts/bench distributed --strategy supernet --supernet-epochs 6 --subnets 200 --trials 4
+
+With ``--strategy supernet`` the supernet's training runs on one worker (its
+epochs are one serial chain), then subnet screening and fine-tuning spread
+over the workers; ``--trials`` is the number of subnets fine-tuned.
 """
 
 from __future__ import annotations
@@ -52,10 +57,14 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
     }
     cmd = [sys.executable, "-m", "mcunas"]
     search = [
-        *cmd, "search", "--board", "esp32s3", "--out", str(out), "--strategy", "random",
+        *cmd, "search", "--board", "esp32s3", "--out", str(out), "--strategy", args.strategy,
         "--seed", "3", "--max-trials", str(args.trials), "--epochs", str(args.epochs),
-        "--seed-arch", "none", "--serve", address, "--json",
+        "--serve", address, "--json",
     ]  # fmt: skip
+    if args.strategy == "supernet":
+        search += ["--supernet-epochs", str(args.supernet_epochs), "--subnets", str(args.subnets)]
+    else:
+        search += ["--seed-arch", "none"]
     start = time.monotonic()
     chief = subprocess.Popen(search, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     cores = sorted(os.sched_getaffinity(0))
@@ -82,6 +91,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--trials", type=int, default=8)
     parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--strategy", choices=("random", "supernet"), default="random")
+    parser.add_argument("--supernet-epochs", type=int, default=6)
+    parser.add_argument("--subnets", type=int, default=200)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="mcunas-bench-dist-") as tmp:
         one = run(1, args, Path(tmp) / "one")
