@@ -3,7 +3,9 @@
 Each worker is pinned to its own core (sched_setaffinity) with one TensorFlow
 thread of each kind, so two workers have twice the compute of one. Both runs
 search the same trials: random search with one seed draws the same candidates
-in the same order whatever finishes first. Prints wall time, speed-up,
+in the same order whatever finishes first. First it times one plain training
+alone and two at once (each pinned, one thread): the most two workers can
+gain on this machine. Prints wall time, speed-up,
 trial counts, and whether any trial ran twice or the two runs' candidates differ.
 
 scripts/bench distributed                       # 8 trials of 3 epochs, digits
@@ -45,16 +47,61 @@ def _pin(core: int):  # noqa: ANN202 - a preexec_fn
     return pin
 
 
-def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
-    """One distributed search with ``workers`` workers; its wall time and trial rows."""
-    address = f"127.0.0.1:{free_port()}"
-    env = {
+_TRAIN = """
+import time, numpy as np, keras
+from sklearn.datasets import load_digits
+x, y = load_digits(return_X_y=True)
+x = np.tile(x.reshape(-1, 8, 8, 1).astype('float32') / 16, (1, 2, 2, 1))
+L = keras.layers
+m = keras.Sequential([keras.Input((16, 16, 1)), L.Conv2D(32, 3, activation='relu'),
+    L.DepthwiseConv2D(3, activation='relu'), L.Conv2D(64, 1, activation='relu'),
+    L.GlobalAveragePooling2D(), L.Dense(10)])
+m.compile('adam', keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+m.fit(x, y, epochs=1, verbose=0)
+t = time.perf_counter(); m.fit(x, y, epochs=6, batch_size=32, verbose=0)
+print(time.perf_counter() - t)
+"""
+
+
+def ceiling(env: dict) -> tuple[float, float]:
+    """Seconds of one single-thread training alone, and of the slower of two at once.
+
+    Two workers can at best be (2 x alone / together) times one: what two
+    trainings sharing this machine's memory and caches allow.
+    """
+    cores = sorted(os.sched_getaffinity(0))
+
+    def trainings(n: int) -> list[float]:
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", _TRAIN],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                preexec_fn=_pin(cores[i % len(cores)]),
+                text=True,
+            )  # fmt: skip
+            for i in range(n)
+        ]
+        return [float(p.communicate()[0].strip().splitlines()[-1]) for p in procs]
+
+    return trainings(1)[0], max(trainings(2))
+
+
+def _env() -> dict:
+    return {
         **os.environ,
         "TF_NUM_INTRAOP_THREADS": "1",
         "TF_NUM_INTEROP_THREADS": "1",
         "OMP_NUM_THREADS": "1",
         "TF_CPP_MIN_LOG_LEVEL": "3",
     }
+
+
+def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
+    """One distributed search with ``workers`` workers; its wall time and trial rows."""
+    address = f"127.0.0.1:{free_port()}"
+    env = _env()
     cmd = [sys.executable, "-m", "mcunas"]
     search = [
         *cmd, "search", "--board", "esp32s3", "--out", str(out), "--strategy", args.strategy,
@@ -95,6 +142,11 @@ def main() -> int:
     parser.add_argument("--supernet-epochs", type=int, default=6)
     parser.add_argument("--subnets", type=int, default=200)
     args = parser.parse_args()
+    alone, together = ceiling(_env())
+    print(
+        f"this machine: one single-thread training {alone:.1f} s alone, {together:.1f} s with "
+        f"another beside it: two workers can at best be {2 * alone / together:.2f}x one"
+    )
     with tempfile.TemporaryDirectory(prefix="mcunas-bench-dist-") as tmp:
         one = run(1, args, Path(tmp) / "one")
         two = run(2, args, Path(tmp) / "two")

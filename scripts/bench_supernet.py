@@ -2,7 +2,9 @@
 
 - **rank**: one supernet trained on the task; N random subnets inside the
   budgets, each scored with inherited weights (BatchNorm recalibrated) and
-  trained from scratch with the search's recipe for ``--epochs``; Kendall's
+  trained from scratch with the search's recipe for ``--epochs`` (the mean
+  of ``--rank-seeds`` trainings: one training's noise is larger than the
+  differences between subnets on easy tasks); Kendall's
   tau between the two test accuracies (float, the task's test split: never
   used by either). Also the seconds per subnet of each way.
 - **quality**: ``mcunas search --strategy supernet`` on the task and budget,
@@ -57,9 +59,21 @@ def _test_accuracy(model, d) -> float:  # noqa: ANN001
     return float(np.mean(np.argmax(probs, axis=-1) == d.y_test))
 
 
+def _standalone(space, spec, net, runner, d, args, seed: int) -> float:  # noqa: ANN001
+    """Test accuracy of ``net`` trained from scratch with one seed."""
+    import keras
+
+    from mcunas.supernet.spec import subnet_values
+
+    keras.utils.set_random_seed(seed)
+    model = space.build(space.hyperparameters(**subnet_values(spec, net)))
+    model.optimizer.learning_rate.assign(0.003)  # a from-scratch rate, as the searches'
+    runner.train(model, args.epochs)
+    return _test_accuracy(model, d)
+
+
 def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
-    import keras
     from scipy.stats import kendalltau
 
     from mcunas.boards import load_board
@@ -69,7 +83,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     from mcunas.search.isolate import TflmWorker
     from mcunas.search.recipe import plan_recipe
     from mcunas.space import McuSearchSpace
-    from mcunas.supernet.spec import plan_supernet, subnet_values
+    from mcunas.supernet.spec import plan_supernet
     from mcunas.supernet.subnets import SubnetScorer
     from mcunas.supernet.train import SupernetTrainer
 
@@ -91,15 +105,18 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         scorer.score(n)
     inherited_s = (time.monotonic() - start) / len(nets)
     inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
-    start, alone = time.monotonic(), []
+    start, alone, spread = time.monotonic(), [], []
     for i, net in enumerate(nets):
-        keras.utils.set_random_seed(args.seed + i)
-        model = space.build(space.hyperparameters(**subnet_values(spec, net)))
-        model.optimizer.learning_rate.assign(0.003)  # a from-scratch rate, as the searches'
-        runner.train(model, args.epochs)
-        alone.append(_test_accuracy(model, d))
-        print(f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f}")
-    alone_s = (time.monotonic() - start) / len(nets)
+        runs = [_standalone(space, spec, net, runner, d, args, args.seed + 100 * k + i)
+                for k in range(args.rank_seeds)]  # fmt: skip
+        alone.append(float(np.mean(runs)))
+        spread.append(float(np.std(runs)))
+        print(
+            f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f} "
+            f"(+/-{spread[-1]:.3f} over {len(runs)} seeds)",
+            flush=True,
+        )
+    alone_s = (time.monotonic() - start) / (len(nets) * args.rank_seeds)
     worker.close()
     tau = kendalltau(inherited, alone)
     return {
@@ -107,6 +124,8 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "tau": float(tau.statistic),
         "p": float(tau.pvalue),
         "subnets": len(nets),
+        "seeds": args.rank_seeds,
+        "alone_spread": float(np.mean(spread)),
         "supernet_s": supernet_s,
         "inherited_s_per_subnet": inherited_s,
         "standalone_s_per_subnet": alone_s,
@@ -157,6 +176,9 @@ def main() -> None:
     parser.add_argument("--rank-tasks", default="digits")
     parser.add_argument("--budget", default="esp32s3", choices=sorted(BUDGETS))
     parser.add_argument("--subnets", type=int, default=12, help="subnets in the rank check")
+    parser.add_argument(
+        "--rank-seeds", type=int, default=3, help="stand-alone trainings averaged per subnet"
+    )
     parser.add_argument("--search-subnets", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--supernet-epochs", type=int, default=60)
@@ -176,7 +198,8 @@ def main() -> None:
             results["rank"].append(r)
             print(
                 f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
-                f"subnets; {r['inherited_s_per_subnet']:.2f} s inherited vs "
+                f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}); "
+                f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
                 f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
                 f"{r['supernet_s']:.0f} s",
                 flush=True,
