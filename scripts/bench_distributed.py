@@ -112,7 +112,7 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         search += ["--supernet-epochs", str(args.supernet_epochs), "--subnets", str(args.subnets)]
     else:
         search += ["--seed-arch", "none"]
-    start = time.monotonic()
+    start, epoch = time.monotonic(), time.time()
     chief = subprocess.Popen(search, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     cores = sorted(os.sched_getaffinity(0))
     procs = [
@@ -131,7 +131,19 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         p.wait(timeout=120)
     with sqlite3.connect(out / "trials.sqlite") as db:
         rows = db.execute("SELECT trial_id, status, worker, hyperparameters FROM trials").fetchall()
-    return {"wall_s": wall, "rows": rows, "best": summary.get("best") or {}}
+        times = db.execute("SELECT worker, started_at, finished_at, worker_wall_s FROM trials")
+        times = [t for t in times.fetchall() if t[1] and t[2]]
+    busy: dict[str, float] = {}
+    for worker, _, _, seconds in times:
+        busy[worker] = busy.get(worker, 0.0) + (seconds or 0.0)
+    return {
+        "wall_s": wall,
+        "rows": rows,
+        "best": summary.get("best") or {},
+        "first_start_s": min(t[1] for t in times) - epoch,  # the processes' start-up
+        "after_last_s": epoch + wall - max(t[2] for t in times),  # the tail's end to exit
+        "busy_s": busy,
+    }
 
 
 def main() -> int:
@@ -158,6 +170,11 @@ def main() -> int:
             f"chief + {name}: {r['wall_s']:6.1f} s wall, {len(r['rows'])} trials "
             f"({', '.join(f'{w}: {n}' for w, n in sorted(by_worker.items()))}), best INT8 "
             f"{100 * (r['best'].get('int8_accuracy') or 0):.1f}%"
+        )
+        print(
+            f"  first trial started after {r['first_start_s']:.1f} s; exit {r['after_last_s']:.1f} "
+            "s after the last finished; worker time in trials: "
+            + ", ".join(f"{w} {b:.0f} s" for w, b in sorted(r["busy_s"].items()))
         )
     ids = [r[0] for r in two["rows"]]
     same = sorted(r[3] for r in one["rows"]) == sorted(r[3] for r in two["rows"])
