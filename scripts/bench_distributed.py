@@ -131,10 +131,10 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         p.wait(timeout=120)
     with sqlite3.connect(out / "trials.sqlite") as db:
         rows = db.execute("SELECT trial_id, status, worker, hyperparameters FROM trials").fetchall()
-        times = db.execute("SELECT worker, started_at, finished_at, worker_wall_s FROM trials")
-        times = [t for t in times.fetchall() if t[1] and t[2]]
+        query = "SELECT worker, started_at, finished_at, worker_wall_s, trial_id FROM trials"
+        times = [t for t in db.execute(query).fetchall() if t[1] and t[2]]
     busy: dict[str, float] = {}
-    for worker, _, _, seconds in times:
+    for worker, _, _, seconds, _ in times:
         busy[worker] = busy.get(worker, 0.0) + (seconds or 0.0)
     return {
         "wall_s": wall,
@@ -143,6 +143,7 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         "first_start_s": min(t[1] for t in times) - epoch,  # the processes' start-up
         "after_last_s": epoch + wall - max(t[2] for t in times),  # the tail's end to exit
         "busy_s": busy,
+        "trial_s": {t[4]: t[3] for t in times if t[3]},
     }
 
 
@@ -176,6 +177,12 @@ def main() -> int:
             "s after the last finished; worker time in trials: "
             + ", ".join(f"{w} {b:.0f} s" for w, b in sorted(r["busy_s"].items()))
         )
+    both = sorted(set(one["trial_s"]) & set(two["trial_s"]))
+    slower = sum(two["trial_s"][t] for t in both) / max(sum(one["trial_s"][t] for t in both), 1e-9)
+    print(
+        f"the same {len(both)} trials took {100 * (slower - 1):+.1f}% in all on their worker "
+        "with two workers running at once"
+    )
     ids = [r[0] for r in two["rows"]]
     same = sorted(r[3] for r in one["rows"]) == sorted(r[3] for r in two["rows"])
     print(
