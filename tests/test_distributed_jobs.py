@@ -154,8 +154,8 @@ def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(
     for t in threads:
         t.start()
     scored = []
-    scorer = type("Trained", (), {"sha256": "x"})()
-    got = session._screen_many(spec, scorer, None, None, todo, scored.append, session.progress)
+    session.spec, session.scorer = spec, type("Trained", (), {"sha256": "x"})()
+    got = session._screen_many(todo, scored.append, session.progress)
     assert got == [(0.5, 0.1), None, (0.7, 0.1)]  # in the batch's order, whoever ran what
     assert sorted(scored, key=str) == sorted([(0.5, 0.1), None, (0.7, 0.1)], key=str)
     failed = store.get("s0001")

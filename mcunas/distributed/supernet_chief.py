@@ -145,18 +145,18 @@ class SupernetChiefSession(SupernetSession):
         return space, None, lambda: None
 
     # -- the stages' work, as jobs ---------------------------------------------------
-    def _fit_flags(self, spec: SupernetSpec, runner: Any, nets: list[Subnet]) -> list[bool]:
+    def _fit_flags(self, spec: SupernetSpec, nets: list[Subnet]) -> list[bool]:
         ids = [self.jobs.submit("check", self._about(spec, net)) for net in nets]
         results = self._gather(ids)
         return [bool(results[i].result.get("fits")) for i in ids]  # type: ignore[union-attr]
 
-    def _supernet(self, spec: SupernetSpec, epochs: int, progress: Progress) -> Any | None:
+    def _supernet(self, epochs: int, progress: Progress) -> Any | None:
         path = self.out_dir / CHECKPOINT
         done = checkpoint_epochs(path)
         if done < epochs:
             if done:
                 progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
-            job = self.jobs.submit("train", {"width": spec.width, "epochs": epochs})
+            job = self.jobs.submit("train", {"width": self.spec.width, "epochs": epochs})
             result = self._gather([job])[job].result or {}
             if result.get("error"):
                 raise FatalError(f"the supernet's training failed on a worker: {result['error']}")
@@ -170,10 +170,6 @@ class SupernetChiefSession(SupernetSession):
 
     def _screen_many(
         self,
-        spec: SupernetSpec,
-        scorer: Any,
-        runner: Any,
-        space: Any,
         todo: list[tuple[Subnet, str]],
         scored: Callable[[tuple[float, float] | None], None],
         progress: Progress,
@@ -182,7 +178,7 @@ class SupernetChiefSession(SupernetSession):
             raise TimeUp
         ids = {}
         for net, tid in todo:
-            about = self._about(spec, net, sha=scorer.sha256, tid=tid)
+            about = self._about(self.spec, net, sha=self.scorer.sha256, tid=tid)
             ids[self.jobs.submit("screen", about, tids=(tid,))] = tid
         results: dict[str, tuple[float, float] | None] = {}
 
@@ -199,10 +195,6 @@ class SupernetChiefSession(SupernetSession):
 
     def _finetune_many(
         self,
-        spec: SupernetSpec,
-        scorer: Any,
-        runner: Any,
-        space: Any,
         epochs: int,
         pending: list[tuple[str, Subnet]],
         done: Callable[[str], None],
@@ -210,7 +202,7 @@ class SupernetChiefSession(SupernetSession):
     ) -> str | None:
         ids = {}
         for tid, net in pending:
-            about = self._about(spec, net, sha=scorer.sha256, tid=tid, epochs=epochs)
+            about = self._about(self.spec, net, sha=self.scorer.sha256, tid=tid, epochs=epochs)
             ids[self.jobs.submit("finetune", about, tids=(tid,))] = tid
 
         def finished(job: Job) -> None:

@@ -20,7 +20,7 @@ from mcunas.errors import FatalError, McunasError, TrialTakenAway, describe
 from mcunas.files import write_file
 from mcunas.search.progress import Progress
 from mcunas.supernet.session import SupernetSession, TimeUp
-from mcunas.supernet.spec import SupernetSpec, plan_supernet, subnet_from_values
+from mcunas.supernet.spec import plan_supernet, subnet_from_values
 from mcunas.supernet.train import CHECKPOINT
 
 __all__ = ["SupernetWorkerSession"]
@@ -45,7 +45,7 @@ class SupernetWorkerSession(SupernetSession):
         self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
         self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
         self._scorer: tuple[str, Any] | None = None
-        space, runner, close = self._components(("stages",))
+        self.space, self.runner, close = self._components(("stages",))
         try:
             while True:
                 reply = self._remote.request("next_job")
@@ -55,31 +55,29 @@ class SupernetWorkerSession(SupernetSession):
                 if job is None:
                     time.sleep(float(reply.get("wait", 0.5)))
                     continue
-                result = self._do(job, space, runner, progress)
+                result = self._do(job, progress)
                 # handed to another worker meanwhile, or a restarted chief's: it is redone there
                 with contextlib.suppress(RemoteError, TrialTakenAway):
                     self._remote.request("job_done", job=job["id"], result=result)
         finally:
             close()
 
-    def _do(
-        self, job: dict[str, Any], space: Any, runner: Any, progress: Progress
-    ) -> dict[str, Any]:
+    def _do(self, job: dict[str, Any], progress: Progress) -> dict[str, Any]:
         """One job's result; an error becomes ``{"error": ...}`` (the chief records it)."""
         d, kind = self.dataset, job["kind"]
-        spec = plan_supernet(d.input_shape, d.num_classes, float(job["width"]))
+        self.spec = spec = plan_supernet(d.input_shape, d.num_classes, float(job["width"]))
         try:
             if kind == "train":
-                return self._train(spec, job, progress)
+                return self._train(job, progress)
             net = subnet_from_values(spec, job["values"])
             if kind == "check":
-                return {"fits": self._check(spec, runner, net).status is None}
-            scorer = self._scorer_for(spec, job["sha"])
+                return {"fits": self._check(spec, net).status is None}
+            self.scorer = self._scorer_for(job["sha"])
             if kind == "screen":
-                return {"result": self._screen(spec, scorer, runner, space, net, job["tid"])}
+                return {"result": self._screen(net, job["tid"])}
             if kind == "finetune":
                 self._remote.begin(job["tid"])
-                self._finetune_one(job["tid"], net, scorer, runner, space, int(job["epochs"]))
+                self._finetune_one(job["tid"], net, int(job["epochs"]))
                 progress.note(f"Fine-tuned subnet {job['tid']}.")
                 return {}
             return {"error": f"unknown job {kind!r} (is this worker's mcunas older?)"}
@@ -90,7 +88,7 @@ class SupernetWorkerSession(SupernetSession):
         except Exception as exc:  # noqa: BLE001 - the chief records the failure, work goes on
             return {"error": describe(exc)}
 
-    def _train(self, spec: SupernetSpec, job: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    def _train(self, job: dict[str, Any], progress: Progress) -> dict[str, Any]:
         """Train the supernet on from the chief's checkpoint, sending it after every epoch."""
         from mcunas.supernet.train import SupernetTrainer
 
@@ -101,7 +99,7 @@ class SupernetWorkerSession(SupernetSession):
             path.unlink(missing_ok=True)
         epochs = int(job["epochs"])
         trainer = SupernetTrainer(
-            spec, self.dataset, self.recipe, epochs, self.out_dir, self.config.seed
+            self.spec, self.dataset, self.recipe, epochs, self.out_dir, self.config.seed
         )
         done = trainer.load()
         progress.note(f"Training the supernet from epoch {done + 1}/{epochs}.")
@@ -124,7 +122,7 @@ class SupernetWorkerSession(SupernetSession):
             return {"stopped": True}
         return {"epochs": trainer.epochs_done}
 
-    def _scorer_for(self, spec: SupernetSpec, sha256: str) -> Any:
+    def _scorer_for(self, sha256: str) -> Any:
         """The scorer of the chief's trained supernet (fetched once per checkpoint)."""
         from mcunas.supernet.subnets import SubnetScorer
         from mcunas.supernet.train import SupernetTrainer
@@ -138,7 +136,9 @@ class SupernetWorkerSession(SupernetSession):
         write_file(self.out_dir / CHECKPOINT, data)
         cfg = self.config
         epochs = cfg.supernet_plan[0]
-        trainer = SupernetTrainer(spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed)
+        trainer = SupernetTrainer(
+            self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed
+        )
         trainer.load()
         scorer = SubnetScorer(trainer.model, self.dataset, cfg.seed)
         self._scorer = (sha256, scorer)

@@ -60,7 +60,17 @@ class TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
 
 
 class SupernetSession(SearchSession):
-    """A search with ``--strategy supernet`` (see the module); reporting is inherited."""
+    """A search with ``--strategy supernet`` (see the module); reporting is inherited.
+
+    ``run`` sets the stages' shared parts: ``spec`` (the supernet planned),
+    ``space`` (the stage family), ``runner`` (trains, converts, measures) and,
+    once the supernet is trained, ``scorer`` (inherited scores, extraction).
+    """
+
+    spec: Any = None
+    space: Any = None
+    runner: Any = None
+    scorer: Any = None
 
     def run(self, progress: Progress) -> str | None:
         """Train (or resume) the supernet, search its subnets, fine-tune the best."""
@@ -70,8 +80,8 @@ class SupernetSession(SearchSession):
         cfg = self.config
         self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
         self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
-        space, runner, close = self._components(("stages",))
-        spec = self._plan(runner, progress)
+        self.space, self.runner, close = self._components(("stages",))
+        self.spec = spec = self._plan(progress)
         epochs, finetune = cfg.supernet_plan
         progress.note(
             f"Data: {len(d.y_train)} training, {len(d.y_val)} validation samples of "
@@ -80,16 +90,16 @@ class SupernetSession(SearchSession):
             f"scored, the best {cfg.max_trials} fine-tuned for {finetune} epochs."
         )
         try:
-            scorer = self._supernet(spec, epochs, progress)
-            if scorer is None:
+            self.scorer = self._supernet(epochs, progress)
+            if self.scorer is None:
                 return "time budget reached while training the supernet (--resume continues)"
-            if not self._search(spec, scorer, runner, space, progress):
+            if not self._search(progress):
                 return "time budget reached during the subnet search (--resume continues)"
-            return self._finetune(spec, scorer, runner, space, finetune, progress)
+            return self._finetune(finetune, progress)
         finally:
             close()
 
-    def _plan(self, runner: Any, progress: Progress) -> SupernetSpec:
+    def _plan(self, progress: Progress) -> SupernetSpec:
         """The supernet at the largest width whose subnets fit the budgets often enough.
 
         A search space whose every subnet misses the budgets finds nothing, one
@@ -106,7 +116,7 @@ class SupernetSession(SearchSession):
         for width in WIDTHS:
             spec = plan_supernet(d.input_shape, d.num_classes, width)
             nets = [smallest(spec)] + [random_subnet(spec, rng) for _ in range(PROBES - 1)]
-            counts[width] = sum(self._fit_flags(spec, runner, nets))
+            counts[width] = sum(self._fit_flags(spec, nets))
             tried.append(f"x{width:g} {counts[width]}/{PROBES}")
             if counts[width] >= MIN_FIT_SHARE * PROBES:
                 break
@@ -120,11 +130,11 @@ class SupernetSession(SearchSession):
         )
         return plan_supernet(d.input_shape, d.num_classes, width)
 
-    def _fit_flags(self, spec: SupernetSpec, runner: Any, nets: list[Subnet]) -> list[bool]:
-        """Whether each of ``nets`` passes the cost check (board and budgets)."""
-        return [self._check(spec, runner, net).status is None for net in nets]
+    def _fit_flags(self, spec: SupernetSpec, nets: list[Subnet]) -> list[bool]:
+        """Whether each of ``nets`` (of ``spec``) passes the cost check (board and budgets)."""
+        return [self._check(spec, net).status is None for net in nets]
 
-    def _check(self, spec: SupernetSpec, runner: Any, net: Subnet) -> _Check:
+    def _check(self, spec: SupernetSpec, net: Subnet) -> _Check:
         """The cost check of a subnet's INT8 graph: latency first, then the full profile."""
         from mcunas.supernet.costgraph import subnet_tflite
 
@@ -133,20 +143,22 @@ class SupernetSession(SearchSession):
         if slow:  # the arena planning is the check's costly part: skip it for these
             return _Check(TrialStatus.INFEASIBLE, slow, latency, full=False)
         try:
-            cost = runner.worker.profile(model)
+            cost = self.runner.worker.profile(model)
         except CandidateError as exc:
             return _Check(TrialStatus.FAILED, f"check failed: {exc}")
         reasons = violations(cost, self.config.budgets)
         return _Check(TrialStatus.INFEASIBLE if reasons else None, "; ".join(reasons), cost)
 
     # ------------------------------------------------------------------ stage 1
-    def _supernet(self, spec: SupernetSpec, epochs: int, progress: Progress) -> Any | None:
+    def _supernet(self, epochs: int, progress: Progress) -> Any | None:
         """The trained supernet's scorer; None if the time budget ran out first."""
         from mcunas.supernet.subnets import SubnetScorer
         from mcunas.supernet.train import SupernetTrainer
 
         cfg = self.config
-        trainer = SupernetTrainer(spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed)
+        trainer = SupernetTrainer(
+            self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed
+        )
         done = trainer.load()
         if done:
             progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
@@ -164,11 +176,9 @@ class SupernetSession(SearchSession):
         return SubnetScorer(trainer.model, self.dataset, cfg.seed)
 
     # ------------------------------------------------------------------ stage 2
-    def _search(
-        self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, progress: Progress
-    ) -> bool:
+    def _search(self, progress: Progress) -> bool:
         """Evolve over subnets; False if the time budget ran out first."""
-        cfg = self.config
+        cfg, spec = self.config, self.spec
         rows = {subnet_from_values(spec, r.hyperparameters): r for r in self._rows()}
         numbers = itertools.count(len(rows))
         stats = {"scored": sum(r.inherited_accuracy is not None for r in rows.values())}
@@ -189,7 +199,7 @@ class SupernetSession(SearchSession):
                 else:
                     todo.append((net, rec.trial_id if rec else f"s{next(numbers):04d}"))
             if todo:
-                screened = self._screen_many(spec, scorer, runner, space, todo, scored, progress)
+                screened = self._screen_many(todo, scored, progress)
                 results.update(zip((net for net, _ in todo), screened, strict=True))
             return [results[net] for net in nets]
 
@@ -202,10 +212,6 @@ class SupernetSession(SearchSession):
 
     def _screen_many(
         self,
-        spec: SupernetSpec,
-        scorer: Any,
-        runner: Any,
-        space: Any,
         todo: list[tuple[Subnet, str]],
         scored: Callable[[tuple[float, float] | None], None],
         progress: Progress,
@@ -219,19 +225,18 @@ class SupernetSession(SearchSession):
         for net, tid in todo:
             if progress.time_up():
                 raise TimeUp
-            results.append(self._screen(spec, scorer, runner, space, net, tid))
+            results.append(self._screen(net, tid))
             scored(results[-1])
         return results
 
-    def _screen(
-        self, spec: SupernetSpec, scorer: Any, runner: Any, space: Any, net: Subnet, tid: str
-    ) -> tuple[float, float] | None:
+    def _screen(self, net: Subnet, tid: str) -> tuple[float, float] | None:
         """Cost check, then (if it fits) the inherited score; one trial row either way."""
+        spec, space = self.spec, self.space
         values = subnet_values(spec, net)
         self.store.start_trial(tid, values, family="stages", origin=ORIGIN, started_at=time.time())
         self.store.update(tid, description=space.describe(space.hyperparameters(**values)))
         start = time.perf_counter()
-        check = self._check(spec, runner, net)
+        check = self._check(spec, net)
         cost, latency_only = check.figures, {}
         if cost is not None and check.full:
             self.store.record_figures(tid, cost, before_training=True)
@@ -242,7 +247,7 @@ class SupernetSession(SearchSession):
             self._end(tid, check.status, check.reason, check_s=_since(start), **latency_only)
             return None
         checked = time.perf_counter()
-        result = scorer.score(net)
+        result = self.scorer.score(net)
         self.store.finish_trial(
             tid,
             TrialStatus.SCREENED,
@@ -283,21 +288,13 @@ class SupernetSession(SearchSession):
         )
 
     # ------------------------------------------------------------------ stage 3
-    def _finetune(
-        self,
-        spec: SupernetSpec,
-        scorer: Any,
-        runner: Any,
-        space: Any,
-        epochs: int,
-        progress: Progress,
-    ) -> str | None:
+    def _finetune(self, epochs: int, progress: Progress) -> str | None:
         """Fine-tune, convert, score and measure the best screened subnets."""
         scored = [r for r in self._rows() if r.inherited_accuracy is not None]
         top = sorted(scored, key=_inherited)[: self.config.max_trials]
         left = (TrialStatus.SCREENED, TrialStatus.RUNNING)
         pending = [
-            (r.trial_id, subnet_from_values(spec, r.hyperparameters))
+            (r.trial_id, subnet_from_values(self.spec, r.hyperparameters))
             for r in top
             if r.status in left
         ]
@@ -310,14 +307,10 @@ class SupernetSession(SearchSession):
         for rec in top:
             if rec.status not in left:
                 done(rec.trial_id)  # fine-tuned before a --resume
-        return self._finetune_many(spec, scorer, runner, space, epochs, pending, done, progress)
+        return self._finetune_many(epochs, pending, done, progress)
 
     def _finetune_many(
         self,
-        spec: SupernetSpec,
-        scorer: Any,
-        runner: Any,
-        space: Any,
         epochs: int,
         pending: list[tuple[str, Subnet]],
         done: Callable[[str], None],
@@ -327,20 +320,19 @@ class SupernetSession(SearchSession):
         for tid, net in pending:
             if progress.time_up():
                 return "time budget reached while fine-tuning (--resume continues)"
-            self._finetune_one(tid, net, scorer, runner, space, epochs)
+            self._finetune_one(tid, net, epochs)
             done(tid)
         return None
 
-    def _finetune_one(
-        self, tid: str, net: Subnet, scorer: Any, runner: Any, space: Any, epochs: int
-    ) -> None:
+    def _finetune_one(self, tid: str, net: Subnet, epochs: int) -> None:
         from mcunas.search.tuner import TrainResult
 
         self.store.update(tid, status=TrialStatus.RUNNING)
         timings: dict[str, float] = {}
         stage, clock = "extract", time.perf_counter()
         try:
-            model = scorer.extract(net, space)
+            runner = self.runner
+            model = self.scorer.extract(net, self.space)
             timings["build_s"], clock, stage = _since(clock), time.perf_counter(), "fine-tune"
             trained = runner.train(model, epochs) if epochs else TrainResult(None, 0)
             timings["train_s"], clock, stage = _since(clock), time.perf_counter(), "convert"
