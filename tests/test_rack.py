@@ -107,9 +107,13 @@ def ok(model):
 
 def test_parallel_one_worker_per_board(tmp_path):
     threads = set()
+    all_busy = threading.Barrier(3, timeout=30)  # passes only if three boards measure at once
 
     def record(model):
-        threads.add(threading.current_thread().name)
+        name = threading.current_thread().name
+        if name not in threads:
+            threads.add(name)
+            all_busy.wait()
 
     rm, measurers = make_rack(tmp_path, [record] * 3, delay=0.05)
     with rm:
