@@ -157,7 +157,7 @@ class SupernetChiefSession(SupernetSession):
             if done:
                 progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
             job = self.jobs.submit("train", {"width": self.spec.width, "epochs": epochs})
-            result = self._gather([job])[job].result or {}
+            result = self._gather([job], progress=progress)[job].result or {}
             if result.get("error"):
                 raise FatalError(f"the supernet's training failed on a worker: {result['error']}")
             if result.get("stopped") or result.get("cancelled"):
