@@ -114,11 +114,6 @@ class JobBoard:
             self._cond.notify_all()
             return dropped
 
-    def running(self) -> list[Job]:
-        """Jobs a worker holds now."""
-        with self._cond:
-            return [j for j in self.jobs.values() if j.owner is not None]
-
     def wait(self, ids: list[int] | set[int], timeout_s: float) -> list[Job]:
         """The finished jobs among ``ids``, waiting up to ``timeout_s`` for at least one."""
         deadline = time.monotonic() + timeout_s

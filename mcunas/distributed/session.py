@@ -40,15 +40,12 @@ class ChiefSession(SearchSession):
 
     def run(self, progress: Progress) -> str | None:
         """Serve until the oracle has no trial left to give and none is running."""
-        from mcunas.data import load_dataset
         from mcunas.search.oracles import make_oracle
-        from mcunas.search.recipe import plan_recipe
         from mcunas.search.tuner import SearchFatal
         from mcunas.space import FAMILIES, McuSearchSpace
 
         cfg = self.config
-        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
-        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        d = self._load_data()
         space = McuSearchSpace(d.input_shape, d.num_classes, cfg.families or FAMILIES)
         oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
         seed = self._seed_name(space)

@@ -38,12 +38,7 @@ class SupernetWorkerSession(SupernetSession):
 
     def run(self, progress: Progress) -> str | None:
         """Ask for jobs and do them until the search is over."""
-        from mcunas.data import load_dataset
-        from mcunas.search.recipe import plan_recipe
-
-        cfg = self.config
-        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
-        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        self._load_data()
         self._scorer: tuple[str, Any] | None = None
         self.space, self.runner, close = self._components(("stages",))
         try:

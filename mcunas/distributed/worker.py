@@ -112,14 +112,11 @@ class WorkerSession(SearchSession):
 
     def run(self, progress: Progress) -> str | None:
         """Run trials until the chief's oracle says stop."""
-        from mcunas.data import load_dataset
         from mcunas.search.oracles import make_oracle
-        from mcunas.search.recipe import plan_recipe
         from mcunas.search.tuner import SearchFatal
 
         cfg = self.config
-        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
-        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        self._load_data()
         space, runner, close = self._components()
         seed = self._seed_name(space)
         seeds = self._ladder(space, seed) if seed else []

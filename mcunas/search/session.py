@@ -39,6 +39,16 @@ class SearchSession:
         self.dataset: Any = None
         self.recipe: Any = None
 
+    def _load_data(self) -> Any:
+        """Load the dataset and plan its training recipe (``self.dataset``, ``self.recipe``)."""
+        from mcunas.data import load_dataset
+        from mcunas.search.recipe import plan_recipe
+
+        cfg = self.config
+        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
+        self.recipe = plan_recipe(self.dataset, cfg.batch_size, cfg.augment)
+        return self.dataset
+
     def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
         """The board or rack measurer for ``--measure board|hybrid``; None for simulator.
 
@@ -86,12 +96,8 @@ class SearchSession:
 
     def run(self, progress: Progress) -> str | None:
         """Search until ``max_trials`` or the time budget; return why it stopped early."""
-        from mcunas.data import load_dataset
-        from mcunas.search.recipe import plan_recipe
-
         cfg = self.config
-        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
-        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        d = self._load_data()
         space, runner, close = self._components()
         test = f", {len(d.y_test)} test" if d.x_test is not None else ""
         progress.note(

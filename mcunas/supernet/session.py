@@ -74,12 +74,8 @@ class SupernetSession(SearchSession):
 
     def run(self, progress: Progress) -> str | None:
         """Train (or resume) the supernet, search its subnets, fine-tune the best."""
-        from mcunas.data import load_dataset
-        from mcunas.search.recipe import plan_recipe
-
         cfg = self.config
-        self.dataset = d = load_dataset(cfg.dataset, seed=cfg.seed)
-        self.recipe = plan_recipe(d, cfg.batch_size, cfg.augment)
+        d = self._load_data()
         self.space, self.runner, close = self._components(("stages",))
         self.spec = spec = self._plan(progress)
         epochs, finetune = cfg.supernet_plan
