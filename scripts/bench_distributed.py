@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+PHASES = ("build_s", "check_s", "train_s", "convert_s", "eval_s", "measure_s")
 
 
 def free_port() -> int:
@@ -133,6 +134,7 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         rows = db.execute("SELECT trial_id, status, worker, hyperparameters FROM trials").fetchall()
         query = "SELECT worker, started_at, finished_at, worker_wall_s, trial_id FROM trials"
         times = [t for t in db.execute(query).fetchall() if t[1] and t[2]]
+        phases = db.execute(f"SELECT trial_id, {', '.join(PHASES)} FROM trials").fetchall()
     busy: dict[str, float] = {}
     for worker, _, _, seconds, _ in times:
         busy[worker] = busy.get(worker, 0.0) + (seconds or 0.0)
@@ -144,7 +146,20 @@ def run(workers: int, args: argparse.Namespace, out: Path) -> dict:
         "after_last_s": epoch + wall - max(t[2] for t in times),  # the tail's end to exit
         "busy_s": busy,
         "trial_s": {t[4]: t[3] for t in times if t[3]},
+        "phase_s": {row[0]: dict(zip(PHASES, row[1:], strict=True)) for row in phases},
     }
+
+
+def _phase_line(one: dict, two: dict, both: list[str]) -> str:
+    """Each phase's share of the same trials' time with one worker, and its slowdown with two."""
+    total = sum(one["trial_s"][t] for t in both) or 1e-9
+    parts = []
+    for phase in PHASES:
+        a = sum(one["phase_s"][t][phase] or 0.0 for t in both)
+        b = sum(two["phase_s"][t][phase] or 0.0 for t in both)
+        if a > 0:
+            parts.append(f"{phase[:-2]} {100 * a / total:.0f}% of it, {100 * (b / a - 1):+.0f}%")
+    return "  by phase (share with one worker, change with two): " + "; ".join(parts)
 
 
 def main() -> int:
@@ -183,6 +198,7 @@ def main() -> int:
         f"the same {len(both)} trials took {100 * (slower - 1):+.1f}% in all on their worker "
         "with two workers running at once"
     )
+    print(_phase_line(one, two, both))
     ids = [r[0] for r in two["rows"]]
     same = sorted(r[3] for r in one["rows"]) == sorted(r[3] for r in two["rows"])
     print(
