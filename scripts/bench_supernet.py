@@ -6,7 +6,9 @@
   of ``--rank-seeds`` trainings: one training's noise is larger than the
   differences between subnets on easy tasks); Kendall's
   tau between the two test accuracies (float, the task's test split: never
-  used by either). Also the seconds per subnet of each way.
+  used by either). Also the seconds per subnet of each way. The stand-alone
+  accuracies are kept in ``<out>/<task>/rank/standalone.json``: a re-run
+  with another supernet recipe trains only the subnets and seeds not in it.
 - **quality**: ``mcunas search --strategy supernet`` on the task and budget,
   then the per-trial evolution search given the same wall time; test
   accuracy of each ``best/`` (INT8, TFLite Micro kernels), subnets scored per
@@ -72,6 +74,27 @@ def _standalone(space, spec, net, runner, d, args, seed: int) -> float:  # noqa:
     return _test_accuracy(model, d)
 
 
+class _Trainings:
+    """Stand-alone test accuracies kept in a JSON file: they do not depend on the supernet,
+    so a re-run (another supernet recipe, more seeds) trains only what is missing."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        data = json.loads(path.read_text()) if path.is_file() else {}
+        self.acc: dict[str, float] = data.get("accuracy", {})
+        self.seconds: float = data.get("seconds_per_training", 0.0)
+        self._start, self._new = time.monotonic(), 0
+
+    def add(self, name: str, accuracy: float) -> None:
+        """Record one training's accuracy and the mean seconds of this run's trainings."""
+        self._new += 1
+        self.acc[name] = accuracy
+        self.seconds = (time.monotonic() - self._start) / self._new
+        data = {"accuracy": self.acc, "seconds_per_training": self.seconds}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path.write_text(json.dumps(data, indent=1))
+
+
 def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
     from scipy.stats import kendalltau
@@ -105,10 +128,16 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         scorer.score(n)
     inherited_s = (time.monotonic() - start) / len(nets)
     inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
-    start, alone, spread = time.monotonic(), [], []
+    alone, spread = [], []
+    cache = _Trainings(out / "standalone.json")
     for i, net in enumerate(nets):
-        runs = [_standalone(space, spec, net, runner, d, args, args.seed + 100 * k + i)
-                for k in range(args.rank_seeds)]  # fmt: skip
+        runs = []
+        for k in range(args.rank_seeds):
+            seed = args.seed + 100 * k + i
+            name = f"{net.key()} epochs {args.epochs} seed {seed}"
+            if name not in cache.acc:
+                cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
+            runs.append(cache.acc[name])
         alone.append(float(np.mean(runs)))
         spread.append(float(np.std(runs)))
         print(
@@ -116,7 +145,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
             f"(+/-{spread[-1]:.3f} over {len(runs)} seeds)",
             flush=True,
         )
-    alone_s = (time.monotonic() - start) / (len(nets) * args.rank_seeds)
+    alone_s = cache.seconds
     worker.close()
     tau = kendalltau(inherited, alone)
     return {
