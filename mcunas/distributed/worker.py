@@ -154,22 +154,16 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
         RemoteError: the chief refused this worker (version, settings or data differ).
         UserError: bad local settings (dataset missing, port and rack both given).
     """
-    from mcunas.convert import import_tensorflow
     from mcunas.search.api import check_search
 
-    # TensorFlow's import (seconds) overlaps the wait for the chief, which imports it too.
-    importing = threading.Thread(target=import_tensorflow, name="mcunas-import", daemon=True)
-    importing.start()
-    try:
-        channel = open_channel(settings.connect)
-        hello = call(channel, {"op": "hello"}, timeout_s=settings.wait_s, address=settings.connect)
-        config = _local(settings.config or SearchConfig.from_dict(hello["config"]), settings)
-        board = check_search(config)
-        joined = _Joined(settings, config, config.dataset_sha256())
-        reply = joined.join()
-        joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))
-    finally:
-        importing.join()  # the import holds standard error until it ends: errors print after
+    channel = open_channel(settings.connect)
+    hello = call(channel, {"op": "hello"}, timeout_s=settings.wait_s, address=settings.connect)
+    config = settings.config or SearchConfig.from_dict(hello["config"])
+    config = _local(config, settings)
+    board = check_search(config)
+    joined = _Joined(settings, config, config.dataset_sha256())
+    reply = joined.join()
+    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))  # TensorFlow's import is slow
     try:
         _work(settings, config, board, joined, stream)
     finally:
@@ -180,6 +174,9 @@ def _work(
     settings: WorkerSettings, config: SearchConfig, board: Any, joined: _Joined, stream: Any
 ) -> None:
     """Run the chief's trials (or the supernet strategy's jobs) until the search is over."""
+    from mcunas.convert import import_tensorflow
+
+    import_tensorflow()
     host, port = parse_address(settings.connect)
     os.environ.update(
         KERASTUNER_TUNER_ID=settings.name,
