@@ -134,7 +134,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         runs = []
         for k in range(args.rank_seeds):
             seed = args.seed + 100 * k + i
-            name = f"{net.key()} epochs {args.epochs} seed {seed}"
+            name = f"{net.key()} epochs {args.epochs} split {args.seed} seed {seed}"
             if name not in cache.acc:
                 cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
             runs.append(cache.acc[name])
