@@ -85,17 +85,13 @@ class SupernetWorkerSession(SupernetSession):
 
     def _train(self, job: dict[str, Any], progress: Progress) -> dict[str, Any]:
         """Train the supernet on from the chief's checkpoint, sending it after every epoch."""
-        from mcunas.supernet.train import SupernetTrainer
-
         path = self.out_dir / CHECKPOINT
         if job.get("checkpoint"):
             write_file(path, base64.b64decode(job["checkpoint"]))
         else:
             path.unlink(missing_ok=True)
         epochs = int(job["epochs"])
-        trainer = SupernetTrainer(
-            self.spec, self.dataset, self.recipe, epochs, self.out_dir, self.config.seed
-        )
+        trainer = self._trainer(epochs)
         done = trainer.load()
         progress.note(f"Training the supernet from epoch {done + 1}/{epochs}.")
 
@@ -120,7 +116,6 @@ class SupernetWorkerSession(SupernetSession):
     def _scorer_for(self, sha256: str) -> Any:
         """The scorer of the chief's trained supernet (fetched once per checkpoint)."""
         from mcunas.supernet.subnets import SubnetScorer
-        from mcunas.supernet.train import SupernetTrainer
 
         if self._scorer is not None and self._scorer[0] == sha256:
             return self._scorer[1]
@@ -131,9 +126,7 @@ class SupernetWorkerSession(SupernetSession):
         write_file(self.out_dir / CHECKPOINT, data)
         cfg = self.config
         epochs = cfg.supernet_plan[0]
-        trainer = SupernetTrainer(
-            self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed
-        )
+        trainer = self._trainer(epochs)
         trainer.load()
         scorer = SubnetScorer(trainer.model, self.dataset, cfg.seed)
         self._scorer = (sha256, scorer)

@@ -146,15 +146,19 @@ class SupernetSession(SearchSession):
         return _Check(TrialStatus.INFEASIBLE if reasons else None, "; ".join(reasons), cost)
 
     # ------------------------------------------------------------------ stage 1
-    def _supernet(self, epochs: int, progress: Progress) -> Any | None:
-        """The trained supernet's scorer; None if the time budget ran out first."""
-        from mcunas.supernet.subnets import SubnetScorer
+    def _trainer(self, epochs: int) -> Any:
+        """The supernet trainer of ``spec`` over ``epochs`` in the output folder (not loaded)."""
         from mcunas.supernet.train import SupernetTrainer
 
         cfg = self.config
-        trainer = SupernetTrainer(
-            self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed
-        )
+        return SupernetTrainer(self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed)
+
+    def _supernet(self, epochs: int, progress: Progress) -> Any | None:
+        """The trained supernet's scorer; None if the time budget ran out first."""
+        from mcunas.supernet.subnets import SubnetScorer
+
+        cfg = self.config
+        trainer = self._trainer(epochs)
         done = trainer.load()
         if done:
             progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
