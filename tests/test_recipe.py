@@ -82,3 +82,31 @@ def test_training_uses_smoothing_and_a_decaying_rate() -> None:
     assert model.loss.get_config()["label_smoothing"] == pytest.approx(0.1)
     compile_for_training(model, recipe, steps=10)  # a second training starts from 0.01 again
     assert float(model.optimizer._learning_rate(0)) == pytest.approx(0.01)
+
+
+def test_early_stopping_waits_for_the_second_half_of_the_schedule() -> None:
+    import keras
+
+    from mcunas.boards import load_board
+    from mcunas.search.candidate import KerasRunner
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(96, 8, 8, 1)).astype("float32")
+    y = (x.mean(axis=(1, 2, 3)) > 0).astype("int32")
+    # validation labels are the opposite rule: its loss rises from the first epoch
+    data = Dataset("t", x[:64], y[:64], x[64:], 1 - y[64:], 2, (8, 8, 1), ("a", "b"), "test")
+    runner = KerasRunner(None, data, load_board("esp32s3"), worker=None, recipe=plan_recipe(data))
+
+    def model() -> keras.Model:
+        keras.utils.set_random_seed(0)
+        inp = keras.Input((8, 8, 1))
+        out = keras.layers.Dense(2, activation="softmax")(keras.layers.Flatten()(inp))
+        m = keras.Model(inp, out)
+        m.compile(keras.optimizers.Adam(0.05), "sparse_categorical_crossentropy")
+        return m
+
+    history = []
+    for epochs, initial in ((8, 0), (8, 4)):
+        history.append(runner.train(model(), epochs, initial_epoch=initial).epochs_run)
+    assert history == [8, 4]  # watched from epoch 4 (6): no stop before the 3 epochs' patience
+    assert runner.train(model(), 8, early_stop=False).epochs_run == 8

@@ -41,6 +41,22 @@ CALIBRATION_SAMPLES = 200
 EARLY_STOP_PATIENCE = 3
 
 
+def early_stopping(initial_epoch: int, epochs: int) -> keras.callbacks.EarlyStopping:
+    """Stop on validation loss, watched only over the second half of the cosine schedule.
+
+    While the learning rate is high a small validation split's loss jumps about:
+    watched from the first epoch, a 41-series split stopped 30-epoch trainings
+    anywhere from epoch 6 to 20, and one subnet scored 65-77% test accuracy over
+    three seeds against 80-81% trained to the end. Best weights are restored.
+    """
+    return keras.callbacks.EarlyStopping(
+        monitor="val_loss",
+        patience=EARLY_STOP_PATIENCE,
+        restore_best_weights=True,
+        start_from_epoch=initial_epoch + (epochs - initial_epoch) // 2,
+    )
+
+
 def _quiet_tensorflow() -> None:
     """Silence TensorFlow's Python warnings (retracing notes) during a search."""
     import logging
@@ -142,18 +158,22 @@ class KerasRunner:
             model.set_weights(weights)
         return None
 
-    def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
-        """Fit epochs ``initial_epoch`` to ``epochs`` with early stopping (best weights restored).
+    def train(
+        self, model: Any, epochs: int, initial_epoch: int = 0, early_stop: bool = True
+    ) -> TrainResult:
+        """Fit epochs ``initial_epoch`` to ``epochs``, early stopping in the second half.
 
         As Keras's ``fit``: ``epochs - initial_epoch`` epochs at most; ``epochs_run`` of
-        the result counts the epochs of this call only.
+        the result counts the epochs of this call only. ``early_stop=False`` runs the
+        whole cosine schedule and keeps the last weights (a reference training, where
+        the epoch a small validation split stops at would add its own noise).
         """
         d = self.dataset
-        stop = keras.callbacks.EarlyStopping(
-            monitor="val_loss", patience=EARLY_STOP_PATIENCE, restore_best_weights=True
-        )
         initial_epoch = max(0, int(initial_epoch))
         epochs = max(initial_epoch + 1, int(epochs))
+        callbacks = [keras.callbacks.TerminateOnNaN()]
+        if early_stop:
+            callbacks.append(early_stopping(initial_epoch, epochs))
         steps = steps_per_epoch(self.recipe, len(d.x_train))
         compile_for_training(model, self.recipe, steps * (epochs - initial_epoch))
         with tensorflow_chatter_dropped():
@@ -163,7 +183,7 @@ class KerasRunner:
                 epochs=epochs,
                 initial_epoch=initial_epoch,
                 validation_data=(d.x_val, keras.utils.to_categorical(d.y_val, d.num_classes)),
-                callbacks=[stop, keras.callbacks.TerminateOnNaN()],
+                callbacks=callbacks,
                 verbose=0,
             )
         losses = history.history.get("loss", [])
