@@ -7,7 +7,9 @@
   of ``--rank-seeds`` trainings: one training's noise is larger than the
   differences between subnets on easy tasks); Kendall's
   tau between the two test accuracies (float, the task's test split: never
-  used by either). Also the seconds per subnet of each way. The stand-alone
+  used by either). Also the seconds per subnet of each way, and the noise
+  ceiling: the tau that even a perfect predictor would score against means
+  of so few seeds (from the seeds' own spread). The stand-alone
   accuracies are kept in ``<out>/<task>/rank/standalone.json``: a re-run
   with another supernet recipe trains only the subnets and seeds not in it.
 - **quality**: ``mcunas search --strategy supernet`` on the task and budget,
@@ -100,6 +102,45 @@ class _Trainings:
         self.path.write_text(json.dumps(data, indent=1))
 
 
+def _truth(nets, inherited, space, spec, runner, d, args, out: Path) -> tuple[list, list]:  # noqa: ANN001
+    """Each subnet's stand-alone test accuracies over ``--rank-seeds`` trainings, and means."""
+    alone, runs_of = [], []
+    cache = _Trainings(out / "standalone.json")
+    for i, net in enumerate(nets):
+        runs = []
+        for k in range(args.rank_seeds):
+            seed = args.seed + 100 * k + i
+            name = f"{net.key()} epochs {args.epochs} full split {args.seed} seed {seed}"
+            if name not in cache.acc:
+                cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
+            runs.append(cache.acc[name])
+        alone.append(float(np.mean(runs)))
+        runs_of.append(runs)
+        print(
+            f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f} "
+            f"(+/-{np.std(runs):.3f} over {len(runs)} seeds)",
+            flush=True,
+        )
+    return alone, runs_of
+
+
+def _ceiling(runs: list[list[float]]) -> tuple[float | None, float | None]:
+    """The stand-alone means' reliability, and the tau a perfect predictor would score.
+
+    Reliability is the share of the means' variance across subnets that is not
+    seed noise (within-subnet variance / seeds). A predictor equal to the true
+    accuracy correlates with the noisy means at sqrt(reliability), and for a
+    normal pair Kendall's tau is 2/pi * arcsin(correlation): the ceiling the
+    truth's own noise puts on the measured tau. None with one seed.
+    """
+    if min(len(r) for r in runs) < 2:
+        return None, None
+    noise = float(np.mean([np.var(r, ddof=1) / len(r) for r in runs]))
+    between = float(np.var([np.mean(r) for r in runs], ddof=1))
+    reliability = max(0.0, 1.0 - noise / between) if between > 0 else 0.0
+    return reliability, float(2 / np.pi * np.arcsin(np.sqrt(reliability)))
+
+
 def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
     from scipy.stats import kendalltau
@@ -133,24 +174,9 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         scorer.score(n)
     inherited_s = (time.monotonic() - start) / len(nets)
     inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
-    alone, spread = [], []
-    cache = _Trainings(out / "standalone.json")
-    for i, net in enumerate(nets):
-        runs = []
-        for k in range(args.rank_seeds):
-            seed = args.seed + 100 * k + i
-            name = f"{net.key()} epochs {args.epochs} full split {args.seed} seed {seed}"
-            if name not in cache.acc:
-                cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
-            runs.append(cache.acc[name])
-        alone.append(float(np.mean(runs)))
-        spread.append(float(np.std(runs)))
-        print(
-            f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f} "
-            f"(+/-{spread[-1]:.3f} over {len(runs)} seeds)",
-            flush=True,
-        )
-    alone_s = cache.seconds
+    alone, runs = _truth(nets, inherited, space, spec, runner, d, args, out)
+    reliability, ceiling = _ceiling(runs)
+    alone_s = _Trainings(out / "standalone.json").seconds
     worker.close()
     tau = kendalltau(inherited, alone)
     return {
@@ -159,7 +185,9 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "p": float(tau.pvalue),
         "subnets": len(nets),
         "seeds": args.rank_seeds,
-        "alone_spread": float(np.mean(spread)),
+        "alone_spread": float(np.mean([np.std(r) for r in runs])),
+        "truth_reliability": reliability,
+        "tau_ceiling": ceiling,
         "supernet_s": supernet_s,
         "inherited_s_per_subnet": inherited_s,
         "standalone_s_per_subnet": alone_s,
@@ -199,6 +227,12 @@ def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     }
 
 
+def _ceiling_text(r: dict) -> str:
+    if r["tau_ceiling"] is None:
+        return "one seed: no noise ceiling"
+    return f"their reliability {r['truth_reliability']:.2f} caps tau near {r['tau_ceiling']:.2f}"
+
+
 def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
@@ -232,7 +266,8 @@ def main() -> None:
             results["rank"].append(r)
             print(
                 f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
-                f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}); "
+                f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}; "
+                f"{_ceiling_text(r)}); "
                 f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
                 f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
                 f"{r['supernet_s']:.0f} s",
