@@ -8,7 +8,7 @@ alone and two at once (each pinned, one thread): the most two workers can
 gain on this machine. Prints wall time, speed-up,
 trial counts, and whether any trial ran twice or the two runs' candidates differ.
 
-scripts/bench distributed                       # 8 trials of 3 epochs, digits
+scripts/bench distributed                       # 24 trials of 3 epochs, digits (about 10 min)
 scripts/bench distributed --trials 12 --epochs 5
 scripts/bench distributed --strategy supernet --supernet-epochs 6 --subnets 200 --trials 4
 
@@ -164,7 +164,7 @@ def _phase_line(one: dict, two: dict, both: list[str]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--trials", type=int, default=8)
+    parser.add_argument("--trials", type=int, default=24)
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--strategy", choices=("random", "supernet"), default="random")
     parser.add_argument("--supernet-epochs", type=int, default=6)
