@@ -102,10 +102,9 @@ class _Trainings:
         self.path.write_text(json.dumps(data, indent=1))
 
 
-def _truth(nets, inherited, space, spec, runner, d, args, out: Path) -> tuple[list, list]:  # noqa: ANN001
-    """Each subnet's stand-alone test accuracies over ``--rank-seeds`` trainings, and means."""
-    alone, runs_of = [], []
-    cache = _Trainings(out / "standalone.json")
+def _truth(nets, inherited, cache, space, spec, runner, d, args) -> list[list[float]]:  # noqa: ANN001
+    """Each subnet's stand-alone test accuracies over ``--rank-seeds`` trainings (cached)."""
+    runs_of = []
     for i, net in enumerate(nets):
         runs = []
         for k in range(args.rank_seeds):
@@ -114,14 +113,13 @@ def _truth(nets, inherited, space, spec, runner, d, args, out: Path) -> tuple[li
             if name not in cache.acc:
                 cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
             runs.append(cache.acc[name])
-        alone.append(float(np.mean(runs)))
         runs_of.append(runs)
         print(
-            f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {alone[-1]:.3f} "
+            f"  {net.key()}: inherited {inherited[i]:.3f} stand-alone {np.mean(runs):.3f} "
             f"(+/-{np.std(runs):.3f} over {len(runs)} seeds)",
             flush=True,
         )
-    return alone, runs_of
+    return runs_of
 
 
 def _ceiling(runs: list[list[float]]) -> tuple[float | None, float | None]:
@@ -174,9 +172,11 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         scorer.score(n)
     inherited_s = (time.monotonic() - start) / len(nets)
     inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
-    alone, runs = _truth(nets, inherited, space, spec, runner, d, args, out)
+    cache = _Trainings(out / "standalone.json")
+    runs = _truth(nets, inherited, cache, space, spec, runner, d, args)
+    alone = [float(np.mean(r)) for r in runs]
     reliability, ceiling = _ceiling(runs)
-    alone_s = _Trainings(out / "standalone.json").seconds
+    alone_s = cache.seconds
     worker.close()
     tau = kendalltau(inherited, alone)
     return {
