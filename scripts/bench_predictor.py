@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcunas.boards import BoardProfile  # noqa: E402
 from mcunas.graph import read_graph  # noqa: E402
+from mcunas.predict.corefit import core_cycle_ratios, load_runs  # noqa: E402
 from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
@@ -90,6 +91,8 @@ def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN00
     bands = {p: round(b, 1) for p, b in path_bands(bare).items()}
     print("DEFAULT_ERRORS = " + repr(bands))
     print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
+    ratios = {c: round(r, 2) for c, r in core_cycle_ratios(load_runs()).items()}
+    print("CORE_FACTORS['cmsis-nn-dsp'] (energy.csv, same library on each core) = " + repr(ratios))
     by_board: dict[tuple[str, str], list] = defaultdict(list)
     for r in results:
         by_board[(r.row.board, r.row.kernels)].append(r)

@@ -9,6 +9,7 @@ from mcunas.boards import load_board
 from mcunas.errors import BoardProfileError, UserError
 from mcunas.graph import read_graph
 from mcunas.predict.coefficients import (
+    CORE_FACTORS,
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
@@ -16,6 +17,7 @@ from mcunas.predict.coefficients import (
     PRIOR_TABLES,
     path_for,
 )
+from mcunas.predict.corefit import core_cycle_ratios, load_runs
 from mcunas.predict.features import op_features
 from mcunas.predict.fit import (
     CALIBRATION_CSV,
@@ -75,6 +77,33 @@ def test_default_scales_match_a_refit_of_the_calibration_rows():
     assert "bmm" not in checked["tflm-ref"]  # no calibration row runs a transformer
 
 
+def test_dsp_core_factors_are_the_published_cross_core_ratios():
+    measured = core_cycle_ratios(load_runs())
+    dsp = CORE_FACTORS["cmsis-nn-dsp"]
+    for core in ("cortex-m33", "cortex-m7"):
+        assert dsp[core] == pytest.approx(measured[core], abs=0.005), core
+    assert dsp["cortex-m4f"] == measured["cortex-m4f"] == 1.0
+    assert dsp["cortex-m7"] < dsp["cortex-m33"] < dsp["cortex-m4f"]
+
+
+def test_core_cycle_ratios_compare_only_runs_of_one_round_runtime_and_model():
+    def run(rid: str, core: str, mhz: float, ms: float, model: str = "m", rt: str = "x") -> dict:
+        return {"id": rid, "core": core, "clock_mhz": str(mhz), "latency_ms": str(ms),
+                "model_file": model, "runtime": rt}  # fmt: skip
+
+    runs = [
+        run("v1-a", "cortex-m4f", 100, 10.0),  # 1.0 M cycles
+        run("v1-b", "cortex-m33", 200, 4.0),  # 0.8 M cycles: 0.8
+        run("v1-c", "cortex-m4f", 100, 40.0, model="big"),
+        run("v1-d", "cortex-m33", 100, 20.0, model="big"),  # 0.5
+        run("v1-e", "cortex-m7", 400, 1.0, rt="other"),  # no M4F beside it
+        run("v2-f", "cortex-m33", 100, 99.0),  # another round, no M4F in it
+    ]
+    ratios = core_cycle_ratios(runs)
+    assert ratios["cortex-m33"] == pytest.approx((0.8 * 0.5) ** 0.5)
+    assert "cortex-m7" not in ratios
+
+
 def test_builtin_calibration_is_the_shared_rows_then_the_extra_rows():
     shared = load_calibration(CALIBRATION_CSV)
     extra = load_calibration(CALIBRATION_EXTRA_CSV)
@@ -121,9 +150,10 @@ def test_leave_one_board_out_is_a_bare_profile_and_gives_the_default_errors():
     # nested: each row's band from the other boards alone still holds 90% of rows
     nested = [path_band(r.row.path, [o for o in bare if o.row.board != r.row.board]) for r in bare]
     assert sum(abs(r.error_pct) <= b for r, b in zip(bare, nested, strict=True)) / len(bare) >= 0.9
-    # TFLM 2020 (L4R5) vs 2022 (RA6M4): one Cortex-M board says little about another
+    # TFLM 2020 (L4R5) vs 2022 (RA6M4): with the cores' own speeds taken out, the older
+    # runtime is still ~1.5x slower per cycle, so the RA6M4's fit under-predicts it
     l4r5 = [r.error_pct for r in bare if r.row.id.startswith("l4r5")]
-    assert all(e < -25 for e in l4r5)
+    assert all(e < -15 for e in l4r5)
 
 
 def test_a_path_seen_on_one_board_states_its_librarys_spread():
