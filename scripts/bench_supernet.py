@@ -44,9 +44,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_tasks import BUDGETS, mcunas_run, task_arrays  # noqa: E402
 
 
-def _feasible_subnets(spec, worker, budgets, n: int, seed: int) -> list:  # noqa: ANN001
+def _fits(worker, budgets):  # noqa: ANN001, ANN202
+    """Whether a subnet passes the cost check against ``budgets`` (as the search checks)."""
     from mcunas.search.budgets import violations
     from mcunas.supernet.costgraph import subnet_tflite
+
+    return lambda spec, net: not violations(worker.profile(subnet_tflite(spec, net)), budgets)
+
+
+def _plan(d, fits, seed: int):  # noqa: ANN001, ANN202
+    """The supernet the search would train for these budgets (its width choice)."""
+    from mcunas.supernet.spec import choose_width, plan_supernet
+
+    width, tried = choose_width(
+        d.input_shape, d.num_classes, lambda spec, nets: [fits(spec, n) for n in nets], seed
+    )
+    print(f"  supernet width x{width:g} ({tried})")
+    return plan_supernet(d.input_shape, d.num_classes, width)
+
+
+def _feasible_subnets(spec, fits, n: int, seed: int) -> list:  # noqa: ANN001
     from mcunas.supernet.spec import random_subnet
 
     rng, picks, seen = random.Random(seed), [], set()
@@ -54,7 +71,7 @@ def _feasible_subnets(spec, worker, budgets, n: int, seed: int) -> list:  # noqa
         net = random_subnet(spec, rng)
         if net not in seen:
             seen.add(net)
-            if not violations(worker.profile(subnet_tflite(spec, net)), budgets):
+            if fits(spec, net):
                 picks.append(net)
     return picks
 
@@ -104,12 +121,12 @@ class _Trainings:
 
 def _truth(nets, inherited, cache, space, spec, runner, d, args) -> list[list[float]]:  # noqa: ANN001
     """Each subnet's stand-alone test accuracies over ``--rank-seeds`` trainings (cached)."""
-    runs_of = []
+    runs_of, width = [], "" if spec.width == 1.0 else f" x{spec.width:g}"
     for i, net in enumerate(nets):
         runs = []
         for k in range(args.rank_seeds):
             seed = args.seed + 100 * k + i
-            name = f"{net.key()} epochs {args.epochs} full split {args.seed} seed {seed}"
+            name = f"{net.key()}{width} epochs {args.epochs} full split {args.seed} seed {seed}"
             if name not in cache.acc:
                 cache.add(name, _standalone(space, spec, net, runner, d, args, seed))
             runs.append(cache.acc[name])
@@ -150,14 +167,14 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     from mcunas.search.isolate import TflmWorker
     from mcunas.search.recipe import plan_recipe
     from mcunas.space import McuSearchSpace
-    from mcunas.supernet.spec import plan_supernet
     from mcunas.supernet.subnets import SubnetScorer
     from mcunas.supernet.train import SupernetTrainer
 
     board_name, latency, sram = BUDGETS[args.budget]
     board, d = load_board(board_name), load_dataset(str(npz), seed=args.seed)
-    recipe, spec = plan_recipe(d), plan_supernet(d.input_shape, d.num_classes)
-    worker = TflmWorker(board)
+    recipe, worker = plan_recipe(d), TflmWorker(board)
+    fits = _fits(worker, Budgets(latency, sram, None))
+    spec = _plan(d, fits, args.seed)
     space = McuSearchSpace(d.input_shape, d.num_classes, ("stages",))
     runner = KerasRunner(space, d, board, worker, recipe=recipe, seed=args.seed)
     start = time.monotonic()
@@ -167,7 +184,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     supernet_s = time.monotonic() - start
     scorer = SubnetScorer(trainer.model, d, args.seed)
     start = time.monotonic()  # what the search spends per subnet: cost checks and a score
-    nets = _feasible_subnets(spec, worker, Budgets(latency, sram, None), args.subnets, args.seed)
+    nets = _feasible_subnets(spec, fits, args.subnets, args.seed)
     for n in nets:
         scorer.score(n)
     inherited_s = (time.monotonic() - start) / len(nets)

@@ -12,7 +12,9 @@ from mcunas.supernet.evolve import EvolutionSettings, each, evolve
 from mcunas.supernet.spec import (
     DEPTHS,
     EXPANSIONS,
+    PROBES,
     Subnet,
+    choose_width,
     crossover,
     largest,
     mutate,
@@ -152,3 +154,30 @@ def test_supernet_defaults_follow_the_epochs() -> None:
     assert cfg.supernet_plan == (60, 6)
     cfg = SearchConfig(board="esp32s3", strategy="supernet", supernet_epochs=5, finetune_epochs=0)
     assert cfg.supernet_plan == (5, 0)
+
+
+def test_choose_width_takes_the_largest_width_enough_of_whose_subnets_fit():
+    seen = []
+
+    def fits(spec, nets):  # noqa: ANN001, ANN202
+        seen.append((spec.width, nets[0] == smallest(spec), len(nets)))
+        return [spec.width <= 0.5] * len(nets)
+
+    width, tally = choose_width((32, 32, 3), 10, fits, seed=0)
+    assert width == 0.5
+    assert tally == f"x1 0/{PROBES}, x0.75 0/{PROBES}, x0.5 {PROBES}/{PROBES}"
+    assert seen == [(1.0, True, PROBES), (0.75, True, PROBES), (0.5, True, PROBES)]
+
+
+def test_choose_width_without_enough_fits_takes_the_width_most_fit():
+    def one_each(spec, nets):  # noqa: ANN001, ANN202
+        return [i == 0 for i in range(len(nets))]  # only the smallest subnet fits
+
+    assert choose_width((32, 32, 3), 10, one_each, seed=0)[0] == 1.0  # a tie: the larger
+    two_at_half = {1.0: 0, 0.75: 1, 0.5: 2, 0.25: 1}
+
+    def some(spec, nets):  # noqa: ANN001, ANN202
+        return [i < two_at_half[spec.width] for i in range(len(nets))]
+
+    width, tally = choose_width((32, 32, 3), 10, some, seed=0)
+    assert width == 0.5 and tally.endswith(f"x0.25 1/{PROBES}")

@@ -21,7 +21,6 @@ every search.
 from __future__ import annotations
 
 import itertools
-import random
 import statistics
 import time
 from collections.abc import Callable
@@ -36,11 +35,11 @@ from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.spec import (
-    WIDTHS,
+    PROBES,
     Subnet,
     SupernetSpec,
+    choose_width,
     plan_supernet,
-    random_subnet,
     smallest,
     subnet_from_values,
     subnet_values,
@@ -51,8 +50,6 @@ __all__ = ["SupernetSession", "TimeUp", "epoch_line"]
 ORIGIN = "supernet"
 REPORT_EVERY = 25  # subnets between two progress lines of the search
 POPULATION = 40
-PROBES = 16  # subnets drawn per supernet width when choosing it
-MIN_FIT_SHARE = 0.25  # of them inside the budgets for a width to be chosen
 
 
 class TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
@@ -101,28 +98,17 @@ class SupernetSession(SearchSession):
         A search space whose every subnet misses the budgets finds nothing, one
         whose subnets all fit wastes its capacity (MCUNet's point): widths x1,
         x0.75, x0.5, x0.25 are tried in turn, each with its smallest subnet and
-        random ones, until :data:`MIN_FIT_SHARE` of them fit. The choice is kept
+        random ones, until a quarter of them fit (:func:`choose_width`). The choice is kept
         in the store, so a resumed search trains the same supernet.
         """
-        d, cfg = self.dataset, self.config
+        d = self.dataset
         stored = self.store.get_meta("supernet_width")
         if stored is not None:
             return plan_supernet(d.input_shape, d.num_classes, float(stored))
-        rng, tried, counts = random.Random(cfg.seed), [], {}
-        for width in WIDTHS:
-            spec = plan_supernet(d.input_shape, d.num_classes, width)
-            nets = [smallest(spec)] + [random_subnet(spec, rng) for _ in range(PROBES - 1)]
-            counts[width] = sum(self._fit_flags(spec, nets))
-            tried.append(f"x{width:g} {counts[width]}/{PROBES}")
-            if counts[width] >= MIN_FIT_SHARE * PROBES:
-                break
-        width = next((w for w in counts if counts[w] >= MIN_FIT_SHARE * PROBES), None)
-        if width is None:  # none often enough: the one most subnets fit (the larger on ties)
-            width = max(counts, key=lambda w: (counts[w], w))
+        width, tried = choose_width(d.input_shape, d.num_classes, self._fit_flags, self.config.seed)
         self.store.set_meta("supernet_width", width)
         progress.note(
-            f"Supernet width x{width:g} (subnets inside the budgets, of {PROBES} drawn: "
-            f"{', '.join(tried)})."
+            f"Supernet width x{width:g} (subnets inside the budgets, of {PROBES} drawn: {tried})."
         )
         return plan_supernet(d.input_shape, d.num_classes, width)
 

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from mcunas.errors import UserError
 
 __all__ = [
+    "choose_width",
     "DEPTHS",
     "EXPANSIONS",
     "KERNELS",
@@ -50,6 +52,8 @@ STEM_WIDTH = 16
 # largest whose subnets fit the budgets often enough (MCUNet's search-space choice).
 WIDTHS = (1.0, 0.75, 0.5, 0.25)
 RESOLUTIONS = (1, 2, 4)
+PROBES = 16  # subnets drawn per supernet width when choosing it
+MIN_FIT_SHARE = 0.25  # of them inside the budgets for a width to be chosen
 STEM_STRIDE_FROM = 32  # as the other families: inputs this long get a stride-2 stem
 MIN_SIDE = 3  # no shared kernel or stride leaves a side (other than 1) shorter than this
 SHRINK_FROM = 16  # the stage family's resolution knob leaves shorter sides alone
@@ -167,6 +171,29 @@ def plan_supernet(
         tuple(resolutions),
         width,
     )
+
+
+def choose_width(
+    input_shape: tuple[int, ...],
+    num_classes: int,
+    fit_flags: Callable[[SupernetSpec, list[Subnet]], list[bool]],
+    seed: int,
+) -> tuple[float, str]:
+    """The largest of :data:`WIDTHS` whose subnets fit the budgets often enough, and the tally.
+
+    Each width in turn draws its smallest subnet and :data:`PROBES` - 1 random ones;
+    ``fit_flags`` says which fit. The first width where :data:`MIN_FIT_SHARE` of them
+    do is chosen; if none, the one most fit (the larger on ties).
+    """
+    rng, tried, counts = random.Random(seed), [], {}
+    for width in WIDTHS:
+        spec = plan_supernet(input_shape, num_classes, width)
+        nets = [smallest(spec)] + [random_subnet(spec, rng) for _ in range(PROBES - 1)]
+        counts[width] = sum(fit_flags(spec, nets))
+        tried.append(f"x{width:g} {counts[width]}/{PROBES}")
+        if counts[width] >= MIN_FIT_SHARE * PROBES:
+            return width, ", ".join(tried)
+    return max(counts, key=lambda w: (counts[w], w)), ", ".join(tried)
 
 
 def _any_long(sizes: list[tuple[int, int]]) -> bool:
