@@ -1,7 +1,7 @@
 """Weight-sharing search: rank agreement, throughput and quality at equal wall time.
 
-- **rank**: one supernet trained on the task; N random subnets inside the
-  budgets, each scored with inherited weights (BatchNorm recalibrated) and
+- **rank**: one supernet trained on the task (at the width the search would
+  choose for the budget); N random subnets inside the budgets, each scored with inherited weights (BatchNorm recalibrated) and
   trained from scratch with the search's recipe for all of ``--epochs`` (no
   early stopping: the reference is the fully trained subnet, as Once-for-All's; the mean
   of ``--rank-seeds`` trainings: one training's noise is larger than the
