@@ -41,9 +41,11 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from mcunas.calibrate import error_summary  # noqa: E402
+from hostcal_report import op_report, report, summary_line  # noqa: E402
+
 from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.records import RecordStore, model_hash  # noqa: E402
 
@@ -305,160 +307,6 @@ def predictions(
     }
 
 
-def _err(pred: float, meas: float) -> float:
-    return (pred / meas - 1.0) * 100.0
-
-
-def _summary_line(label: str, pairs: list[tuple[float, float]]) -> str:
-    s = error_summary(pairs)
-    if not s["n"]:
-        return f"  {label:<34} (no models)"
-    return (
-        f"  {label:<34} n={s['n']:<3} median |err| {s['median_abs_pct']:5.1f}%  "
-        f"within 10% {s['within_10']:4.0%}  within 25% {s['within_25']:4.0%}  "
-        f"worst {s['worst_pct']:6.1f}%"
-    )
-
-
-def _variant_table(board: Any, fitted: dict[str, Any], factor: float) -> None:
-    from mcunas.predict.latency import resolve
-
-    prior = resolve(board, "reference")
-    new = resolve(dataclasses.replace(board, latency=fitted["tables"]), "reference")
-    errs = fitted["report"].op_error_pct.get("reference", {})
-    print(
-        "\nFitted reference-kernel costs on the host (cycles at 1 GHz = ns) vs the default "
-        "table x the one factor:"
-    )
-    print(f"  {'variant':<14} {'default x f':>12} {'fitted':>10} {'ratio':>7} {'op fit |err|':>13}")
-    for v in fitted["report"].variants.get("reference", []):
-        p = prior.table.mac.get(v, prior.table.mac.get("other", 40.0)) * prior.scale * factor
-        f = new.table.mac[v]
-        print(
-            f"  {v:<14} {p:12.4f} {f:10.4f} {f / p if p else float('nan'):7.2f} "
-            f"{errs.get(v, float('nan')):12.1f}%"
-        )
-    for key in ("requant", "op_overhead", "invoke_overhead"):
-        p, f = getattr(prior.table, key) * prior.scale * factor, getattr(new.table, key)
-        print(f"  {key:<14} {p:12.1f} {f:10.1f} {f / p if p else float('nan'):7.2f}")
-
-
-def _breakdown(board: Any, model: HostModel) -> str:
-    """The fitted prediction's top variants by share of the model's time."""
-    from mcunas.predict.latency import predict_latency
-
-    est = predict_latency(read_graph(model.model_bytes), board)
-    share: dict[str, float] = {}
-    for op in est.ops:
-        share[op.variant] = share.get(op.variant, 0.0) + op.ms / est.ms
-    top = sorted(share.items(), key=lambda kv: -kv[1])[:3]
-    return ", ".join(f"{v} {s:.0%}" for v, s in top)
-
-
-def report(
-    board: Any,
-    models: list[HostModel],
-    timings: dict[str, Timing],
-    fitted: dict[str, Any],
-    preds: dict[str, dict[str, float]],
-    show_all: bool,
-) -> None:
-    """Print the figures: error summaries, CV, fitted costs, per-model table."""
-    factor = preds["factor"]["value"]
-    by_kind = {
-        k: [m for m in models if m.kind == k and m.name in timings]
-        for k in ("single", "block", "real")
-    }
-    held = by_kind["block"] + by_kind["real"]
-    print(
-        f"\nWhole-model error (one factor on the default tables: x{factor:.4f}; "
-        f"refit scale {fitted['refit'].get('reference', {}).get('scale', 1.0)}):"
-    )
-    for label, key in (
-        ("before: default tables x factor", "before"),
-        ("after: opfit.fit_op_tables", "opfit"),
-        ("after: refit.refit_board (calibrate)", "refit"),
-    ):
-        print(f" {label}")
-        for group, ms in (
-            ("single-op suite (fitted on)", by_kind["single"]),
-            ("held-out suite blocks", by_kind["block"]),
-            ("held-out real models", by_kind["real"]),
-            ("HELD-OUT blocks + real", held),
-        ):
-            pairs = [(preds[key][m.name], timings[m.name].ms) for m in ms]
-            print(_summary_line(group, pairs))
-    cv = fitted["cv"]
-    print("\nK-fold cross_validate (5 folds) over the models with op records (single-op suite):")
-    print(_summary_line("cross_validate", [(p, r.latency_ms) for r, p in cv]))
-    cv_worst = sorted(cv, key=lambda rp: -abs(_err(rp[1], rp[0].latency_ms)))[:3]
-    print("  worst: " + ", ".join(f"{r.id} {_err(p, r.latency_ms):+.0f}%" for r, p in cv_worst))
-    _variant_table(board, fitted, factor)
-    worst = sorted(held, key=lambda m: -abs(_err(preds["refit"][m.name], timings[m.name].ms)))
-    print(
-        "\nWorst 3 held-out after the fit: "
-        + ", ".join(
-            f"{m.name} {_err(preds['refit'][m.name], timings[m.name].ms):+.1f}%" for m in worst[:3]
-        )
-    )
-    rows = models if show_all else held
-    fitted_board = dataclasses.replace(board, latency=fitted["refit"])
-    print(
-        f"\n  {'model':<30} {'kind':<6} {'host ms':>9} {'spread':>7} {'before':>8} "
-        f"{'after':>8}  fitted prediction's top variants"
-    )
-    for m in rows:
-        if m.name not in timings:
-            continue
-        t = timings[m.name]
-        print(
-            f"  {m.name[:30]:<30} {m.kind:<6} {t.ms:9.4f} {t.spread_pct:6.1f}% "
-            f"{_err(preds['before'][m.name], t.ms):+7.1f}% "
-            f"{_err(preds['refit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}"
-        )
-
-
-def op_report(
-    board: Any,
-    models: list[HostModel],
-    ops: list[HostModel],
-    timings: dict[str, Timing],
-    overhead_ms: float,
-    fitted: dict[str, Any],
-) -> None:
-    """Real models op by op: additivity of isolated op times, fitted per-op error by variant."""
-    from mcunas.predict.latency import predict_latency
-
-    fitted_board = dataclasses.replace(board, latency=fitted["refit"])
-    print(
-        "\nReal models op by op (each op timed alone with the model's own tensors; "
-        "op time = time - per-invoke overhead):"
-    )
-    print(f"  {'model':<24} {'ops':>4} {'whole ms':>9} {'overhead + sum of ops':>22} {'gap':>7}")
-    by_variant: dict[str, list[tuple[float, float]]] = {}
-    for m in models:
-        mine = [o for o in ops if o.name.startswith(m.name + "#") and o.name in timings]
-        if m.kind != "real" or m.name not in timings or not mine:
-            continue
-        total = overhead_ms
-        for o in mine:
-            measured = timings[o.name].ms - overhead_ms
-            total += measured
-            est = predict_latency(read_graph(o.model_bytes), fitted_board).ops[0]
-            if measured > 0 and est.variant != "free":
-                by_variant.setdefault(est.variant, []).append((est.ms, measured))
-        whole = timings[m.name].ms
-        print(
-            f"  {m.name[:24]:<24} {len(mine):4d} {whole:9.4f} {total:22.4f} "
-            f"{_err(total, whole):+6.1f}%"
-        )
-    print("  fitted per-op prediction of those ops (held out), by variant:")
-    everything = [pair for pairs in by_variant.values() for pair in pairs]
-    for variant, pairs in sorted(by_variant.items(), key=lambda kv: -sum(m for _, m in kv[1])):
-        print(_summary_line(f"  {variant}", pairs))
-    print(_summary_line("  all real-model ops", everything))
-
-
 def measure_all(
     models: list[HostModel],
     rounds: int,
@@ -503,6 +351,63 @@ def fit_and_predict(
     return fitted, predictions(board, timed, timings, fitted), n_ops
 
 
+def _print_timing(
+    models: list[HostModel],
+    ops: list[HostModel],
+    timings: dict[str, Timing],
+    overhead: Timing,
+    took: float,
+    batches: int,
+    batch_ms: float,
+) -> None:
+    """What was timed, how, the per-invoke overhead and the spread of the batch minima."""
+    spreads = [t.spread_pct for t in timings.values()]
+    trim = [t.trimmed_ms / t.ms for t in timings.values()]
+    print(
+        f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(models)} models and "
+        f"{len(ops)} isolated ops of the real models timed "
+        f"in {took:.1f} s: {batches} interleaved rounds, one ~{batch_ms:g} ms batch each"
+    )
+    print("statistic: median over rounds of the batch's minimum invoke time (perf_counter_ns)")
+    print(
+        f"per-invoke overhead (RESHAPE-only model): {overhead.ms * 1e3:.2f} us "
+        f"(batch minima {', '.join(f'{v * 1e3:.2f}' for v in overhead.batch_min_ms)} us)"
+    )
+    print(
+        f"spread of batch minima: median {statistics.median(spreads):.1f}%, "
+        f"max {max(spreads):.1f}%; 20% trimmed mean / statistic: median "
+        f"{statistics.median(trim):.3f}, max {max(trim):.3f}"
+    )
+
+
+def _equal_clock_fit(
+    board: Any,
+    models: list[HostModel],
+    timings: dict[str, Timing],
+    overhead_ms: float,
+    factor: float,
+) -> None:
+    """The same fit with the clock at which the default tables need no factor.
+
+    Variants a K-fold leaves unmeasured keep their prior cycles, which at 1 GHz
+    are in MCU units; at this clock they are in host units.
+    """
+    eq = dataclasses.replace(board, name="host-cpu-eq", clock_hz=round(CLOCK_HZ / factor))
+    fitted_eq, preds_eq, _ = fit_and_predict(eq, models, timings, overhead_ms)
+    held = [m for m in models if m.kind != "single" and m.name in timings]
+    print(
+        f"\nSame fit with the clock set to {eq.clock_hz / 1e9:.1f} GHz (default tables x1 on "
+        "the single-op models), so unmeasured variants' priors are in host units:"
+    )
+    print(summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
+    print(
+        summary_line(
+            "held-out, refit.refit_board",
+            [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
+        )
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -529,23 +434,7 @@ def main() -> int:
     timings, failed = measure_all([overhead_model, *models, *ops], batches, batch_ms)
     overhead = timings.pop(overhead_model.name)
     took = time.perf_counter() - start
-    spreads = [t.spread_pct for t in timings.values()]
-    trim = [t.trimmed_ms / t.ms for t in timings.values()]
-    print(
-        f"host-cpu: TFLM reference kernels (tflite-micro Python), {len(models)} models and "
-        f"{len(ops)} isolated ops of the real models timed "
-        f"in {took:.1f} s: {batches} interleaved rounds, one ~{batch_ms:g} ms batch each"
-    )
-    print("statistic: median over rounds of the batch's minimum invoke time (perf_counter_ns)")
-    print(
-        f"per-invoke overhead (RESHAPE-only model): {overhead.ms * 1e3:.2f} us "
-        f"(batch minima {', '.join(f'{v * 1e3:.2f}' for v in overhead.batch_min_ms)} us)"
-    )
-    print(
-        f"spread of batch minima: median {statistics.median(spreads):.1f}%, "
-        f"max {max(spreads):.1f}%; 20% trimmed mean / statistic: median "
-        f"{statistics.median(trim):.3f}, max {max(trim):.3f}"
-    )
+    _print_timing(models, ops, timings, overhead, took, batches, batch_ms)
     for name, why in failed.items():
         print(f"  not timed: {name}: {why}")
     fitted, preds, n_ops = fit_and_predict(board, models, timings, overhead.ms)
@@ -557,23 +446,7 @@ def main() -> int:
     report(board, models, timings, fitted, preds, args.all)
     if ops:
         op_report(board, models, ops, timings, overhead.ms, fitted)
-    # The same fit with the clock at which the default tables need no factor: variants a
-    # K-fold leaves unmeasured keep their prior cycles, which at 1 GHz are in MCU units.
-    factor = preds["factor"]["value"]
-    eq = dataclasses.replace(board, name="host-cpu-eq", clock_hz=round(CLOCK_HZ / factor))
-    fitted_eq, preds_eq, _ = fit_and_predict(eq, models, timings, overhead.ms)
-    held = [m for m in models if m.kind != "single" and m.name in timings]
-    print(
-        f"\nSame fit with the clock set to {eq.clock_hz / 1e9:.1f} GHz (default tables x1 on "
-        "the single-op models), so unmeasured variants' priors are in host units:"
-    )
-    print(_summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
-    print(
-        _summary_line(
-            "held-out, refit.refit_board",
-            [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
-        )
-    )
+    _equal_clock_fit(board, models, timings, overhead.ms, preds["factor"]["value"])
     return 0
 
 
