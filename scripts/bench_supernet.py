@@ -14,8 +14,10 @@
   training per subnet (each seed against the others' mean): how well the
   per-trial search, which trains each candidate once, ranks them. The
   stand-alone accuracies are kept in ``<out>/<task>/rank/standalone.json``:
-  a re-run with another supernet recipe trains only the subnets and seeds
-  not in it.
+  a re-run with another supernet recipe (or ``--supernet-seed``) trains only
+  the subnets and seeds not in it. Beside inherited test accuracy, two other
+  scores' tau: inherited test cross-entropy (not quantised to whole test
+  samples) and the key the search sorts by (validation accuracy, then loss).
 - **quality**: ``mcunas search --strategy supernet`` on the task and budget,
   then the per-trial evolution search given the same wall time; test
   accuracy of each ``best/`` (INT8, TFLite Micro kernels), subnets scored per
@@ -81,8 +83,34 @@ def _feasible_subnets(spec, fits, n: int, seed: int) -> list:  # noqa: ANN001
 
 
 def _test_accuracy(model, d) -> float:  # noqa: ANN001
-    probs = model.predict(d.x_test, batch_size=256, verbose=0)
-    return float(np.mean(np.argmax(probs, axis=-1) == d.y_test))
+    return _test_scores(model, d)[0]
+
+
+def _test_scores(model, d) -> tuple[float, float]:  # noqa: ANN001
+    """Test accuracy and mean cross-entropy of a softmax model."""
+    probs = model.predict(d.x_test, batch_size=256, verbose=0).astype(np.float64)
+    true = probs[np.arange(len(d.y_test)), d.y_test]
+    accuracy = float(np.mean(np.argmax(probs, axis=-1) == d.y_test))
+    return accuracy, float(-np.mean(np.log(true + 1e-12)))
+
+
+def _proxy_taus(nets, scored, tests, alone) -> dict:  # noqa: ANN001
+    """Kendall tau against the stand-alone truth of scores other than inherited test accuracy.
+
+    ``test_loss``: inherited test cross-entropy (negated: lower ranks higher), a score
+    not quantised to whole test samples. ``search_key``: what the search sorts by,
+    validation accuracy then loss, as a rank. ``val_loss``: validation loss alone.
+    """
+    from scipy.stats import kendalltau
+
+    keys = sorted(range(len(nets)), key=lambda i: (-scored[i].accuracy, scored[i].loss))
+    order = np.empty(len(nets))
+    order[keys] = np.arange(len(nets), 0, -1)
+    return {
+        "tau_test_loss": float(kendalltau([-t[1] for t in tests], alone).statistic),
+        "tau_search_key": float(kendalltau(order, alone).statistic),
+        "tau_val_loss": float(kendalltau([-v.loss for v in scored], alone).statistic),
+    }
 
 
 def _standalone(space, spec, net, runner, d, args, seed: int) -> float:  # noqa: ANN001
@@ -106,9 +134,10 @@ class _Trainings:
     """Stand-alone test accuracies kept in a JSON file: they do not depend on the supernet,
     so a re-run (another supernet recipe, more seeds) trains only what is missing."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, start_from: Path | None = None) -> None:
         self.path = path
-        data = json.loads(path.read_text()) if path.is_file() else {}
+        first = path if path.is_file() or start_from is None else start_from
+        data = json.loads(first.read_text()) if first.is_file() else {}
         self.acc: dict[str, float] = data.get("accuracy", {})
         self.seconds: float = data.get("seconds_per_training", 0.0)
         self._start, self._new = time.monotonic(), 0
@@ -181,6 +210,18 @@ def _one_training_tau(runs: list[list[float]]) -> float | None:
     return float(np.mean(taus))
 
 
+def _supernet(spec, d, recipe, out: Path, args: argparse.Namespace) -> tuple:  # noqa: ANN001
+    """The rank check's supernet, trained (or resumed) at ``--supernet-seed``, and that seed."""
+    from mcunas.supernet.train import SupernetTrainer
+
+    sn_seed = args.seed if args.supernet_seed is None else args.supernet_seed
+    sn_out = out if sn_seed == args.seed else out / f"supernet-seed-{sn_seed}"
+    trainer = SupernetTrainer(spec, d, recipe, args.supernet_epochs, sn_out, sn_seed)
+    trainer.load()
+    trainer.train(lambda e, loss, s: print(f"  supernet {e}/{args.supernet_epochs} {s:.1f}s"))
+    return trainer.model, sn_seed
+
+
 def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
     from scipy.stats import kendalltau
@@ -193,7 +234,6 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     from mcunas.search.recipe import plan_recipe
     from mcunas.space import McuSearchSpace
     from mcunas.supernet.subnets import SubnetScorer
-    from mcunas.supernet.train import SupernetTrainer
 
     board_name, latency, sram = BUDGETS[args.budget]
     board, d = load_board(board_name), load_dataset(str(npz), seed=args.seed)
@@ -203,18 +243,16 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     space = McuSearchSpace(d.input_shape, d.num_classes, ("stages",))
     runner = KerasRunner(space, d, board, worker, recipe=recipe, seed=args.seed)
     start = time.monotonic()
-    trainer = SupernetTrainer(spec, d, recipe, args.supernet_epochs, out, args.seed)
-    trainer.load()
-    trainer.train(lambda e, loss, s: print(f"  supernet {e}/{args.supernet_epochs} {s:.1f}s"))
+    model, sn_seed = _supernet(spec, d, recipe, out, args)
     supernet_s = time.monotonic() - start
-    scorer = SubnetScorer(trainer.model, d, args.seed)
+    scorer = SubnetScorer(model, d, sn_seed)
     start = time.monotonic()  # what the search spends per subnet: cost checks and a score
     nets = _feasible_subnets(spec, fits, args.subnets, args.seed)
-    for n in nets:
-        scorer.score(n)
+    scored = [scorer.score(n) for n in nets]
     inherited_s = (time.monotonic() - start) / len(nets)
-    inherited = [_test_accuracy(scorer.extract(n, space), d) for n in nets]
-    cache = _Trainings(out / "standalone.json")
+    tests = [_test_scores(scorer.extract(n, space), d) for n in nets]
+    inherited = [t[0] for t in tests]
+    cache = _Trainings(out / "standalone.json", args.truth)
     runs = _truth(nets, inherited, cache, space, spec, runner, d, args)
     alone = [float(np.mean(r)) for r in runs]
     reliability, ceiling = _ceiling(runs)
@@ -231,10 +269,14 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "truth_reliability": reliability,
         "tau_ceiling": ceiling,
         "one_training_tau": _one_training_tau(runs),
+        **_proxy_taus(nets, scored, tests, alone),
         "supernet_s": supernet_s,
         "inherited_s_per_subnet": inherited_s,
         "standalone_s_per_subnet": alone_s,
-        "pairs": [[n.key(), a, b] for n, a, b in zip(nets, inherited, alone, strict=True)],
+        "pairs": [
+            [n.key(), t[0], b, t[1], v.accuracy, v.loss]
+            for n, t, b, v in zip(nets, tests, alone, scored, strict=True)
+        ],
     }
 
 
@@ -293,11 +335,21 @@ def main() -> None:
     parser.add_argument(
         "--rank-seeds", type=int, default=3, help="stand-alone trainings averaged per subnet"
     )
+    parser.add_argument(
+        "--truth", type=Path, default=None,
+        help="stand-alone accuracies to start the rank check's cache from (a "
+        "standalone.json of an earlier run, e.g. scripts/data/rank-osuleaf-esp32s3.json)",
+    )  # fmt: skip
     parser.add_argument("--search-subnets", type=int, default=300)
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--supernet-epochs", type=int, default=60)
     parser.add_argument("--trials", type=int, default=8, help="fine-tuned subnets")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--supernet-seed", type=int, default=None,
+        help="the rank check's supernet seed (default --seed); the subnets and their "
+        "stand-alone trainings stay those of --seed, so their cache is reused",
+    )  # fmt: skip
     parser.add_argument("--out", default="runs/bench-supernet")
     args = parser.parse_args()
     out = Path(args.out)
@@ -313,7 +365,9 @@ def main() -> None:
             print(
                 f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
                 f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}; "
-                f"{_ceiling_text(r)}); "
+                f"{_ceiling_text(r)}); inherited test loss tau {r['tau_test_loss']:.2f}, "
+                f"the search's key (validation) tau {r['tau_search_key']:.2f}, validation "
+                f"loss alone {r['tau_val_loss']:.2f}; "
                 f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
                 f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
                 f"{r['supernet_s']:.0f} s",
