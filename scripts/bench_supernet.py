@@ -103,7 +103,9 @@ def _proxy_taus(nets, scored, tests, alone) -> dict:  # noqa: ANN001
     """
     from scipy.stats import kendalltau
 
-    keys = sorted(range(len(nets)), key=lambda i: (-scored[i].accuracy, scored[i].loss))
+    from mcunas.supernet.evolve import fitness_key
+
+    keys = sorted(range(len(nets)), key=lambda i: fitness_key((scored[i].accuracy, scored[i].loss)))
     order = np.empty(len(nets))
     order[keys] = np.arange(len(nets), 0, -1)
     return {

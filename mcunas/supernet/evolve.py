@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from mcunas.supernet.spec import Subnet, SupernetSpec, crossover, mutate, random_subnet
 
-__all__ = ["EvolutionSettings", "each", "evolve"]
+__all__ = ["EvolutionSettings", "each", "evolve", "fitness_key"]
 
 RANDOM_DRAWS_PER_MEMBER = 5
 
@@ -91,7 +91,7 @@ def evolve(
         fill_left -= k
         population += consider([random_subnet(spec, rng) for _ in range(k)])
     while wanted(1) and population:
-        ranked = sorted(population, key=lambda n: _rank(seen[n]))
+        ranked = sorted(population, key=lambda n: fitness_key(seen[n]))
         parents = ranked[: max(1, round(settings.parent_ratio * len(ranked)))]
         children: list[Subnet] = []
         while k := wanted(size - len(parents) - len(children)):
@@ -115,8 +115,8 @@ def _child(
     return crossover(a, b, rng)
 
 
-def _rank(result: tuple[float, float] | None) -> tuple[float, float]:
-    """Sort key: higher accuracy first, then lower loss."""
+def fitness_key(result: tuple[float, float] | None) -> tuple[float, float]:
+    """The search's sort key of a subnet's (accuracy, loss): higher accuracy, then lower loss."""
     if result is None:
         return (1.0, 0.0)
     accuracy, loss = result
