@@ -207,6 +207,8 @@ def _operator_code(fb: Any, name: str) -> Any:
 
 def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
     """One tensor of :func:`build_model`; a constant's data goes into a new model buffer."""
+    import numpy as np
+
     t = fb.TensorT()
     t.shape = list(spec["shape"])
     t.type = getattr(fb.TensorType, spec["dtype"].upper())
@@ -215,7 +217,8 @@ def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
     if spec.get("data") is not None:
         buf = fb.BufferT()
         data = spec["data"]
-        buf.data = list(data.tobytes() if hasattr(data, "tobytes") else bytes(data))
+        raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
+        buf.data = np.frombuffer(raw, np.uint8)  # packed as one vector, not byte by byte
         model.buffers.append(buf)
         t.buffer = len(model.buffers) - 1
     if spec.get("scale") is not None:
@@ -271,10 +274,13 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _quantization(fb: Any, spec: dict[str, Any]) -> Any:
-    q = fb.QuantizationParametersT()
-    q.scale = [float(v) for v in _as_list(spec["scale"])]
+    import numpy as np
+
+    q = fb.QuantizationParametersT()  # numpy vectors: packed whole, not element by element
+    q.scale = np.array([float(v) for v in _as_list(spec["scale"])], np.float32)
     zero = spec.get("zero_point")
-    q.zeroPoint = [0] * len(q.scale) if zero is None else [int(v) for v in _as_list(zero)]
+    zeros = [0] * len(q.scale) if zero is None else [int(v) for v in _as_list(zero)]
+    q.zeroPoint = np.array(zeros, np.int64)
     q.quantizedDimension = int(spec.get("qdim", 0))
     return q
 
