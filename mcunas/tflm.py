@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 __all__ = [
     "AllocationKind",
     "ArenaReport",
@@ -207,8 +209,6 @@ def _operator_code(fb: Any, name: str) -> Any:
 
 def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
     """One tensor of :func:`build_model`; a constant's data goes into a new model buffer."""
-    import numpy as np
-
     t = fb.TensorT()
     t.shape = list(spec["shape"])
     t.type = getattr(fb.TensorType, spec["dtype"].upper())
@@ -274,13 +274,12 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def _quantization(fb: Any, spec: dict[str, Any]) -> Any:
-    import numpy as np
-
     q = fb.QuantizationParametersT()  # numpy vectors: packed whole, not element by element
-    q.scale = np.array([float(v) for v in _as_list(spec["scale"])], np.float32)
+    q.scale = np.asarray(_as_list(spec["scale"]), np.float32)
     zero = spec.get("zero_point")
-    zeros = [0] * len(q.scale) if zero is None else [int(v) for v in _as_list(zero)]
-    q.zeroPoint = np.array(zeros, np.int64)
+    q.zeroPoint = (
+        np.zeros(len(q.scale), np.int64) if zero is None else np.asarray(_as_list(zero), np.int64)
+    )
     q.quantizedDimension = int(spec.get("qdim", 0))
     return q
 

@@ -117,12 +117,13 @@ def _proxy_taus(nets, scored, tests, alone) -> dict:  # noqa: ANN001
     }
 
 
-def _finetuned(scorer, nets, space, runner, d, args) -> tuple[list[float], int]:  # noqa: ANN001
-    """Test accuracy of each subnet extracted and fine-tuned as the search's last stage
-    does, and the epochs (``--finetune-epochs``, else 20% of ``--epochs`` as the search)."""
-    epochs, tuned = args.finetune_epochs or max(1, round(0.2 * args.epochs)), []
-    for net in nets:
-        model = scorer.extract(net, space)
+def _finetuned(models, runner, d, args) -> tuple[list[float], int]:  # noqa: ANN001
+    """Test accuracy of each extracted subnet fine-tuned as the search's last stage does,
+    and the epochs (``--finetune-epochs``, else the search's default)."""
+    from mcunas.search.config import default_finetune_epochs
+
+    epochs, tuned = args.finetune_epochs or default_finetune_epochs(args.epochs), []
+    for model in models:
         runner.train(model, epochs)
         tuned.append(_test_accuracy(model, d))
     return tuned, epochs
@@ -265,14 +266,14 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     nets = _feasible_subnets(spec, fits, args.subnets, args.seed)
     scored = [scorer.score(n) for n in nets]
     inherited_s = (time.monotonic() - start) / len(nets)
-    tests = [_test_scores(scorer.extract(n, space), d) for n in nets]
+    models = [scorer.extract(n, space) for n in nets]
+    tests = [_test_scores(m, d) for m in models]
     inherited = [t[0] for t in tests]
-    tuned, ft_epochs = _finetuned(scorer, nets, space, runner, d, args)
+    tuned, ft_epochs = _finetuned(models, runner, d, args)
     cache = _Trainings(out / "standalone.json", args.truth)
     runs = _truth(nets, inherited, cache, space, spec, runner, d, args)
     alone = [float(np.mean(r)) for r in runs]
     reliability, ceiling = _ceiling(runs)
-    alone_s = cache.seconds
     worker.close()
     tau = kendalltau(inherited, alone)
     return {
@@ -290,7 +291,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "finetune_epochs": ft_epochs,
         "supernet_s": supernet_s,
         "inherited_s_per_subnet": inherited_s,
-        "standalone_s_per_subnet": alone_s,
+        "standalone_s_per_subnet": cache.seconds,
         "pairs": [
             [n.key(), t[0], b, t[1], v.accuracy, v.loss, f]
             for n, t, b, v, f in zip(nets, tests, alone, scored, tuned, strict=True)

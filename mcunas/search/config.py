@@ -17,6 +17,7 @@ __all__ = [
     "MEASURES",
     "STRATEGIES",
     "SearchConfig",
+    "default_finetune_epochs",
 ]
 
 STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
@@ -55,6 +56,11 @@ IDENTITY = (
     "supernet_epochs",
     "finetune_epochs",
 )
+
+
+def default_finetune_epochs(epochs: int) -> int:
+    """The supernet strategy's fine-tuning epochs without ``--finetune-epochs``."""
+    return max(1, round(FINETUNE_SHARE * epochs))
 
 
 @dataclass
@@ -97,7 +103,7 @@ class SearchConfig:
         supernet = self.supernet_epochs or SUPERNET_EPOCHS_PER_EPOCH * self.epochs
         finetune = self.finetune_epochs
         if finetune is None:
-            finetune = max(1, round(FINETUNE_SHARE * self.epochs))
+            finetune = default_finetune_epochs(self.epochs)
         return supernet, finetune
 
     @property
