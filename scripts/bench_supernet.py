@@ -30,7 +30,8 @@ Latency and SRAM are simulator estimates; hours are wall time on this machine.
 
     scripts/bench supernet [--part rank|quality|all] [--tasks digits,gunpoint,basicmotions]
                            [--budget esp32s3] [--subnets 12] [--epochs 30]
-                           [--supernet-epochs 60] [--out runs/bench-supernet]
+                           [--supernet-epochs 60] [--schedule sandwich|progressive]
+                           [--out runs/bench-supernet]
 """
 
 from __future__ import annotations
@@ -232,7 +233,11 @@ def _supernet(spec, d, recipe, out: Path, args: argparse.Namespace) -> tuple:  #
 
     sn_seed = args.seed if args.supernet_seed is None else args.supernet_seed
     sn_out = out if sn_seed == args.seed else out / f"supernet-seed-{sn_seed}"
-    trainer = SupernetTrainer(spec, d, recipe, args.supernet_epochs, sn_out, sn_seed)
+    if args.schedule != "sandwich":
+        sn_out = out / f"supernet-{args.schedule}-seed-{sn_seed}"
+    trainer = SupernetTrainer(
+        spec, d, recipe, args.supernet_epochs, sn_out, sn_seed, schedule=args.schedule
+    )
     trainer.load()
     trainer.train(lambda e, loss, s: print(f"  supernet {e}/{args.supernet_epochs} {s:.1f}s"))
     return trainer.model, sn_seed
@@ -316,6 +321,7 @@ def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     sn = mcunas_run(
         npz, out / "supernet", budget, args, strategy="supernet",
         supernet_epochs=args.supernet_epochs, subnets=args.search_subnets,
+        supernet_schedule=args.schedule,
     )  # fmt: skip
     scored, search_s = _search_seconds(out / "supernet")
     evo = mcunas_run(
@@ -368,6 +374,12 @@ def main() -> None:
         help="the rank check's fine-tuning of each subnet (default: 20%% of --epochs)",
     )  # fmt: skip
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--schedule",
+        choices=("sandwich", "progressive"),
+        default="sandwich",
+        help="the supernet's training schedule (rank and quality)",
+    )
     parser.add_argument(
         "--supernet-seed", type=int, default=None,
         help="the rank check's supernet seed (default --seed); the subnets and their "

@@ -132,6 +132,11 @@ def test_the_checkpoint_restores_weights_and_optimizer_and_refuses_another_super
     other = SupernetTrainer(spec, d, recipe, 3, tmp_path, seed=4)
     with pytest.raises(UserError, match="another supernet"):
         other.load()
+    shrinking = SupernetTrainer(spec, d, recipe, 2, tmp_path, seed=4, schedule="progressive")
+    with pytest.raises(UserError, match="another supernet"):
+        shrinking.load()
+    with pytest.raises(UserError, match="unknown supernet schedule"):
+        SupernetTrainer(spec, d, recipe, 2, tmp_path, schedule="shrink")
     (tmp_path / CHECKPOINT).write_bytes(b"not a checkpoint")
     with pytest.raises(UserError, match="not a readable supernet checkpoint"):
         again.load()
@@ -148,3 +153,29 @@ def test_inherited_scores_and_extraction(supernet) -> None:
     model = scorer.extract(net, _space())
     probs = model.predict(d.x_val, verbose=0)
     assert np.mean(np.argmax(probs, axis=1) == d.y_val) == pytest.approx(first.accuracy)
+
+
+def test_progressive_shrinking_opens_one_dimension_per_phase() -> None:
+    from mcunas.supernet.train import _within, elastic_dims
+
+    phases = [elastic_dims("progressive", e, 8) for e in range(8)]
+    assert phases[0] == {"resolution"} == phases[1]
+    assert phases[2] == {"resolution", "kernel"}
+    assert phases[4] == {"resolution", "kernel", "depth"}
+    assert phases[7] == elastic_dims("sandwich", 0, 8) == set(phases[6])
+    assert len(phases[6]) == 4
+    spec = plan_supernet(SHAPE, 3)
+    top, rng = largest(spec), random.Random(1)
+    drawn = [random_subnet(spec, rng) for _ in range(50)]
+    for dims in phases:
+        nets = [_within(top, n, dims) for n in drawn]
+        for n in nets:
+            assert "kernel" in dims or n.kernels == top.kernels
+            assert "depth" in dims or n.depths == top.depths
+            assert "expansion" in dims or n.expansions == top.expansions
+        varied = {n.resolution for n in nets}, {n.kernels for n in nets}
+        assert len(varied[0]) == len(spec.resolutions)
+        assert ("kernel" in dims) == (len(varied[1]) > 1)
+    assert _within(top, smallest(spec), phases[0]) == dataclasses.replace(
+        top, resolution=max(spec.resolutions)
+    )

@@ -142,6 +142,7 @@ def test_evolution_stops_when_nothing_fits() -> None:
         ({"seed_arch": "kws-dscnn"}, "not supernet"),
         ({"subnets": 0}, "at least 1"),
         ({"finetune_epochs": -1}, "0 \\(none\\) or more"),
+        ({"supernet_schedule": "shrink"}, "Unknown --supernet-schedule 'shrink'"),
     ],
 )
 def test_supernet_settings_that_cannot_work_are_one_line(changes, message) -> None:

@@ -20,6 +20,7 @@ from mcunas.search.config import (
     DEFAULT_SUBNETS,
     MEASURES,
     STRATEGIES,
+    SUPERNET_SCHEDULES,
     SearchConfig,
 )
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
@@ -102,6 +103,15 @@ are simulator estimates."""
     type=click.IntRange(min=1),
     default=None,
     help="--strategy supernet: epochs of supernet training [default: 2 x --epochs].",
+)
+@click.option(
+    "--supernet-schedule",
+    type=click.Choice(SUPERNET_SCHEDULES),
+    default=SUPERNET_SCHEDULES[0],
+    show_default=True,
+    help="--strategy supernet: sandwich (every subnet size from the first epoch, with the "
+    "largest and smallest in each step) or progressive (Once-for-All's progressive "
+    "shrinking: the full network first, then kernels, depths and expansions).",
 )
 @click.option(
     "--subnets",

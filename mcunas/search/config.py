@@ -16,6 +16,7 @@ __all__ = [
     "DEFAULT_SUBNETS",
     "MEASURES",
     "STRATEGIES",
+    "SUPERNET_SCHEDULES",
     "SearchConfig",
     "default_finetune_epochs",
 ]
@@ -26,6 +27,8 @@ STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
 DEFAULT_SUBNETS = 300
 SUPERNET_EPOCHS_PER_EPOCH = 2
 FINETUNE_SHARE = 0.2  # fine-tuning epochs as a share of --epochs
+# How the supernet's subnets are drawn while it trains (mcunas.supernet.train).
+SUPERNET_SCHEDULES = ("sandwich", "progressive")
 # Defaults measured so that `mcunas search --board esp32s3` finishes in under
 # 10 minutes on 2 cores and reaches >= 95% INT8 accuracy on digits (see README).
 DEFAULT_MAX_TRIALS = 15
@@ -54,6 +57,7 @@ IDENTITY = (
     "batch_size",
     "augment",
     "supernet_epochs",
+    "supernet_schedule",
     "finetune_epochs",
 )
 
@@ -92,6 +96,7 @@ class SearchConfig:
     batch_size: int | None = None
     augment: str = "auto"
     supernet_epochs: int | None = None  # --strategy supernet; default 2 x epochs
+    supernet_schedule: str = SUPERNET_SCHEDULES[0]  # --strategy supernet
     subnets: int = DEFAULT_SUBNETS  # --strategy supernet: subnets scored in the search
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
@@ -171,6 +176,11 @@ class SearchConfig:
             raise UserError("--supernet-epochs and --subnets must be at least 1.")
         if self.finetune_epochs is not None and self.finetune_epochs < 0:
             raise UserError("--finetune-epochs must be 0 (none) or more.")
+        if self.supernet_schedule not in SUPERNET_SCHEDULES:
+            raise UserError(
+                f"Unknown --supernet-schedule '{self.supernet_schedule}'; "
+                f"choose {', '.join(SUPERNET_SCHEDULES)}."
+            )
 
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""

@@ -137,7 +137,15 @@ class SupernetSession(SearchSession):
         from mcunas.supernet.train import SupernetTrainer
 
         cfg = self.config
-        return SupernetTrainer(self.spec, self.dataset, self.recipe, epochs, self.out_dir, cfg.seed)
+        return SupernetTrainer(
+            self.spec,
+            self.dataset,
+            self.recipe,
+            epochs,
+            self.out_dir,
+            cfg.seed,
+            schedule=cfg.supernet_schedule,
+        )
 
     def _supernet(self, epochs: int, progress: Progress) -> Any | None:
         """The trained supernet's scorer; None if the time budget ran out first."""

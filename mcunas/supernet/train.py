@@ -28,17 +28,19 @@ import numpy as np
 
 from mcunas.errors import UserError
 from mcunas.files import write_file
+from mcunas.search.config import SUPERNET_SCHEDULES as SCHEDULES
 from mcunas.search.recipe import COSINE_FLOOR, Recipe, steps_per_epoch, training_data
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
-__all__ = ["CHECKPOINT", "SupernetTrainer", "checkpoint_epochs"]
+__all__ = ["CHECKPOINT", "SCHEDULES", "SupernetTrainer", "checkpoint_epochs", "elastic_dims"]
 
 CHECKPOINT = "supernet/checkpoint.npz"
 LEARNING_RATE = 0.003
 DISTILL = 0.5  # share of the largest subnet's predictions in the others' targets
 RANDOM_PER_STEP = 2
 JIT = False  # XLA recompiles per subnet here: slower
+ELASTIC_ORDER = ("resolution", "kernel", "depth", "expansion")  # progressive shrinking's order
 
 
 class SupernetTrainer:
@@ -51,6 +53,8 @@ class SupernetTrainer:
         epochs: int, supernet epochs in all.
         out_dir: Path, the search folder (the checkpoint goes under it).
         seed: int, draws, batches and initial weights.
+        schedule: str, ``sandwich`` (every dimension elastic from the first epoch) or
+            ``progressive`` (Once-for-All's progressive shrinking, :func:`elastic_dims`).
     """
 
     def __init__(
@@ -61,10 +65,13 @@ class SupernetTrainer:
         epochs: int,
         out_dir: Path,
         seed: int = 0,
+        schedule: str = SCHEDULES[0],
     ) -> None:
+        if schedule not in SCHEDULES:
+            raise UserError(f"unknown supernet schedule {schedule!r}; choose from {SCHEDULES}")
         keras.utils.set_random_seed(seed)
         self.spec, self.dataset, self.recipe = spec, dataset, recipe
-        self.epochs, self.seed = epochs, seed
+        self.epochs, self.seed, self.schedule = epochs, seed, schedule
         self.path = Path(out_dir) / CHECKPOINT
         self.model = Supernet(spec)
         self.model.build_all()
@@ -95,10 +102,12 @@ class SupernetTrainer:
         except (OSError, ValueError, KeyError) as exc:
             raise UserError(f"{self.path} is not a readable supernet checkpoint ({exc})") from None
         spec = json.loads(json.dumps(self.spec.to_dict()))  # tuples as the JSON lists
-        if meta.get("spec") != spec or meta.get("epochs") != self.epochs:
+        same = meta.get("epochs") == self.epochs
+        same = same and meta.get("schedule", "sandwich") == self.schedule
+        if meta.get("spec") != spec or not same:
             raise UserError(
-                f"{self.path} holds another supernet (other data shape or --supernet-epochs); "
-                "use a new --out."
+                f"{self.path} holds another supernet (other data shape, --supernet-epochs "
+                "or schedule); use a new --out."
             )
         self.model.set_weights(weights)
         for var, value in zip(self.optimizer.variables, opt, strict=True):
@@ -113,6 +122,7 @@ class SupernetTrainer:
         meta = {
             "spec": self.spec.to_dict(),
             "epochs": self.epochs,
+            "schedule": self.schedule,
             "done": self.epochs_done,
             "weights": len(weights),
             "optimizer": len(opt),
@@ -138,9 +148,12 @@ class SupernetTrainer:
         rng = random.Random(self.seed * 1_000_003 + epoch)
         losses = []
         data = training_data(self.dataset, self.recipe, self.seed + epoch)
+        dims = elastic_dims(self.schedule, epoch, self.epochs)
+        top = largest(self.spec)
         for x, y, w in data.take(self.steps):
-            nets = [largest(self.spec), smallest(self.spec)]
-            nets += [random_subnet(self.spec, rng) for _ in range(RANDOM_PER_STEP)]
+            nets = [top, _within(top, smallest(self.spec), dims)]
+            drawn = [random_subnet(self.spec, rng) for _ in range(RANDOM_PER_STEP)]
+            nets += [_within(top, net, dims) for net in drawn]
             losses.append(self._step(x, y, w, nets))
         return float(np.mean(losses)) if losses else float("nan")
 
@@ -164,6 +177,29 @@ class SupernetTrainer:
         if resolution not in self._fns:
             self._fns[resolution] = _gradient_fn(self.model, resolution, self.recipe)
         return self._fns[resolution]
+
+
+def elastic_dims(schedule: str, epoch: int, epochs: int) -> frozenset[str]:
+    """The dimensions subnets may vary in at ``epoch`` (0-based) of ``epochs``.
+
+    ``sandwich``: all four throughout. ``progressive``: Once-for-All's order over
+    four equal phases: the full network at every resolution, then kernels, then
+    depths, then expansions too (resolution is elastic throughout, as theirs).
+    """
+    if schedule == "sandwich":
+        return frozenset(ELASTIC_ORDER)
+    phase = min(len(ELASTIC_ORDER) - 1, epoch * len(ELASTIC_ORDER) // max(1, epochs))
+    return frozenset(ELASTIC_ORDER[: phase + 1])
+
+
+def _within(top: Subnet, net: Subnet, dims: frozenset[str]) -> Subnet:
+    """``net`` with every dimension not in ``dims`` set to ``top``'s (the largest's)."""
+    return Subnet(
+        net.resolution if "resolution" in dims else top.resolution,
+        net.depths if "depth" in dims else top.depths,
+        net.kernels if "kernel" in dims else top.kernels,
+        net.expansions if "expansion" in dims else top.expansions,
+    )
 
 
 def checkpoint_epochs(path: Path) -> int:
