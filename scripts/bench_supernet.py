@@ -31,6 +31,7 @@ Latency and SRAM are simulator estimates; hours are wall time on this machine.
     scripts/bench supernet [--part rank|quality|all] [--tasks digits,gunpoint,basicmotions]
                            [--budget esp32s3] [--subnets 12] [--epochs 30]
                            [--supernet-epochs 60] [--schedule sandwich|progressive]
+                           [--deterministic]
                            [--out runs/bench-supernet]
 """
 
@@ -385,8 +386,17 @@ def main() -> None:
         help="the rank check's supernet seed (default --seed); the subnets and their "
         "stand-alone trainings stay those of --seed, so their cache is reused",
     )  # fmt: skip
+    parser.add_argument(
+        "--deterministic", action="store_true",
+        help="TensorFlow's op determinism: a re-run at the same seeds trains the same "
+        "weights bit for bit (on this CPU an unpinned re-run can move OSULeaf's tau by 0.3)",
+    )  # fmt: skip
     parser.add_argument("--out", default="runs/bench-supernet")
     args = parser.parse_args()
+    if args.deterministic:
+        from mcunas.convert import import_tensorflow
+
+        import_tensorflow().config.experimental.enable_op_determinism()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     results: dict = {"rank": [], "quality": []}
