@@ -6,7 +6,10 @@ The largest learns from the labels; the others from half labels, half the
 largest's predictions (in-place distillation), which keeps the small subnets'
 ranking close to their stand-alone ranking. Data, augmentation, class weights
 and label smoothing are the search's recipe; Adam on a cosine decay over all
-the supernet's steps.
+the supernet's steps. The ``progressive`` schedule (Once-for-All's progressive
+shrinking) keeps the same steps but lets the smaller and random subnets differ
+from the largest in one more dimension per quarter of the epochs
+(:func:`elastic_dims`).
 
 After every epoch the weights, the optimizer state and the epoch are written
 to ``<out>/supernet/checkpoint.npz`` (atomically); a resumed run starts at the
@@ -103,7 +106,7 @@ class SupernetTrainer:
             raise UserError(f"{self.path} is not a readable supernet checkpoint ({exc})") from None
         spec = json.loads(json.dumps(self.spec.to_dict()))  # tuples as the JSON lists
         same = meta.get("epochs") == self.epochs
-        same = same and meta.get("schedule", "sandwich") == self.schedule
+        same = same and meta.get("schedule", SCHEDULES[0]) == self.schedule
         if meta.get("spec") != spec or not same:
             raise UserError(
                 f"{self.path} holds another supernet (other data shape, --supernet-epochs "
