@@ -389,7 +389,7 @@ def main() -> None:
     parser.add_argument(
         "--deterministic", action="store_true",
         help="TensorFlow's op determinism: a re-run at the same seeds trains the same "
-        "weights bit for bit (on this CPU an unpinned re-run can move OSULeaf's tau by 0.3)",
+        "weights bit for bit (unpinned, two runs' weights differ in the last bits)",
     )  # fmt: skip
     parser.add_argument("--out", default="runs/bench-supernet")
     args = parser.parse_args()
