@@ -53,6 +53,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_tasks import BUDGETS, mcunas_run, task_arrays  # noqa: E402
 
+from mcunas.search.config import SUPERNET_SCHEDULES  # noqa: E402
+
 
 def _fits(worker, budgets):  # noqa: ANN001, ANN202
     """Whether a subnet passes the cost check against ``budgets`` (as the search checks)."""
@@ -234,7 +236,7 @@ def _supernet(spec, d, recipe, out: Path, args: argparse.Namespace) -> tuple:  #
 
     sn_seed = args.seed if args.supernet_seed is None else args.supernet_seed
     sn_out = out if sn_seed == args.seed else out / f"supernet-seed-{sn_seed}"
-    if args.schedule != "sandwich":
+    if args.schedule != SUPERNET_SCHEDULES[0]:
         sn_out = out / f"supernet-{args.schedule}-seed-{sn_seed}"
     trainer = SupernetTrainer(
         spec, d, recipe, args.supernet_epochs, sn_out, sn_seed, schedule=args.schedule
@@ -377,8 +379,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument(
         "--schedule",
-        choices=("sandwich", "progressive"),
-        default="sandwich",
+        choices=SUPERNET_SCHEDULES,
+        default=SUPERNET_SCHEDULES[0],
         help="the supernet's training schedule (rank and quality)",
     )
     parser.add_argument(

@@ -31,12 +31,12 @@ import numpy as np
 
 from mcunas.errors import UserError
 from mcunas.files import write_file
-from mcunas.search.config import SUPERNET_SCHEDULES as SCHEDULES
+from mcunas.search.config import SUPERNET_SCHEDULES
 from mcunas.search.recipe import COSINE_FLOOR, Recipe, steps_per_epoch, training_data
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
-__all__ = ["CHECKPOINT", "SCHEDULES", "SupernetTrainer", "checkpoint_epochs", "elastic_dims"]
+__all__ = ["CHECKPOINT", "SupernetTrainer", "checkpoint_epochs", "elastic_dims"]
 
 CHECKPOINT = "supernet/checkpoint.npz"
 LEARNING_RATE = 0.003
@@ -68,10 +68,12 @@ class SupernetTrainer:
         epochs: int,
         out_dir: Path,
         seed: int = 0,
-        schedule: str = SCHEDULES[0],
+        schedule: str = SUPERNET_SCHEDULES[0],
     ) -> None:
-        if schedule not in SCHEDULES:
-            raise UserError(f"unknown supernet schedule {schedule!r}; choose from {SCHEDULES}")
+        if schedule not in SUPERNET_SCHEDULES:
+            raise UserError(
+                f"unknown supernet schedule {schedule!r}; choose from {SUPERNET_SCHEDULES}"
+            )
         keras.utils.set_random_seed(seed)
         self.spec, self.dataset, self.recipe = spec, dataset, recipe
         self.epochs, self.seed, self.schedule = epochs, seed, schedule
@@ -105,9 +107,8 @@ class SupernetTrainer:
         except (OSError, ValueError, KeyError) as exc:
             raise UserError(f"{self.path} is not a readable supernet checkpoint ({exc})") from None
         spec = json.loads(json.dumps(self.spec.to_dict()))  # tuples as the JSON lists
-        same = meta.get("epochs") == self.epochs
-        same = same and meta.get("schedule", SCHEDULES[0]) == self.schedule
-        if meta.get("spec") != spec or not same:
+        schedule = meta.get("schedule", SUPERNET_SCHEDULES[0])  # older checkpoints: sandwich
+        if (meta.get("spec"), meta.get("epochs"), schedule) != (spec, self.epochs, self.schedule):
             raise UserError(
                 f"{self.path} holds another supernet (other data shape, --supernet-epochs "
                 "or schedule); use a new --out."
@@ -153,8 +154,9 @@ class SupernetTrainer:
         data = training_data(self.dataset, self.recipe, self.seed + epoch)
         dims = elastic_dims(self.schedule, epoch, self.epochs)
         top = largest(self.spec)
+        bottom = _within(top, smallest(self.spec), dims)
         for x, y, w in data.take(self.steps):
-            nets = [top, _within(top, smallest(self.spec), dims)]
+            nets = [top, bottom]
             drawn = [random_subnet(self.spec, rng) for _ in range(RANDOM_PER_STEP)]
             nets += [_within(top, net, dims) for net in drawn]
             losses.append(self._step(x, y, w, nets))
@@ -189,7 +191,7 @@ def elastic_dims(schedule: str, epoch: int, epochs: int) -> frozenset[str]:
     four equal phases: the full network at every resolution, then kernels, then
     depths, then expansions too (resolution is elastic throughout, as theirs).
     """
-    if schedule == "sandwich":
+    if schedule == SUPERNET_SCHEDULES[0]:
         return frozenset(ELASTIC_ORDER)
     phase = min(len(ELASTIC_ORDER) - 1, epoch * len(ELASTIC_ORDER) // max(1, epochs))
     return frozenset(ELASTIC_ORDER[: phase + 1])
