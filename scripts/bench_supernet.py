@@ -22,8 +22,10 @@
   finalists are (``--finetune-epochs``, 20% of ``--epochs``), test accuracy.
 - **quality**: ``mcunas search --strategy supernet`` on the task and budget,
   then the per-trial evolution search given the same wall time; test
-  accuracy of each ``best/`` (INT8, TFLite Micro kernels), subnets scored per
-  hour of the subnet search against trials trained per hour.
+  accuracy of each ``best/`` (INT8, TFLite Micro kernels) and what it is (a
+  subnet, the reference design both searches train first, or a searched
+  candidate), the test accuracy of the best fine-tuned subnet alone, and
+  subnets scored per hour of the subnet search against trials trained per hour.
 
 Tasks and budgets as ``scripts/bench tasks`` (aeon's UCR/UEA sets, digits).
 Latency and SRAM are simulator estimates; hours are wall time on this machine.
@@ -318,6 +320,28 @@ def _search_seconds(out: Path) -> tuple[int, float]:
     return len(scored), sum(r.check_s + (r.eval_s if r.train_s == 0 else 0) for r in rows)
 
 
+def _best_subnet_test(out: Path, npz: Path, board_name: str, seed: int) -> float | None:
+    """Test accuracy (INT8, TFLite Micro) of the subnet the search would choose among its
+    fine-tuned subnets alone, the reference design's row left out."""
+    from mcunas.boards import load_board
+    from mcunas.data import load_dataset
+    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.result import choose_best
+    from mcunas.search.store import TrialStore
+
+    store = TrialStore.open(out)
+    best = choose_best([r for r in store.trials() if r.origin == "supernet"])
+    store.close()
+    if best is None:
+        return None
+    d, worker = load_dataset(str(npz), seed=seed), TflmWorker(load_board(board_name))
+    try:
+        model = (out / (best.model_path or "")).read_bytes()
+        return float(worker.int8_accuracy(model, d.x_test, d.y_test))
+    finally:
+        worker.close()
+
+
 def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """The supernet search, then the per-trial evolution search given its wall time."""
     budget = BUDGETS[args.budget]
@@ -327,6 +351,7 @@ def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         supernet_schedule=args.schedule,
     )  # fmt: skip
     scored, search_s = _search_seconds(out / "supernet")
+    sn["subnet_test"] = _best_subnet_test(out / "supernet", npz, budget[0], args.seed)
     evo = mcunas_run(
         npz, out / "evolution", budget, args, strategy="evolution", max_trials=1000,
         time_budget_s=sn["wall_s"],
@@ -426,8 +451,10 @@ def main() -> None:
             results["quality"].append(q)
             sn, evo = q["supernet"], q["evolution"]
             print(
-                f"QUALITY {task} {args.budget}: test supernet {_pct(sn.get('test'))} vs "
-                f"evolution {_pct(evo.get('test'))} in {sn['wall_s']:.0f} s; "
+                f"QUALITY {task} {args.budget}: test supernet {_pct(sn.get('test'))} "
+                f"(best subnet {_pct(sn.get('subnet_test'))}, chose {sn.get('origin')}) vs "
+                f"evolution {_pct(evo.get('test'))} (chose {evo.get('origin')}) in "
+                f"{sn['wall_s']:.0f} s; "
                 f"{q['subnets_per_hour']:.0f} subnets/h vs {q['trials_per_hour']:.0f} trials/h "
                 f"({q['subnets_per_hour'] / max(q['trials_per_hour'], 1e-9):.0f}x)",
                 flush=True,

@@ -141,6 +141,7 @@ def mcunas_run(npz: Path, out: Path, budget: tuple, args: argparse.Namespace, **
             flash_kb=(best.flash_bytes or 0) / 1024,
             macs=best.macs,
             description=best.description,
+            origin=best.origin or "search",
         )
     return row
 

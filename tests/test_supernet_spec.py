@@ -139,7 +139,7 @@ def test_evolution_stops_when_nothing_fits() -> None:
     ("changes", "message"),
     [
         ({"families": ("dsconv",)}, "stages' family only"),
-        ({"seed_arch": "kws-dscnn"}, "not supernet"),
+        ({"seed_arch": "kws"}, "Unknown reference architecture 'kws'"),
         ({"subnets": 0}, "at least 1"),
         ({"finetune_epochs": -1}, "0 \\(none\\) or more"),
         ({"supernet_schedule": "shrink"}, "Unknown --supernet-schedule 'shrink'"),

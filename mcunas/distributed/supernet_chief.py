@@ -34,9 +34,10 @@ from mcunas.errors import FatalError
 from mcunas.files import write_file
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus
-from mcunas.supernet.session import SupernetSession, TimeUp, epoch_line
+from mcunas.supernet.session import ORIGIN, SupernetSession, TimeUp, epoch_line
 from mcunas.supernet.spec import Subnet, SupernetSpec, subnet_values
 from mcunas.supernet.train import CHECKPOINT, checkpoint_epochs
+from mcunas.supernet.trained import REFERENCE_ORIGIN
 
 __all__ = ["SupernetChiefSession", "SupernetService"]
 
@@ -164,6 +165,11 @@ class SupernetChiefSession(SupernetSession):
                 return None
         return _Trained(_sha(path.read_bytes()))
 
+    def _reference_rung(self, tid: str, values: dict[str, Any], rung: int) -> None:
+        about = {"width": 1.0, "tid": tid, "values": values, "rung": rung}
+        job = self.jobs.submit("reference", {**about, "origin": REFERENCE_ORIGIN}, tids=(tid,))
+        self._failed(self._gather([job], progress=self.progress)[job])
+
     def _epoch_done(self, epoch: int, loss: float, took: float) -> bool:
         epoch_line(self.progress, self._epochs, epoch, loss, took, self._seconds)
         return self.progress.time_up() and epoch < self._epochs
@@ -248,7 +254,8 @@ class SupernetChiefSession(SupernetSession):
         for tid in job.tids:
             rec = self.store.get(tid)
             if rec is None:
-                self.store.start_trial(tid, job.payload.get("values") or {}, origin="supernet")
+                values, origin = job.payload.get("values") or {}, job.payload.get("origin", ORIGIN)
+                self.store.start_trial(tid, values, origin=origin)
             if rec is None or rec.status in open_:
                 self._end(tid, TrialStatus.FAILED, f"on worker {job.taken[-1]}: {error}")
 

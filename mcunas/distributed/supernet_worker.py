@@ -64,6 +64,11 @@ class SupernetWorkerSession(SupernetSession):
         try:
             if kind == "train":
                 return self._train(job, progress)
+            if kind == "reference":
+                self._remote.begin(job["tid"])
+                self._reference_rung(job["tid"], job["values"], int(job["rung"]))
+                progress.note(f"Trained the reference design, trial {job['tid']}.")
+                return {}
             net = subnet_from_values(spec, job["values"])
             if kind == "check":
                 return {"fits": self._check(spec, net).status is None}

@@ -160,7 +160,9 @@ class SearchConfig:
 
         get_reference(self.seed_arch or "")
         if self.strategy == "hyperband":
-            raise UserError("--seed-arch starts evolution, random or bayesian; not hyperband.")
+            raise UserError(
+                "--seed-arch starts evolution, random, bayesian or supernet; not hyperband."
+            )
         if self.families and "stages" not in self.families:
             raise UserError("--seed-arch is a design of the 'stages' family: add it to --families.")
 
@@ -171,7 +173,9 @@ class SearchConfig:
                 f"stages); drop --families {','.join(self.families)} or use --strategy evolution."
             )
         if self.seed_arch not in (None, "auto", "none"):
-            raise UserError("--seed-arch starts evolution, random or bayesian; not supernet.")
+            from mcunas.space.reference import get_reference
+
+            get_reference(self.seed_arch)
         if (self.supernet_epochs is not None and self.supernet_epochs < 1) or self.subnets < 1:
             raise UserError("--supernet-epochs and --subnets must be at least 1.")
         if self.finetune_epochs is not None and self.finetune_epochs < 0:

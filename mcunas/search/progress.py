@@ -10,7 +10,7 @@ from typing import TextIO
 
 from mcunas.search.store import TrialRecord, TrialStatus
 
-__all__ = ["Progress", "format_duration"]
+__all__ = ["Progress", "format_duration", "trial_summary"]
 
 
 def format_duration(seconds: float) -> str:
@@ -84,18 +84,26 @@ class Progress:
         head = f"[{done:>{width}}/{self.max_trials}] trial {rec.trial_id} {rec.status!s:<10}"
         if rec.worker:  # a distributed search: which worker ran it
             head = f"{head} @{rec.worker}"
-        if rec.status == TrialStatus.OK:
-            mark = "~" if rec.estimated else ""
-            body = (
-                f"int8 {100 * (rec.int8_accuracy or 0):5.1f}%  {rec.latency_ms or 0:7.2f} ms{mark}"
-                f"  {(rec.peak_sram_bytes or 0) / 1024:6.1f} KB SRAM{mark}"
-            )
-        else:
-            body = _short(rec.reason or "")
+        body = trial_summary(rec)
         best_txt = "best -" if best is None else f"best {100 * (best.int8_accuracy or 0):.1f}%"
         left = self.time_left_s(done)
         left_txt = "" if left is None else f", ~{format_duration(left)} left"
         return f"{head} {body} | {best_txt} | {format_duration(self.elapsed_s)}{left_txt}"
+
+
+def trial_summary(rec: TrialRecord) -> str:
+    """A finished trial in a few words.
+
+    INT8 accuracy, latency and SRAM (``~`` marks estimates), or the reason it
+    did not finish ``ok``.
+    """
+    if rec.status == TrialStatus.OK:
+        mark = "~" if rec.estimated else ""
+        return (
+            f"int8 {100 * (rec.int8_accuracy or 0):5.1f}%  {rec.latency_ms or 0:7.2f} ms{mark}"
+            f"  {(rec.peak_sram_bytes or 0) / 1024:6.1f} KB SRAM{mark}"
+        )
+    return _short(rec.reason or "")
 
 
 def _short(text: str, limit: int = 70) -> str:

@@ -1,7 +1,10 @@
 """``mcunas search --strategy supernet``: train one supernet, search its subnets, fine-tune.
 
-Three stages, each resumable without losing finished work:
+Four stages, each resumable without losing finished work:
 
+0. **reference** (:mod:`mcunas.supernet.trained`): the ``--seed-arch`` design
+   trained from scratch, the known-good baseline every search keeps unless a
+   candidate beats it by more than validation noise;
 1. **supernet** (:mod:`mcunas.supernet.train`): checkpointed every epoch;
 2. **subnet search** (:mod:`mcunas.supernet.evolve`): every subnet drawn is a
    trial row (``origin = "supernet"``): its cost checked against the board and
@@ -27,9 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mcunas.errors import CandidateError, FatalError, describe
-from mcunas.search.budgets import score, violations
-from mcunas.search.pareto import front_test
+from mcunas.errors import CandidateError
+from mcunas.search.budgets import violations
 from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialRecord, TrialStatus
@@ -44,6 +46,7 @@ from mcunas.supernet.spec import (
     subnet_from_values,
     subnet_values,
 )
+from mcunas.supernet.trained import TrainedStages
 
 __all__ = ["SupernetSession", "TimeUp", "epoch_line"]
 
@@ -56,7 +59,7 @@ class TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
     """The time budget ran out between two subnets."""
 
 
-class SupernetSession(SearchSession):
+class SupernetSession(TrainedStages, SearchSession):
     """A search with ``--strategy supernet`` (see the module); reporting is inherited.
 
     ``run`` sets the stages' shared parts: ``spec`` (the supernet planned),
@@ -83,6 +86,9 @@ class SupernetSession(SearchSession):
             f"scored, the best {cfg.max_trials} fine-tuned for {finetune} epochs."
         )
         try:
+            stopped = self._reference(progress)
+            if stopped is not None:
+                return stopped
             self.scorer = self._supernet(epochs, progress)
             if self.scorer is None:
                 return "time budget reached while training the supernet (--resume continues)"
@@ -295,7 +301,8 @@ class SupernetSession(SearchSession):
         numbers = itertools.count(1)
 
         def done(tid: str) -> None:
-            best = max(self._rows(TrialStatus.OK), key=lambda r: r.score or 0.0, default=None)
+            ok = self.store.trials(TrialStatus.OK)  # the reference's row included
+            best = max(ok, key=lambda r: r.score or 0.0, default=None)
             progress.trial_done(self.store.get(tid), next(numbers), best)  # type: ignore[arg-type]
 
         for rec in top:
@@ -318,68 +325,9 @@ class SupernetSession(SearchSession):
             done(tid)
         return None
 
-    def _finetune_one(self, tid: str, net: Subnet, epochs: int) -> None:
-        from mcunas.search.tuner import TrainResult
-
-        self.store.update(tid, status=TrialStatus.RUNNING)
-        timings: dict[str, float] = {}
-        stage, clock = "extract", time.perf_counter()
-        try:
-            runner = self.runner
-            model = self.scorer.extract(net, self.space)
-            timings["build_s"], clock, stage = _since(clock), time.perf_counter(), "fine-tune"
-            trained = runner.train(model, epochs) if epochs else TrainResult(None, 0)
-            timings["train_s"], clock, stage = _since(clock), time.perf_counter(), "convert"
-            model_bytes = runner.convert(model)
-            timings["convert_s"], clock, stage = _since(clock), time.perf_counter(), "evaluate"
-            evaluated = runner.evaluate(model_bytes)
-            timings["eval_s"], clock, stage = _since(clock), time.perf_counter(), "measure"
-            ok = self._rows(TrialStatus.OK)
-            cost = runner.measure(
-                model_bytes, front_test(ok, evaluated.accuracy, self.config.objectives)
-            )
-            timings["measure_s"] = _since(clock)
-        except FatalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failing subnet is recorded, search goes on
-            self._end(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}", **timings)
-            return
-        timings["epochs_run"] = trained.epochs_run  # written before the row finishes
-        self._record(tid, model_bytes, cost, evaluated, trained.float_accuracy, timings)
-
-    def _record(
-        self,
-        tid: str,
-        model_bytes: bytes,
-        cost: Any,
-        evaluated: Any,
-        float_accuracy: float | None,
-        timings: dict[str, float],
-    ) -> None:
-        """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
-        self.store.record_model(
-            tid,
-            self.out_dir / "models",
-            model_bytes,
-            cost,
-            float_accuracy=float_accuracy,
-            int8_accuracy=evaluated.accuracy,
-            int8_loss=evaluated.loss,
-            **timings,
-        )
-        reasons = violations(cost, self.config.budgets)
-        if reasons:
-            self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-            return
-        result = score(evaluated.accuracy, cost, self.config.budgets)
-        self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time())
-
     # ------------------------------------------------------------------ store
     def _rows(self, status: TrialStatus | None = None) -> list[TrialRecord]:
         return [r for r in self.store.trials(status) if r.origin == ORIGIN]
-
-    def _end(self, tid: str, status: TrialStatus, reason: str, **values: Any) -> None:
-        self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ def waves(path):
 
 def supernet_rows(store):
     with sqlite3.connect(f"file:{store}?mode=ro", uri=True, timeout=5) as db:
-        query = "SELECT trial_id, status, worker, inherited_accuracy FROM trials"
+        query = "SELECT trial_id, status, worker, inherited_accuracy, origin FROM trials"
         return db.execute(query).fetchall()
 
 
@@ -62,6 +62,8 @@ def test_a_distributed_supernet_search_survives_its_training_worker_killed(tmp_p
     rows = supernet_rows(out / "trials.sqlite")
     assert len({r[0] for r in rows}) == len(rows) and not any(r[1] == "running" for r in rows)
     assert sum(r[3] is not None for r in rows) == SUBNETS  # every subnet scored, once
-    assert sum(r[1] == "ok" for r in rows) == 2
+    assert sum(r[1] == "ok" and r[4] == "supernet" for r in rows) == 2
+    reference = [r for r in rows if r[4] == "seed"]  # trained on a worker before the supernet
+    assert reference and reference[-1][1] in ("ok", "failed") and reference[-1][2] in ("w1", "w2")
     assert {r[2] for r in rows} <= {"w1", "w2"}
     assert (out / "best" / "model.tflite").is_file() and (out / "report.html").is_file()

@@ -57,17 +57,27 @@ def test_a_stopped_supernet_search_resumes_without_redoing_work(tmp_path, monkey
         run_search(cfg, stream=None)
     store = TrialStore.open(Path(cfg.out))
     before = {r.trial_id: r for r in store.trials(TrialStatus.SCREENED)}
+    reference = [r for r in store.trials() if r.origin == "seed"]
     store.close()
     assert len(before) == 3 and (Path(cfg.out) / CHECKPOINT).is_file()
+    # the reference design (kws-dscnn for series) trained first: the largest variant that fits
+    assert reference and reference[-1].status in (TrialStatus.OK, TrialStatus.FAILED)
+    assert all(r.status == TrialStatus.INFEASIBLE for r in reference[:-1])
+    assert [r.trial_id for r in reference] == [f"r{i}" for i in range(len(reference))]
+    assert reference[-1].status == TrialStatus.FAILED or reference[-1].epochs_run
 
     monkeypatch.setattr(SubnetScorer, "score", real_score)
     monkeypatch.setattr(SupernetTrainer, "_epoch", lambda *a: pytest.fail("retrained"))
     cfg.resume = True
     result = run_search(cfg, stream=None)
-    assert result.best is not None and result.best.origin == "supernet"
+    assert result.best is not None and result.best.origin in ("supernet", "seed")
     store = TrialStore.open(Path(cfg.out))
     rows = [r for r in store.trials() if r.origin == "supernet"]
+    again = [r for r in store.trials() if r.origin == "seed"]
     store.close()
+    assert [(r.trial_id, r.finished_at) for r in again] == [
+        (r.trial_id, r.finished_at) for r in reference
+    ]  # not trained again
     scored = [r for r in rows if r.inherited_accuracy is not None]
     assert len(scored) == 6 and not any(r.status == TrialStatus.RUNNING for r in rows)
     for tid, old in before.items():  # finished subnets kept, not scored again
