@@ -31,6 +31,7 @@ __all__ = ["REFERENCE_ORIGIN", "TrainedStages"]
 
 REFERENCE_ORIGIN = "seed"  # the origin every search gives the --seed-arch design's rows
 REFERENCE_PREFIX = "r"
+STOPPED = "time budget reached while training the reference (--resume continues)"
 
 
 class TrainedStages:
@@ -63,11 +64,11 @@ class TrainedStages:
             rec = rows.get(tid)
             if rec is None or rec.status == TrialStatus.RUNNING:
                 if progress.time_up():
-                    return "time budget reached while training the reference (--resume continues)"
+                    return STOPPED
                 self._reference_rung(tid, values, i)
                 rec = self.store.get(tid)
                 if rec is None or rec.status == TrialStatus.RUNNING:
-                    return "time budget reached while training the reference (--resume continues)"
+                    return STOPPED
                 progress.note(
                     f"[reference] trial {tid} {rec.status!s:<10} {trial_summary(rec)} | "
                     f"{rec.description or ''}"
