@@ -9,8 +9,8 @@ kernels, measured (simulator, board or rack) and recorded ``ok`` or
   for ``--epochs`` before the supernet, largest variant first, a smaller one
   while it misses the budgets. Its rows have ``origin = "seed"`` and ids
   ``r0``, ``r1``...; the choice of ``best/`` keeps it unless a subnet beats it
-  by more than validation noise, as in every search (a supernet cut short or
-  trained on few samples cannot then hand back less than the known design).
+  by more than validation noise, as in every search (a subnet that only ties
+  with the known design on validation is not handed back instead of it).
 - **The finalists** (stage 3): subnets extracted with inherited weights and
   fine-tuned for ``--finetune-epochs``.
 """
@@ -108,32 +108,37 @@ class TrainedStages:
                 return None
             return model
 
-        self._train_record(tid, build, self.config.epochs, "build")
+        self._train_record(tid, build, self.config.epochs, ("build", "train"))
 
     # ------------------------------------------------------------------ stage 3
     def _finetune_one(self, tid: str, net: Any, epochs: int) -> None:
         """Extract one subnet with its inherited weights, fine-tune it and record it."""
         self.store.update(tid, status=TrialStatus.RUNNING)
-        self._train_record(tid, lambda: self.scorer.extract(net, self.space), epochs, "extract")
+
+        def extract() -> Any:
+            return self.scorer.extract(net, self.space)
+
+        self._train_record(tid, extract, epochs, ("extract", "fine-tune"))
 
     # ------------------------------------------------------------------ both
     def _train_record(
-        self, tid: str, make: Callable[[], Any], epochs: int, first_stage: str
+        self, tid: str, make: Callable[[], Any], epochs: int, stages: tuple[str, str]
     ) -> None:
         """``make`` a model (None: it ended the trial itself), train, convert, score, measure.
 
-        A failure at any stage is the trial's ``failed`` row, naming the stage.
+        A failure at any stage is the trial's ``failed`` row, naming the stage
+        (``stages``: the names of making and of training, e.g. build and train).
         """
         from mcunas.search.tuner import TrainResult
 
         timings: dict[str, float] = {}
-        stage, clock = first_stage, time.perf_counter()
+        stage, clock = stages[0], time.perf_counter()
         try:
             runner = self.runner
             model = make()
             if model is None:
                 return
-            timings["build_s"], clock, stage = _since(clock), time.perf_counter(), "train"
+            timings["build_s"], clock, stage = _since(clock), time.perf_counter(), stages[1]
             trained = runner.train(model, epochs) if epochs else TrainResult(None, 0)
             timings["train_s"], clock, stage = _since(clock), time.perf_counter(), "convert"
             model_bytes = runner.convert(model)
