@@ -31,7 +31,8 @@ Tasks and budgets as ``scripts/bench tasks`` (aeon's UCR/UEA sets, digits).
 Latency and SRAM are simulator estimates; hours are wall time on this machine.
 
     scripts/bench supernet [--part rank|quality|all] [--tasks digits,gunpoint,basicmotions]
-                           [--budget esp32s3] [--subnets 12] [--epochs 30]
+                           [--budget esp32s3] [--max-latency-ms MS] [--max-sram-kb KB]
+                           [--subnets 12] [--epochs 30]
                            [--supernet-epochs 60] [--schedule sandwich|progressive]
                            [--deterministic]
                            [--out runs/bench-supernet]
@@ -261,7 +262,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     from mcunas.space import McuSearchSpace
     from mcunas.supernet.subnets import SubnetScorer
 
-    board_name, latency, sram = BUDGETS[args.budget]
+    board_name, latency, sram = _budget(args)
     board, d = load_board(board_name), load_dataset(str(npz), seed=args.seed)
     recipe, worker = plan_recipe(d), TflmWorker(board)
     fits = _fits(worker, Budgets(latency, sram, None))
@@ -344,7 +345,7 @@ def _best_subnet_test(out: Path, npz: Path, board_name: str, seed: int) -> float
 
 def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """The supernet search, then the per-trial evolution search given its wall time."""
-    budget = BUDGETS[args.budget]
+    budget = _budget(args)
     sn = mcunas_run(
         npz, out / "supernet", budget, args, strategy="supernet",
         supernet_epochs=args.supernet_epochs, subnets=args.search_subnets,
@@ -363,6 +364,13 @@ def quality(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "subnets_per_hour": 3600 * scored / max(search_s, 1e-9),
         "trials_per_hour": 3600 * evo["trained"] / evo["wall_s"],
     }
+
+
+def _budget(args: argparse.Namespace) -> tuple:
+    """(board, latency ms, SRAM KB): ``--budget``'s, with ``--max-latency-ms``/``--max-sram-kb``."""
+    board, latency, sram = BUDGETS[args.budget]
+    latency = latency if args.max_latency_ms is None else args.max_latency_ms
+    return board, latency, sram if args.max_sram_kb is None else args.max_sram_kb
 
 
 def _ceiling_text(r: dict) -> str:
@@ -384,6 +392,14 @@ def main() -> None:
     parser.add_argument("--tasks", default="digits,gunpoint,basicmotions")
     parser.add_argument("--rank-tasks", default="digits")
     parser.add_argument("--budget", default="esp32s3", choices=sorted(BUDGETS))
+    parser.add_argument(
+        "--max-latency-ms", type=float, default=None,
+        help="the latency budget instead of --budget's (e.g. a looser one, so the rank "
+        "check's random subnets span every input resolution)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--max-sram-kb", type=float, default=None, help="the SRAM budget instead of --budget's"
+    )
     parser.add_argument("--subnets", type=int, default=12, help="subnets in the rank check")
     parser.add_argument(
         "--rank-seeds", type=int, default=3, help="stand-alone trainings averaged per subnet"
