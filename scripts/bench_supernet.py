@@ -386,7 +386,8 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{100 * v:.1f}"
 
 
-def main() -> None:
+def _parser() -> argparse.ArgumentParser:
+    """The bench's options (the rank check's own in :func:`_rank_options`)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--part", choices=("rank", "quality", "all"), default="all")
     parser.add_argument("--tasks", default="digits,gunpoint,basicmotions")
@@ -400,6 +401,29 @@ def main() -> None:
     parser.add_argument(
         "--max-sram-kb", type=float, default=None, help="the SRAM budget instead of --budget's"
     )
+    parser.add_argument("--search-subnets", type=int, default=300)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--supernet-epochs", type=int, default=60)
+    parser.add_argument("--trials", type=int, default=8, help="fine-tuned subnets")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--schedule",
+        choices=SUPERNET_SCHEDULES,
+        default=SUPERNET_SCHEDULES[0],
+        help="the supernet's training schedule (rank and quality)",
+    )
+    parser.add_argument(
+        "--deterministic", action="store_true",
+        help="TensorFlow's op determinism: a re-run at the same seeds trains the same "
+        "weights bit for bit (unpinned, two runs' weights differ in the last bits)",
+    )  # fmt: skip
+    parser.add_argument("--out", default="runs/bench-supernet")
+    _rank_options(parser)
+    return parser
+
+
+def _rank_options(parser: argparse.ArgumentParser) -> None:
+    """Options of the rank check alone."""
     parser.add_argument("--subnets", type=int, default=12, help="subnets in the rank check")
     parser.add_argument(
         "--rank-seeds", type=int, default=3, help="stand-alone trainings averaged per subnet"
@@ -409,33 +433,48 @@ def main() -> None:
         help="stand-alone accuracies to start the rank check's cache from (a "
         "standalone.json of an earlier run, e.g. scripts/data/rank-osuleaf-esp32s3.json)",
     )  # fmt: skip
-    parser.add_argument("--search-subnets", type=int, default=300)
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--supernet-epochs", type=int, default=60)
-    parser.add_argument("--trials", type=int, default=8, help="fine-tuned subnets")
     parser.add_argument(
         "--finetune-epochs", type=int, default=None,
         help="the rank check's fine-tuning of each subnet (default: 20%% of --epochs)",
     )  # fmt: skip
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument(
-        "--schedule",
-        choices=SUPERNET_SCHEDULES,
-        default=SUPERNET_SCHEDULES[0],
-        help="the supernet's training schedule (rank and quality)",
-    )
     parser.add_argument(
         "--supernet-seed", type=int, default=None,
         help="the rank check's supernet seed (default --seed); the subnets and their "
         "stand-alone trainings stay those of --seed, so their cache is reused",
     )  # fmt: skip
-    parser.add_argument(
-        "--deterministic", action="store_true",
-        help="TensorFlow's op determinism: a re-run at the same seeds trains the same "
-        "weights bit for bit (unpinned, two runs' weights differ in the last bits)",
-    )  # fmt: skip
-    parser.add_argument("--out", default="runs/bench-supernet")
-    args = parser.parse_args()
+
+
+def _rank_line(task: str, r: dict) -> str:
+    """The rank check's summary line."""
+    return (
+        f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
+        f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}; "
+        f"{_ceiling_text(r)}); inherited test loss tau {r['tau_test_loss']:.2f}, "
+        f"the search's key (validation) tau {r['tau_search_key']:.2f}, validation "
+        f"loss alone {r['tau_val_loss']:.2f}, fine-tuned {r['finetune_epochs']} epochs "
+        f"as the search's finalists {r['tau_finetuned']:.2f}; "
+        f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
+        f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
+        f"{r['supernet_s']:.0f} s"
+    )
+
+
+def _quality_line(task: str, q: dict, budget: str) -> str:
+    """The quality check's summary line."""
+    sn, evo = q["supernet"], q["evolution"]
+    return (
+        f"QUALITY {task} {budget}: test supernet {_pct(sn.get('test'))} "
+        f"(best subnet {_pct(sn.get('subnet_test'))}, chose {sn.get('origin')}) vs "
+        f"evolution {_pct(evo.get('test'))} (chose {evo.get('origin')}) in "
+        f"{sn['wall_s']:.0f} s; "
+        f"{q['subnets_per_hour']:.0f} subnets/h vs {q['trials_per_hour']:.0f} trials/h "
+        f"({q['subnets_per_hour'] / max(q['trials_per_hour'], 1e-9):.0f}x)"
+    )
+
+
+def main() -> None:
+    """Run the parts asked for on each task; print a line per result, keep results.json."""
+    args = _parser().parse_args()
     if args.deterministic:
         from mcunas.convert import import_tensorflow
 
@@ -450,31 +489,11 @@ def main() -> None:
         if args.part in ("rank", "all") and task in args.rank_tasks.split(","):
             r = rank(task, npz, out / task / "rank", args)
             results["rank"].append(r)
-            print(
-                f"RANK {task}: Kendall tau {r['tau']:.2f} (p={r['p']:.3f}) over {r['subnets']} "
-                f"subnets (stand-alone: mean of {r['seeds']} seeds, +/-{r['alone_spread']:.3f}; "
-                f"{_ceiling_text(r)}); inherited test loss tau {r['tau_test_loss']:.2f}, "
-                f"the search's key (validation) tau {r['tau_search_key']:.2f}, validation "
-                f"loss alone {r['tau_val_loss']:.2f}, fine-tuned {r['finetune_epochs']} epochs "
-                f"as the search's finalists {r['tau_finetuned']:.2f}; "
-                f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
-                f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
-                f"{r['supernet_s']:.0f} s",
-                flush=True,
-            )
+            print(_rank_line(task, r), flush=True)
         if args.part in ("quality", "all") and task in args.tasks.split(","):
             q = quality(task, npz, out / task, args)
             results["quality"].append(q)
-            sn, evo = q["supernet"], q["evolution"]
-            print(
-                f"QUALITY {task} {args.budget}: test supernet {_pct(sn.get('test'))} "
-                f"(best subnet {_pct(sn.get('subnet_test'))}, chose {sn.get('origin')}) vs "
-                f"evolution {_pct(evo.get('test'))} (chose {evo.get('origin')}) in "
-                f"{sn['wall_s']:.0f} s; "
-                f"{q['subnets_per_hour']:.0f} subnets/h vs {q['trials_per_hour']:.0f} trials/h "
-                f"({q['subnets_per_hour'] / max(q['trials_per_hour'], 1e-9):.0f}x)",
-                flush=True,
-            )
+            print(_quality_line(task, q, args.budget), flush=True)
         (out / "results.json").write_text(json.dumps(results, indent=1, default=str))
 
 
