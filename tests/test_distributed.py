@@ -121,6 +121,19 @@ def test_writes_need_a_joined_owner(service):
     assert "already connected" in again["error"]
 
 
+def test_a_restarted_chief_takes_a_rejoin_from_both_threads_of_one_worker(service):
+    """After a chief restart the heartbeat and a trial's store call both rejoin, either first."""
+    service.adopt("w1", "1")  # the trial w1 ran when the chief stopped
+    update = {"op": "update", "worker": "w1", "tid": "1", "values": {"train_s": 1.0}}
+    assert "unknown worker" in ask(service, **update)["error"]  # the store call: rejoin
+    assert ask(service, **join_request("w1", session="s1"))["ok"]  # the heartbeat got there first
+    assert ask(service, **join_request("w1", session="s1"))["ok"]  # the store call's rejoin
+    assert ask(service, **update)["ok"] and service.connected == 1
+    other = ask(service, **join_request("w1", session="s2"))  # another process, same name
+    assert "already connected" in other["error"]
+    assert sum("joined" in n for n in service.notes) == 1
+
+
 def test_a_finished_trial_is_never_started_again(service):
     ask(service, **join_request("w1"))
     ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={})

@@ -76,6 +76,7 @@ class ChiefService:
         self.lock = threading.RLock()
         self.seen: dict[str, float] = {}  # worker -> last heard from (monotonic)
         self.verified: set[str] = set()
+        self.sessions: dict[str, str] = {}  # worker -> the token of the process that joined
         self.owner: dict[str, str] = {}  # running trial -> its worker
 
     # -- the gRPC method -----------------------------------------------------------
@@ -104,10 +105,15 @@ class ChiefService:
         if why:
             self.note(f"Refused worker {name}: {why}")
             raise McunasError(f"the chief refused this worker: {why}")
+        session = str(payload.get("session") or "")
         if name in self.verified and name in self.seen:
-            raise McunasError(f"a worker named {name} is already connected: give --name")
+            if not session or self.sessions.get(name) != session:
+                raise McunasError(f"a worker named {name} is already connected: give --name")
+            self.seen[name] = time.monotonic()  # the same process again: already joined
+            return {"heartbeat_s": HEARTBEAT_S}
         self.seen[name] = time.monotonic()
         self.verified.add(name)
+        self.sessions[name] = session
         self.note(f"Worker {name} joined ({len(self.verified)} connected).")
         return {"heartbeat_s": HEARTBEAT_S}
 

@@ -122,7 +122,9 @@ def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_pa
     finally:
         stop_all(procs, logs)
     after = {r[0]: r for r in rows(store)}
-    assert len(after) == 3 and all(r[1] != "running" and r[2] == "w1" for r in after.values())
+    worker_log = (tmp_path / "w1.log").read_text()[-2000:]
+    assert len(after) == 3, (after, worker_log)
+    assert all(r[1] != "running" and r[2] == "w1" for r in after.values()), (after, worker_log)
     for tid, row in ((r[0], r) for r in before if r[1] == "ok"):
         assert after[tid] == row  # a finished trial kept as it was
     running = next(r[0] for r in before if r[1] == "running")
