@@ -124,6 +124,24 @@ def _proxy_taus(nets, scored, tests, alone) -> dict:  # noqa: ANN001
     }
 
 
+def _within_resolution(nets, inherited, alone) -> dict[str, float]:  # noqa: ANN001
+    """Kendall tau inside each input resolution with 3 or more of the subnets.
+
+    Resolution moves accuracy most; this says whether inherited accuracy also
+    orders the subnets that share one, where they differ by less.
+    """
+    from scipy.stats import kendalltau
+
+    groups: dict[int, list[int]] = {}
+    for i, n in enumerate(nets):
+        groups.setdefault(n.resolution, []).append(i)
+    return {
+        f"r{res}": float(kendalltau([inherited[i] for i in ix], [alone[i] for i in ix]).statistic)
+        for res, ix in sorted(groups.items())
+        if len(ix) >= 3
+    }
+
+
 def _finetuned(models, runner, d, args) -> tuple[list[float], int]:  # noqa: ANN001
     """Test accuracy of each extracted subnet fine-tuned as the search's last stage does,
     and the epochs (``--finetune-epochs``, else the search's default)."""
@@ -299,6 +317,7 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
         "one_training_tau": _one_training_tau(runs),
         **_proxy_taus(nets, scored, tests, alone),
         "tau_finetuned": float(kendalltau(tuned, alone).statistic),
+        "tau_within_resolution": _within_resolution(nets, inherited, alone),
         "finetune_epochs": ft_epochs,
         "supernet_s": supernet_s,
         "inherited_s_per_subnet": inherited_s,
@@ -453,10 +472,22 @@ def _rank_line(task: str, r: dict) -> str:
         f"the search's key (validation) tau {r['tau_search_key']:.2f}, validation "
         f"loss alone {r['tau_val_loss']:.2f}, fine-tuned {r['finetune_epochs']} epochs "
         f"as the search's finalists {r['tau_finetuned']:.2f}; "
+        f"within one input resolution {_within_text(r)}; "
         f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
         f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
         f"{r['supernet_s']:.0f} s"
     )
+
+
+def _within_text(r: dict) -> str:
+    """``r2 0.22 (5 subnets)``-style figures of the rank check's per-resolution taus."""
+    within = r.get("tau_within_resolution") or {}
+    counts: dict[str, int] = {}
+    for pair in r["pairs"]:
+        res = pair[0].split()[0]
+        counts[res] = counts.get(res, 0) + 1
+    parts = [f"{res} {tau:.2f} ({counts.get(res, 0)} subnets)" for res, tau in within.items()]
+    return ", ".join(parts) or "(no resolution with 3 subnets)"
 
 
 def _quality_line(task: str, q: dict, budget: str) -> str:
