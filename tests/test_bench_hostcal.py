@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
+from script_helpers import loaded_script
 
 from mcunas.predict.records import RecordStore
 from mcunas.predict.suite import build_suite
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "bench_hostcal.py"
-
 
 @pytest.fixture(scope="module")
 def hostcal():
-    spec = importlib.util.spec_from_file_location("bench_hostcal", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_hostcal"] = module
-    spec.loader.exec_module(module)
-    yield module
-    sys.modules.pop("bench_hostcal", None)
+    yield from loaded_script("bench_hostcal")
 
 
 @pytest.fixture(scope="module")
