@@ -106,15 +106,14 @@ class ChiefService:
             self.note(f"Refused worker {name}: {why}")
             raise McunasError(f"the chief refused this worker: {why}")
         session = str(payload.get("session") or "")
-        if name in self.verified and name in self.seen:
-            if not session or self.sessions.get(name) != session:
-                raise McunasError(f"a worker named {name} is already connected: give --name")
-            self.seen[name] = time.monotonic()  # the same process again: already joined
-            return {"heartbeat_s": HEARTBEAT_S}
+        again = name in self.verified and name in self.seen  # the same process rejoining
+        if again and (not session or self.sessions.get(name) != session):
+            raise McunasError(f"a worker named {name} is already connected: give --name")
         self.seen[name] = time.monotonic()
-        self.verified.add(name)
-        self.sessions[name] = session
-        self.note(f"Worker {name} joined ({len(self.verified)} connected).")
+        if not again:
+            self.verified.add(name)
+            self.sessions[name] = session
+            self.note(f"Worker {name} joined ({len(self.verified)} connected).")
         return {"heartbeat_s": HEARTBEAT_S}
 
     def _refusal(self, payload: dict[str, Any]) -> str | None:
