@@ -21,6 +21,7 @@ from pathlib import Path
 from string import Template
 
 from mcunas.errors import CandidateError
+from mcunas.files import write_file
 from mcunas.resolver_ops import RESOLVER_METHODS
 
 __all__ = ["ARRAY_NAME", "model_crc32", "resolver_methods", "write_model_sources"]
@@ -113,5 +114,5 @@ def write_model_sources(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / name for name in ("model_data.h", "model_data.cc", "model_ops.h")]
     for path in paths:
-        path.write_text(texts[path.name], encoding="utf-8")
+        write_file(path, texts[path.name], "C source")
     return paths

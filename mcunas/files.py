@@ -11,6 +11,8 @@ import errno
 import hashlib
 import os
 import sqlite3
+import stat
+import sys
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +26,7 @@ __all__ = [
     "ensure_writable",
     "first_missing",
     "is_disk_full",
+    "output_path",
     "storage_errors",
     "write_file",
 ]
@@ -92,9 +95,79 @@ def _storage_message(exc: BaseException) -> str | None:
     return None
 
 
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
+# What a path is, for the refusal of an output that is not a regular file.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_NOTED: set[str] = set()  # symlinks already announced in this process
+
+
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is if it exists and is not a regular file (None: new or regular)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symlink that loops or leads nowhere readable"
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """Where an output file named ``path`` may be written: a regular file or a new path.
+
+    Every file mcunas writes passes here first. A path that exists and is a
+    folder, a device (``/dev/null``, ``/dev/full``), a named pipe or a socket is
+    refused before anything is written, so no command can replace a special
+    file. A symlink is followed: its final target is written (and replaced
+    atomically) and the link stays; stderr says so once per path.
+
+    Args:
+        path: str | PathLike. The output the user or the program named.
+        what: str, default "output". What the file is, for the refusal's words.
+
+    Returns:
+        The path to write: ``path`` itself, or its symlink's final target.
+
+    Raises:
+        UserError: the path or its symlink's target is not a regular file.
+    """
+    given = Path(path).expanduser()
+    target = given
+    if given.is_symlink():
+        target = Path(os.path.realpath(given))
+    kind = _special_kind(target)
+    if kind is not None:
+        shown = f"{given} (a symlink to {target})" if target != given else str(given)
+        raise UserError(
+            f"Refused to write the {what} {shown}: it is {kind}, not a regular file. "
+            "Give the path of a file to create or replace."
+        )
+    if target != given and str(given) not in _NOTED:
+        _NOTED.add(str(given))
+        sys.stderr.write(f"Note: {given} is a symlink; writing its target {target}.\n")
+    return target
+
+
+def write_file(path: Path, data: bytes | str, what: str = "output") -> Path:
+    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC.
+
+    The path is checked by :func:`output_path` first (special files refused,
+    symlinks written through), and again just before the rename.
+
+    Returns:
+        The path written (a symlink's target where ``path`` is a symlink).
+    """
     raw = data.encode() if isinstance(data, str) else data
+    path = output_path(path, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     with storage_errors(path):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -102,6 +175,7 @@ def write_file(path: Path, data: bytes | str) -> Path:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(raw)
             os.chmod(tmp, FILE_MODE)
+            output_path(path, what)  # nothing swapped in a special file meanwhile
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -117,6 +191,9 @@ def first_missing(out_dir: Path) -> Path | None:
             existing parent is not writable: the folder could not be created.
     """
     path = Path(out_dir).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        kind = _special_kind(Path(os.path.realpath(path))) or "a file"
+        raise UserError(f"Cannot use {out_dir} as the output folder: it is {kind}.")
     if path.is_dir():
         if not os.access(path, os.W_OK):
             raise UserError(f"Output folder {out_dir} is not writable.")
@@ -172,6 +249,7 @@ class FolderLock:
         """Take the lock or say who holds it."""
         import fcntl
 
+        output_path(self.path, "folder lock")
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

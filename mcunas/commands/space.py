@@ -90,6 +90,9 @@ def reference_cmd(
     ref = get_reference(name)  # an unknown name fails before TensorFlow loads
     profile = load_board(board) if board else None
     shape = _shape(input_shape) or ref.input_shape
+    from mcunas.files import output_path
+
+    output_path(out_path, "model")  # a folder, device, pipe or socket: refused before the work
     if not Path(out_path).expanduser().absolute().parent.is_dir():
         raise UserError(f"Cannot write {out_path}: its folder does not exist")
     model_bytes = _untrained_int8(shape, classes or ref.num_classes, name)
@@ -97,7 +100,7 @@ def reference_cmd(
     from mcunas.files import write_file
     from mcunas.graph import read_graph
 
-    write_file(Path(out_path), model_bytes)
+    write_file(Path(out_path), model_bytes, "model")
     graph = read_graph(model_bytes)
     click.echo(
         f"{name}: {shape} -> {classes or ref.num_classes} classes, {graph.total_macs:,} MACs, "
