@@ -174,6 +174,36 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
                 raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
 
 
+# No microcontroller core draws less than this while it runs (the most frugal, Ambiq's
+# Apollo4, about 4 uA/MHz): below it, a current is a unit mistake or a typing error.
+MIN_ACTIVE_UA_PER_MHZ = 1.0
+_ACTIVE_KEYS = ("active_ma", "active_ma_psram", "active_ma_dual_core")
+
+
+def check_power_consistency(power: dict[str, Any], clock_hz: int, where: str) -> None:
+    """Refuse [power] values that contradict each other or the clock.
+
+    An idle current above an active one, or an active current under
+    ``MIN_ACTIVE_UA_PER_MHZ`` at the profile's clock (it would give an energy of
+    about zero per inference, which passes any energy budget).
+    """
+    mhz = clock_hz / 1e6
+    for key in _ACTIVE_KEYS:
+        if key not in power:
+            continue
+        per_mhz = 1000.0 * power[key] / mhz
+        if per_mhz < MIN_ACTIVE_UA_PER_MHZ:
+            raise BoardProfileError(
+                f"{where}: [power] {key} = {power[key]!r} mA at {mhz:g} MHz is {per_mhz:.3g} "
+                f"uA/MHz; no core runs on under {MIN_ACTIVE_UA_PER_MHZ:g} uA/MHz (a unit mistake?)"
+            )
+        if power.get("idle_ma", 0) > power[key]:
+            raise BoardProfileError(
+                f"{where}: [power] idle_ma = {power['idle_ma']!r} is above {key} = "
+                f"{power[key]!r}: the current between inferences must be the lower one"
+            )
+
+
 def check_power(power: dict[str, Any], where: str) -> None:
     """Refuse a [power] table with unknown keys or values no board has (e.g. amps for mA)."""
     check_keys(power, POWER_KEYS, where, "[power] ")

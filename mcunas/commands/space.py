@@ -6,12 +6,23 @@ from pathlib import Path
 
 import click
 
+from mcunas.commands import Ranged, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
+from mcunas.limits import (
+    MAX_INPUT_CHANNELS,
+    MAX_INPUT_SIDE,
+    MAX_INPUT_VALUES,
+    check_input_shape,
+)
 
 # Samples of random input used to quantize an untrained reference (its graph does not
 # depend on them; a trained model is calibrated on real data).
 _CALIBRATION_SAMPLES = 8
+SHAPE_RANGE = (
+    f"[H, W 1 to {MAX_INPUT_SIDE}, C 1 to {MAX_INPUT_CHANNELS}, "
+    f"H x W x C at most {MAX_INPUT_VALUES:,}]"
+)
 
 
 def _shape(text: str | None) -> tuple[int, ...] | None:
@@ -21,8 +32,7 @@ def _shape(text: str | None) -> tuple[int, ...] | None:
         shape = tuple(int(v) for v in text.replace("x", ",").split(","))
     except ValueError:
         raise UserError(f"--input-shape must be like 49,10,1, got {text!r}") from None
-    if len(shape) != 3 or min(shape) < 1:
-        raise UserError(f"--input-shape must be three positive sizes H,W,C, got {text!r}")
+    check_input_shape(shape)
     return shape
 
 
@@ -41,8 +51,14 @@ def cli() -> None:
 
 
 @cli.command("show")
-@click.option("--input-shape", help="One input's H,W,C (default 8,8,1: the digits).")
-@click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--input-shape", help=f"One input's H,W,C (default 8,8,1: the digits). {SHAPE_RANGE}")
+@click.option(
+    "--classes",
+    type=Ranged("classes"),
+    default=10,
+    show_default=True,
+    help=ranged_help("classes", "Output classes."),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
     """List the families and hyperparameters, and count the architectures."""
@@ -77,8 +93,12 @@ def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
 @cli.command("reference")
 @click.argument("name")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--input-shape", help="Scale to this input H,W,C (default: the reference's).")
-@click.option("--classes", type=click.IntRange(min=2), help="Scale to this many classes.")
+@click.option(
+    "--input-shape", help=f"Scale to this input H,W,C (default: the reference's). {SHAPE_RANGE}"
+)
+@click.option(
+    "--classes", type=Ranged("classes"), help=ranged_help("classes", "Scale to this many classes.")
+)
 @click.option("--board", help="Check that it fits this board (refused, nothing written, if not).")
 def reference_cmd(
     name: str, out_path: str, input_shape: str | None, classes: int | None, board: str | None

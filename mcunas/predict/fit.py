@@ -26,9 +26,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from mcunas.boards import CORES, KERNEL_LIBRARIES, MAX_CLOCK_MHZ, MEMORY_PLACES
+from mcunas.boards import CORES, KERNEL_LIBRARIES, MEMORY_PLACES
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
+from mcunas.limits import MAX_CLOCK_MHZ
 from mcunas.predict.coefficients import DISPATCH_CYCLES, path_for
 
 __all__ = [

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import math
 from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 from mcunas.errors import UserError
+from mcunas.limits import LIMITS, check_number
 from mcunas.search.budgets import Budgets
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
@@ -101,6 +101,7 @@ class SearchConfig:
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
     worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
+    overclock: bool = False  # allow a clock_mhz above the profile's
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -201,8 +202,8 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
-        if self.max_trials < 1 or self.epochs < 1:
-            raise UserError("--max-trials and --epochs must be at least 1.")
+        check_number("max_trials", self.max_trials)
+        check_number("epochs", self.epochs)
         if self.max_draws is not None and self.max_draws < self.max_trials:
             raise UserError(
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
@@ -212,13 +213,6 @@ class SearchConfig:
             from mcunas.distributed.wire import check_serve
 
             check_serve(self)
-        for name in (
-            "max_latency_ms",
-            "max_sram_kb",
-            "max_flash_kb",
-            "max_energy_uj",
-            "time_budget_s",
-        ):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")
+        for field in fields(self):
+            if field.name in LIMITS:  # every number in its range (mcunas.limits)
+                check_number(field.name, getattr(self, field.name))
