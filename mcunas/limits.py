@@ -33,8 +33,8 @@ MAX_CLOCK_MHZ = 10_000.0  # a clock above 10 GHz is a typing error, not a microc
 # More classes than this is a labelling mistake for a microcontroller classifier (and a
 # label of 1e9 must not make mcunas allocate a billion-entry table).
 MAX_CLASSES = 1000
-# One input: a side up to 65536 samples (a raw series), at most 4 Mi values (a 1182 x 1182 RGB image,
-# 4 MiB as int8: more than the SRAM of any microcontroller profile), 1024 channels.
+# One input: a side up to 65536 samples (a raw series), 1024 channels, at most 4 Mi
+# values (a 1182 x 1182 RGB image; 4 MiB as int8, more than any profile's SRAM).
 MAX_INPUT_SIDE = 65_536
 MAX_INPUT_CHANNELS = 1024
 MAX_INPUT_VALUES = 4 * 1024 * 1024
