@@ -14,6 +14,8 @@ import sqlite3
 import stat
 import sys
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,10 +26,12 @@ __all__ = [
     "FolderLock",
     "content_sha256",
     "ensure_writable",
+    "READ_ERRORS",
     "first_missing",
     "is_disk_full",
     "output_path",
     "storage_errors",
+    "unreadable",
     "write_file",
 ]
 
@@ -155,6 +159,53 @@ def output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
         _NOTED.add(str(given))
         sys.stderr.write(f"Note: {given} is a symlink; writing its target {target}.\n")
     return target
+
+
+# What reading a damaged, truncated or foreign file raises, from the standard library,
+# numpy (ValueError for a file that is no .npy/.npz) and json (JSONDecodeError is a ValueError).
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+
+
+def unreadable(path: str | os.PathLike[str], what: str, fix: str, exc: BaseException) -> UserError:
+    """The one line for a file mcunas wrote earlier that cannot be read back.
+
+    The reader's own words are kept out where they mislead (numpy's advice to load
+    a file "unsafely" with ``allow_pickle``); the line says what the file is, what
+    is wrong with it in plain words, and ``fix``, what to do.
+
+    Example::
+
+        except READ_ERRORS as exc:
+            raise unreadable(path, "supernet checkpoint", "delete it to start over", exc)
+    """
+    return UserError(f"{path} is not a readable {what} ({_damage(exc)}): {fix}.")
+
+
+def _damage(exc: BaseException) -> str:
+    """What is wrong with a file, from the exception its reader raised."""
+    if isinstance(exc, zipfile.BadZipFile | EOFError | zlib.error):
+        return "damaged or cut short"
+    if isinstance(exc, FileNotFoundError):
+        return "missing"
+    if isinstance(exc, OSError):
+        return exc.strerror or "cannot be read"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not text: damaged, or another kind of file"
+    if isinstance(exc, ValueError) and "pickle" in str(exc):
+        return "not a numpy archive: text or another kind of file"
+    if isinstance(exc, KeyError):
+        return f"a part is missing: {exc}"
+    return f"damaged or of another kind: {type(exc).__name__}"
 
 
 def write_file(path: Path, data: bytes | str, what: str = "output") -> Path:

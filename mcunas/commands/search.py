@@ -339,7 +339,7 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         return SearchConfig(**options)
     if not options["out"]:
         raise UserError("--resume needs --out: the folder of the search to continue.")
-    from mcunas.search.store import TrialStore
+    from mcunas.search.store import STORE_NAME, TrialStore
 
     stored: dict[str, Any] = {}
     if TrialStore.exists_in(Path(options["out"])):
@@ -349,6 +349,12 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     given = {
         k for k in options if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
     }
+    if not stored and TrialStore.exists_in(Path(options["out"])):
+        raise UserError(
+            f"Nothing to resume: {Path(options['out']) / STORE_NAME} holds no search settings "
+            "(empty, or cut short). Restore it from a copy, or start over with --board "
+            "and --overwrite."
+        )
     if not stored:
         raise UserError(
             f"Nothing to resume: {options['out']} holds no mcunas search. "

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
-from mcunas.files import write_file
+from mcunas.files import READ_ERRORS, write_file
 from mcunas.flatnet import FlatNet
 from mcunas.paths import user_path
 
@@ -235,7 +235,7 @@ def load_suite(size: str = "small") -> list[SuiteModel]:
                 )
                 for e in entries
             ]
-        except (OSError, ValueError, KeyError):
+        except READ_ERRORS:
             pass  # a damaged cache is rebuilt below
     suite = build_suite(size)
     folder.mkdir(parents=True, exist_ok=True)

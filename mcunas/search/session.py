@@ -12,8 +12,9 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import FatalError
+from mcunas.files import READ_ERRORS, unreadable
 from mcunas.search.config import SearchConfig
-from mcunas.search.export import export_best
+from mcunas.search.export import export_best, trial_model_bytes
 from mcunas.search.progress import Progress
 from mcunas.search.report import write_report
 from mcunas.search.result import SearchResult, compute_result
@@ -146,7 +147,17 @@ class SearchSession:
             "objectives": cfg.objectives,
             "seeds": seeds,
         }
-        return HardwareAwareTuner(oracle, space, **{**settings, **options})
+        try:
+            return HardwareAwareTuner(oracle, space, **{**settings, **options})
+        except READ_ERRORS as exc:  # keras-tuner's reload of a damaged state file
+            if not cfg.resume:
+                raise
+            raise unreadable(
+                self.out_dir / "tuner",
+                "Keras Tuner state (oracle.json, tuner0.json, trial_*/trial.json)",
+                "restore the folder from a copy, or start over with --overwrite",
+                exc,
+            ) from None
 
     def _seed_name(self, space: Any) -> str | None:
         """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
@@ -215,7 +226,7 @@ class SearchSession:
         if result.best is not None:
             from mcunas.profile import model_layers
 
-            model_bytes = (self.out_dir / (result.best.model_path or "")).read_bytes()
+            model_bytes = trial_model_bytes(result.best, self.out_dir)
             result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
@@ -236,7 +247,7 @@ class SearchSession:
         from mcunas.errors import CandidateError
         from mcunas.search.isolate import TflmWorker
 
-        model_bytes = (self.out_dir / (best.model_path or "")).read_bytes()
+        model_bytes = trial_model_bytes(best, self.out_dir)
         worker = TflmWorker(self.board)
         try:
             accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)
