@@ -49,11 +49,37 @@ class DiskFull(FatalError):
         )
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """True if ``exc`` says the disk (or the database file's disk) is full."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+def is_disk_full(exc: BaseException, where: str | os.PathLike[str] | None = None) -> bool:
+    """True if ``exc`` says the disk (or the database file's disk) is full.
+
+    SQLite reports a write that found no space as "disk I/O error" on some paths
+    (the WAL index, a journal): with ``where`` given, such an error counts as a full
+    disk when the file system holding ``where`` has less than ``FULL_BELOW_BYTES``
+    free, so a resume on a full disk says so instead of calling the store damaged.
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
-    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.Error) and "disk is full" in text:
+        return True
+    io_error = isinstance(exc, sqlite3.Error) and "disk i/o error" in text
+    return io_error and where is not None and free_bytes(where) < FULL_BELOW_BYTES
+
+
+# Less free space than this on a file system that failed a write: the disk is full.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def free_bytes(where: str | os.PathLike[str]) -> int:
+    """Bytes free for this user on the file system of ``where`` (its nearest existing parent)."""
+    path = Path(where).absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 1 << 62  # unknown: not full as far as anyone can tell
+    return st.f_bavail * st.f_frsize
 
 
 # errno values that mean "this path cannot be written", with the words for each.
@@ -76,7 +102,7 @@ def storage_errors(what: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-        if is_disk_full(exc):
+        if is_disk_full(exc, what):
             raise DiskFull(what) from exc
         message = _storage_message(exc)
         if message is None:
@@ -92,8 +118,13 @@ def _storage_message(exc: BaseException) -> str | None:
         return "is read-only: make it writable, or give another --out"
     if "locked" in text:
         return "is locked by another process: wait for it, or give another --out"
-    if "malformed" in text or "not a database" in text or "disk i/o" in text:
+    if "malformed" in text or "not a database" in text:
         return f"is damaged ({exc}): restore it from a copy, or give another --out"
+    if "disk i/o" in text:
+        return (
+            f"could not be read or written ({exc}): check the disk (dmesg) and its free "
+            "space; the store may well be intact, so keep it"
+        )
     if "unable to open" in text:
         return "cannot be opened: check that its folder exists and is writable"
     return None

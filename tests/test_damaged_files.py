@@ -146,3 +146,30 @@ def test_a_damaged_fitted_board_profile_is_one_line(capsys, tmp_path: Path, how:
         main(["boards", "show", str(path)])
     assert exc.value.code == 2
     _one_line(capsys.readouterr().err, path)
+
+
+def test_resume_on_a_full_disk_says_the_disk_is_full(capsys, tmp_path, fake_runner, monkeypatch):
+    import os
+    import sqlite3
+
+    out = tmp_path / "run"
+    assert run(capsys, "--board", "esp32s3", "--out", str(out), "--max-trials", "2")[0] == 0
+    real_connect, real_statvfs = sqlite3.connect, os.statvfs
+
+    def no_room(*args, **kwargs):  # SQLite's word for a WAL write that found no space
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def full(path):
+        st = real_statvfs(path)
+        return os.statvfs_result((st.f_bsize, st.f_frsize, st.f_blocks, 0, 0, *st[5:]))
+
+    monkeypatch.setattr(sqlite3, "connect", no_room)
+    monkeypatch.setattr(os, "statvfs", full)
+    code, _, err = run(capsys, "--out", str(out), "--resume", "--max-trials", "3")
+    assert code == 2 and "Disk full" in err and "--resume" in err and "damaged" not in err
+    _one_line(err, out / "trials.sqlite")
+    monkeypatch.setattr(os, "statvfs", real_statvfs)  # room on the disk: an I/O fault, not damage
+    code, _, err = run(capsys, "--out", str(out), "--resume", "--max-trials", "3")
+    assert code == 2 and "could not be read or written" in err and "intact" in err
+    monkeypatch.setattr(sqlite3, "connect", real_connect)
+    assert run(capsys, "--out", str(out), "--resume", "--max-trials", "3")[0] == 0
