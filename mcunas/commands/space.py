@@ -44,7 +44,8 @@ Examples:
   mcunas space show --input-shape 128,1,3 --json     # a 3-axis IMU series
   mcunas space reference kws-dscnn --out kws.tflite
   mcunas space reference ic-resnet8 --input-shape 32,32,1 --classes 4 --out small.tflite
-  mcunas space reference vww-mobilenet --board nano33ble --out vww.tflite   # refused: too big""",
+  mcunas space reference vww-mobilenet --input-shape 160,160,3 --board nano33ble --out v.tflite
+    (refused: too big for the board; nothing is written)""",
 )
 def cli() -> None:
     """The search space and the known-good designs it contains."""
