@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from mcunas.errors import BoardProfileError
+from mcunas.limits import PROFILE_MAXIMA
 
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
@@ -69,11 +70,21 @@ BOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def positive_int(data: dict[str, Any], key: str, where: str) -> int:
-    """A required integer key that must be above 0."""
+    """A required integer key that must be above 0 (and at most its ``PROFILE_MAXIMA``)."""
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise BoardProfileError(f"{where}: {key} must be a positive integer, got {value!r}")
+    _check_maximum(key, value, where, key)
     return value
+
+
+def _check_maximum(key: str, value: int, where: str, label: str) -> None:
+    high = PROFILE_MAXIMA.get(key)
+    if high is not None and value > high:
+        raise BoardProfileError(
+            f"{where}: {label} = {value} is above {high:,}, more than any microcontroller "
+            "(a unit mistake?)"
+        )
 
 
 def optional_int(
@@ -92,6 +103,7 @@ def optional_int(
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum > 0 else "an integer >= 0"
         raise BoardProfileError(f"{where}: {label or key} must be {kind}, got {value!r}")
+    _check_maximum(key, value, where, label or key)
     return value
 
 

@@ -37,7 +37,7 @@ from mcunas.board_checks import (
     positive_int,
 )
 from mcunas.errors import BoardProfileError, UnknownBoard
-from mcunas.limits import LIMITS
+from mcunas.limits import LIMITS, MAX_PEAK_MACS_PER_CYCLE
 from mcunas.paths import builtin_boards_dir, user_boards_dir
 
 __all__ = [
@@ -403,10 +403,11 @@ def _peak_macs(data: dict[str, Any], where: str) -> float:
         not isinstance(peak, (int, float))
         or isinstance(peak, bool)
         or not math.isfinite(peak)
-        or peak <= 0
+        or not 0 < peak <= MAX_PEAK_MACS_PER_CYCLE
     ):
         raise BoardProfileError(
-            f"{where}: peak_macs_per_cycle must be a positive number, got {peak!r}"
+            f"{where}: peak_macs_per_cycle must be a positive number up to "
+            f"{MAX_PEAK_MACS_PER_CYCLE:g}, got {peak!r}"
         )
     return float(peak)
 

@@ -23,6 +23,7 @@ __all__ = [
     "MAX_INPUT_SIDE",
     "MAX_INPUT_VALUES",
     "MAX_SEED",
+    "PROFILE_MAXIMA",
     "Limit",
     "check_input_shape",
     "check_number",
@@ -39,6 +40,21 @@ MAX_INPUT_SIDE = 65_536
 MAX_INPUT_CHANNELS = 1024
 MAX_INPUT_VALUES = 4 * 1024 * 1024
 _DAY_S = 86_400.0
+# The largest whole number each board-profile key may hold: a 32-bit microcontroller
+# addresses at most 4 GiB; no serial link runs above 20 Mbaud; no core at 10 GHz.
+MAX_MEMORY_BYTES = 2**32
+PROFILE_MAXIMA: dict[str, int] = {
+    "clock_hz": int(MAX_CLOCK_MHZ * 1_000_000),
+    "sram_bytes": MAX_MEMORY_BYTES,
+    "flash_bytes": MAX_MEMORY_BYTES,
+    "usable_sram_bytes": MAX_MEMORY_BYTES,
+    "usable_flash_bytes": MAX_MEMORY_BYTES,
+    "max_arena_bytes": MAX_MEMORY_BYTES,
+    "ram_bytes": MAX_MEMORY_BYTES,
+    "stack_bytes": MAX_MEMORY_BYTES,
+    "baud": 20_000_000,
+}
+MAX_PEAK_MACS_PER_CYCLE = 1024.0  # a wide NPU's int8 MACs per cycle; a CPU core does 0.25-16
 
 
 @dataclass(frozen=True)

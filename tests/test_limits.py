@@ -118,3 +118,20 @@ def test_an_energy_of_zero_is_implausible() -> None:
     with pytest.raises(ImplausibleFigure, match="energy_uj"):
         Figures(latency_ms=3.0, flash_bytes=1, energy_uj=0.0, **base)
     assert Figures(latency_ms=3.0, flash_bytes=1, energy_uj=0.5, **base).energy_uj == 0.5
+
+
+@pytest.mark.parametrize(
+    "key, value, words",
+    [
+        ("clock_hz", "1_000_000_000_000", "clock_hz = 1000000000000 is above 10,000,000,000"),
+        ("sram_bytes", str(2**40), "sram_bytes = 1099511627776 is above 4,294,967,296"),
+        ("peak_macs_per_cycle", "1e9", "peak_macs_per_cycle must be a positive number up to 1024"),
+    ],
+)
+def test_profile_sizes_have_a_physical_upper_bound(tmp_path, key, value, words) -> None:
+    lines = [line for line in PROFILE.splitlines() if not line.startswith(key)]
+    path = tmp_path / "mine.toml"
+    path.write_text("\n".join([*lines, f"{key} = {value}", ""]))
+    with pytest.raises(BoardProfileError) as exc:
+        load_board(str(path))
+    assert words in str(exc.value) and "\n" not in str(exc.value)
