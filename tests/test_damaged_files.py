@@ -49,7 +49,7 @@ def test_a_damaged_supernet_checkpoint_is_one_line(tmp_path: Path, how: str) -> 
     damage(path, how)
     with pytest.raises(UserError) as exc:
         read_checkpoint(path)
-    _one_line(str(exc.value), path)
+    _one_line(f"Error: {exc.value}", path)
     assert "delete it" in str(exc.value)
     assert checkpoint_epochs(path) == 0
 

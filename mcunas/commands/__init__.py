@@ -31,7 +31,12 @@ class Seconds(click.ParamType):
             except ValueError:
                 self.fail(f"{value!r} is not a number of seconds", param, ctx)
         if not LIMITS["timeout_s"].holds(number):
-            self.fail(f"must be seconds {LIMITS['timeout_s'].text()}, got {value}", param, ctx)
+            high = LIMITS["timeout_s"].high
+            self.fail(
+                f"must be a finite number of seconds above 0, at most {high:g}, got {value}",
+                param,
+                ctx,
+            )
         return number
 
 
@@ -59,7 +64,7 @@ class Ranged(click.ParamType):
             try:
                 number = float(str(value).strip())
             except ValueError:
-                self.fail(f"{value!r} is not a number", param, ctx)
+                self.fail(f"{value!r} is not a valid {self.name}", param, ctx)
         if self.limit.integer and math.isfinite(number) and number == int(number):
             number = int(number)
         if not self.limit.holds(number):
