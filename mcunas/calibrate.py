@@ -118,8 +118,8 @@ def calibration_board(board: BoardProfile, virtual: bool) -> BoardProfile:
 
 
 def _predict_before(board: BoardProfile, model: SuiteModel) -> float:
-    from mcunas.graph import read_graph
     from mcunas.predict.latency import predict_latency
+    from mcunas.tflite.reader import read_graph
 
     return predict_latency(read_graph(model.model_bytes), board).ms
 
@@ -144,7 +144,7 @@ class _Deferred:
 def _store_one(
     store: Any, board: BoardProfile, model: SuiteModel, m: Figures, source: str | None
 ) -> int:
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     graph = read_graph(model.model_bytes)
     ops = [(o.index, o.op, o.ms) for o in m.ops]
@@ -259,8 +259,8 @@ def check_models(
     models: Sequence[tuple[str, bytes]],
 ) -> list[tuple[str, float, float]]:
     """``(name, predicted_ms, true_ms)`` of held-out models against a ground truth."""
-    from mcunas.graph import read_graph
     from mcunas.predict.latency import predict_latency
+    from mcunas.tflite.reader import read_graph
 
     out = []
     for name, data in models:

@@ -23,8 +23,8 @@ from typing import Any
 from mcunas.audit import AuditReport, audit_graph, is_float_model
 from mcunas.errors import ModelError
 from mcunas.figures import Figures, OpTiming
-from mcunas.graph import Graph, load_model_bytes, read_graph
 from mcunas.predict.memory import MemoryEstimate, estimate_memory, live_bytes_per_op
+from mcunas.tflite.reader import Graph, load_model_bytes, read_graph
 
 __all__ = ["ModelProfile", "layer_rows", "load_int8_model", "model_layers", "profile_model"]
 
@@ -145,7 +145,7 @@ def layer_rows(graph: Graph, latency: Any) -> list[dict[str, Any]]:
     """One row per op: kind, output shape, MACs, estimated time and error, live arena bytes.
 
     Args:
-        graph: the model's :class:`~mcunas.graph.Graph`.
+        graph: the model's :class:`~mcunas.tflite.reader.Graph`.
         latency: its ``LatencyEstimate`` on the board (per-op estimates).
     """
     est = {o.index: o for o in latency.ops}

@@ -8,7 +8,7 @@ No microcontroller here, but the host CPU runs the real TensorFlow Lite Micro
 reference kernels (the tflite-micro Python package), so it is treated as a
 board "host-cpu" with kernels = reference and clock 1 GHz (a unit only:
 cycles = ms * 1e6). Models are timed in ``--repeat`` interleaved rounds: in
-each round every model runs in a forked child (:func:`mcunas.tflm.run_forked`,
+each round every model runs in a forked child (:func:`mcunas.tflite.runtime.run_forked`,
 so a TFLM abort is contained): interpreter created, random int8 input,
 warm-up, then one batch of individually timed invokes (``time.perf_counter_ns``).
 Statistic: the median over rounds of each batch's minimum invoke time; the
@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hostcal_report import op_report, report, summary_line  # noqa: E402
 
-from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.records import RecordStore, model_hash  # noqa: E402
+from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ARENA_BYTES = 16 * 1024 * 1024
 SOURCE = "host:tflite-micro-python"
@@ -90,7 +90,7 @@ def host_board() -> Any:
 
 def reshape_model() -> bytes:
     """A RESHAPE-only model: what one invoke costs with (almost) no kernel work."""
-    from mcunas.tflm import build_model
+    from mcunas.tflite.writer import build_model
 
     act = {"dtype": "int8", "scale": 0.05, "zero_point": 0}
     tensors = [
@@ -106,7 +106,7 @@ def reshape_model() -> bytes:
 def _time_in_child(model_bytes: bytes, batches: int, batch_ms: float) -> tuple:
     """(batch minima in ns, all invoke times in ns); runs in a forked child."""
     from mcunas.errors import CandidateError
-    from mcunas.tflm import create_interpreter
+    from mcunas.tflite.runtime import create_interpreter
 
     try:
         interp, log = create_interpreter(model_bytes, ARENA_BYTES)
@@ -141,9 +141,9 @@ def time_model(model_bytes: bytes, batches: int = 5, batch_ms: float = 40.0) -> 
     """Time one model's invoke on the host (in a forked child, so a TFLM abort is contained).
 
     Raises:
-        mcunas.tflm.NativeCrash: the runtime died; CandidateError: it could not load.
+        mcunas.tflite.runtime.NativeCrash: the runtime died; CandidateError: it could not load.
     """
-    from mcunas.tflm import run_forked
+    from mcunas.tflite.runtime import run_forked
 
     return _timing(*run_forked(_time_in_child, bytes(model_bytes), batches, batch_ms))
 
@@ -319,7 +319,7 @@ def measure_all(
     A model the host runtime cannot run is reported, not fatal.
     """
     from mcunas.errors import McunasError
-    from mcunas.tflm import NativeCrash, run_forked
+    from mcunas.tflite.runtime import NativeCrash, run_forked
 
     got: dict[str, tuple[list, list]] = {m.name: ([], []) for m in models}
     failed: dict[str, str] = {}

@@ -23,7 +23,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.corefit import core_cycle_ratios, load_runs  # noqa: E402
 from mcunas.predict.fit import (  # noqa: E402
     CALIBRATION_CSV,
@@ -40,6 +39,7 @@ from mcunas.predict.fit import (  # noqa: E402
     summarize,
 )
 from mcunas.predict.latency import predict_latency  # noqa: E402
+from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
 def bare_profile(row) -> BoardProfile:  # noqa: ANN001

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from mcunas.calibrate import error_summary
-from mcunas.graph import read_graph
+from mcunas.tflite.reader import read_graph
 
 
 def err_pct(pred: float, meas: float) -> float:

@@ -15,13 +15,13 @@ from mcunas.calibrate import calibrate, check_models
 from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming
-from mcunas.graph import read_graph
 from mcunas.measure.virtual_board.truth import GroundTruth
 from mcunas.predict import suite as suite_mod
 from mcunas.predict.features import op_features
 from mcunas.predict.records import RecordStore
 from mcunas.predict.suite import build_model, build_suite, load_suite
-from mcunas.tflm import create_interpreter
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.runtime import create_interpreter
 
 CAL_MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 COVERED = {

@@ -7,7 +7,6 @@ import pytest
 
 from mcunas.boards import load_board
 from mcunas.errors import BoardProfileError, UserError
-from mcunas.graph import read_graph
 from mcunas.predict.coefficients import (
     CORE_FACTORS,
     DEFAULT_CHECKED,
@@ -36,6 +35,7 @@ from mcunas.predict.fit import (
 )
 from mcunas.predict.latency import op_cycles, predict_latency
 from mcunas.predict.microbench import load_microbench, microbench_tables
+from mcunas.tflite.reader import read_graph
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 

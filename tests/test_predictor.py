@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from mcunas.boards import load_board
 from mcunas.commands.predictor import cli
 from mcunas.errors import UserError
-from mcunas.graph import read_graph
 from mcunas.predict.features import op_features
 from mcunas.predict.latency import predict_latency
 from mcunas.predict.records import RecordStore
 from mcunas.predict.refit import fit_op_costs
+from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
 

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 from mcunas.boards import load_board
 from mcunas.commands.predictor import cli
 from mcunas.errors import BoardProfileError
-from mcunas.graph import read_graph
 from mcunas.predict.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
 from mcunas.predict.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency
 from mcunas.predict.records import RecordStore
 from mcunas.predict.refit import FIT_SOURCE, fit_base
 from mcunas.predict.suite import build_suite
+from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
 BASE = (

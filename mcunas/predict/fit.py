@@ -198,7 +198,7 @@ def _bounded(text: str, low: float, high: float, what: str) -> float:
 
 @lru_cache(maxsize=64)
 def _graph(model: Path):  # noqa: ANN202 - Graph, imported lazily
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     return read_graph(model)
 
@@ -228,9 +228,9 @@ def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
     :data:`MIN_CHECKED_SHARE` of the row's modelled cycles (on that path). The
     measured error of a path says nothing about variants no row exercised.
     """
-    from mcunas.kernels import is_accelerated
     from mcunas.predict.features import op_features
     from mcunas.predict.latency import path_tables, work_cycles
+    from mcunas.tflite.kernels import is_accelerated
 
     tables = path_tables()
     out: dict[str, set[str]] = {}

@@ -1,7 +1,7 @@
 """The latency model: per-op cycles from kernel variant, work and the board.
 
 For each op, with ``p`` the kernel code path the board runs it on (its
-library's optimized kernel if :func:`mcunas.kernels.is_accelerated`, else
+library's optimized kernel if :func:`mcunas.tflite.kernels.is_accelerated`, else
 TFLite Micro's reference kernel)::
 
     cycles = core_factor[p, core] * (scale[p] * (mac[p, variant] * units
@@ -38,7 +38,6 @@ from functools import lru_cache
 from typing import Any
 
 from mcunas.errors import BoardProfileError
-from mcunas.kernels import is_accelerated
 from mcunas.predict.coefficients import (
     CORE_FACTORS,
     DEFAULT_CHECKED,
@@ -52,6 +51,7 @@ from mcunas.predict.coefficients import (
 )
 from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
 from mcunas.predict.microbench import microbench_tables
+from mcunas.tflite.kernels import is_accelerated
 
 __all__ = [
     "MODEL_VERSION",
@@ -254,7 +254,7 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     """Estimate one invoke of ``graph`` on ``board`` (its kernel library and clock).
 
     Args:
-        graph: a :class:`mcunas.graph.Graph`.
+        graph: a :class:`mcunas.tflite.reader.Graph`.
         board: a :class:`mcunas.boards.BoardProfile` (use ``with_kernels`` to try
             another kernel library).
 

@@ -11,8 +11,8 @@ always comes from the real conversion of the trained weights.
 
 from __future__ import annotations
 
-from mcunas.flatnet import FlatNet
 from mcunas.supernet.spec import SHRINK_FROM, Subnet, SupernetSpec
+from mcunas.tflite.flatnet import FlatNet
 
 __all__ = ["subnet_tflite"]
 

@@ -267,8 +267,8 @@ class SupernetSession(TrainedStages, SearchSession):
         the estimate as figures (latency only).
         """
         from mcunas.figures import Figures
-        from mcunas.graph import read_graph
         from mcunas.predict.latency import predict_latency
+        from mcunas.tflite.reader import read_graph
 
         if self.config.max_latency_ms is None:
             return None, None
