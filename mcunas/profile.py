@@ -66,8 +66,8 @@ class ModelProfile:
 
     @property
     def energy(self) -> Any:
-        """Energy per inference (:class:`mcunas.power.EnergyEstimate`) from the latency estimate."""
-        from mcunas.power import estimate_energy
+        """Energy per inference (:class:`~mcunas.predict.energy.EnergyEstimate`), from latency."""
+        from mcunas.predict.energy import estimate_energy
 
         return estimate_energy(self.latency.ms, self.latency.error_pct, self.board)
 
@@ -77,7 +77,7 @@ class ModelProfile:
         Args:
             model_crc32: str, the model's CRC-32 as the firmware reports it (optional).
         """
-        from mcunas.power import with_energy
+        from mcunas.predict.energy import with_energy
 
         return with_energy(self._figures(model_crc32), self.board)
 

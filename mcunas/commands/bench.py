@@ -107,7 +107,7 @@ def cli(
     model_bytes, _ = load_int8_model(model)
     check_port(port)
     if power:
-        from mcunas.measure.power_meter import parse_meter
+        from mcunas.measure.power.meter import parse_meter
 
         parse_meter(power)  # a misspelt meter fails before any build
     measurer = BoardMeasurer(

@@ -27,7 +27,7 @@ from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.paths import user_path
-from mcunas.power import board_power, with_energy
+from mcunas.predict.energy import board_power, with_energy
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -99,7 +99,7 @@ class BoardMeasurer:
         pio: str, the PlatformIO executable.
         trace: str | None, log raw serial bytes with timings to this file.
         lister: callable listing serial ports (for ``port="auto"``; tests inject one).
-        power: str | None, a power meter spec (:mod:`mcunas.measure.power_meter`): the
+        power: str | None, a power meter spec (:mod:`mcunas.measure.power.meter`): the
             energy of each measurement is then measured, not estimated.
     """
 
@@ -148,7 +148,7 @@ class BoardMeasurer:
     def _power_meter(self) -> Any:
         """The power meter, opened on first use (None without ``power``)."""
         if self.power and self._meter is None:
-            from mcunas.measure.power_meter import open_meter
+            from mcunas.measure.power.meter import open_meter
 
             supply_v = board_power(self.board).supply_v
             self._meter = self._meter_stack.enter_context(
@@ -209,7 +209,7 @@ class BoardMeasurer:
 
     def _metered(self, figures: Figures, trace: Any, marks: list, runs: int) -> Figures:
         """``figures`` with the meter's energy per inference."""
-        from mcunas.measure.power_meter import run_energy
+        from mcunas.measure.power.meter import run_energy
 
         uj, method = run_energy(trace, marks, runs, self._meter.name)
         details = {**figures.details, "energy_window": method, "meter_samples": len(trace.t_s)}
