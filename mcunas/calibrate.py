@@ -4,7 +4,7 @@
 (:mod:`mcunas.predict.suite`) through any :class:`~mcunas.measure.base.Measurer`
 (a board on a port, a rack, the virtual board), stores each whole-model and
 per-op time in the :class:`~mcunas.predict.records.RecordStore`, refits the
-board's kernel tables from the per-op times (:mod:`mcunas.predict.opfit`),
+board's kernel tables from the per-op times (:mod:`mcunas.predict.kernel_fit`),
 states the refitted model's error by K-fold cross-validation over the suite's
 models, and writes the profile into the user boards folder, where every
 later ``profile``, ``search`` and simulator run picks it up.
@@ -206,9 +206,9 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.opfit import cross_validate
-    from mcunas.predict.refit import fit_base, refit_board
+    from mcunas.predict.board_refit import fit_base, refit_board
+    from mcunas.predict.kernel_fit import cross_validate
+    from mcunas.predict.scale_fit import _graph
 
     board = fit_base(board)  # the store holds every earlier run: start from the priors
     rows, ops = store.model_rows(board.name), store.op_records(board.name)
@@ -239,7 +239,7 @@ def calibrate(
         UserError: no model could be measured.
         FatalError: the setup broke.
     """
-    from mcunas.predict.refit import write_user_board
+    from mcunas.predict.board_refit import write_user_board
 
     outcomes = measure_suite(board, measurer, suite, store, progress, source)
     measured = [o for o in outcomes if o.ok]

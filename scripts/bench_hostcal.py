@@ -16,8 +16,8 @@ spread is (max - min) of those minima over their median. The per-invoke cost
 (Python binding, interpreter loop) is the same statistic on a RESHAPE-only
 model; a single-op model's op time is its time minus that.
 
-The op fit uses the library's own code (RecordStore, opfit.fit_op_tables,
-refit.refit_board, opfit.cross_validate) on the single-op suite models only.
+The op fit uses the library's own code (RecordStore, kernel_fit.fit_op_tables,
+board_refit.refit_board, kernel_fit.cross_validate) on the single-op suite models only.
 The multi-op suite blocks and the 5 real models are held out: they are
 predicted, never fitted. Figures are host timings (a desktop CPU with caches
 and out-of-order execution, not an MCU): they test whether the predictor's
@@ -251,12 +251,12 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
     """Fit on the single-op models' records only; the library's own fit code.
 
     Returns:
-        ``tables`` (opfit.fit_op_tables, scale 1), ``report``, ``refit`` (the
-        ``[latency]`` table ``mcunas calibrate`` would write, refit.refit_board),
-        ``cv`` (opfit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
+        ``tables`` (kernel_fit.fit_op_tables, scale 1), ``report``, ``refit`` (the
+        ``[latency]`` table ``mcunas calibrate`` would write, board_refit.refit_board),
+        ``cv`` (kernel_fit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.predict.opfit import cross_validate, fit_op_tables
-    from mcunas.predict.refit import refit_board
+    from mcunas.predict.board_refit import refit_board
+    from mcunas.predict.kernel_fit import cross_validate, fit_op_tables
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
     single = {model_hash(m.model_bytes) for m in models if m.kind == "single"}
@@ -402,7 +402,7 @@ def _equal_clock_fit(
     print(summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
     print(
         summary_line(
-            "held-out, refit.refit_board",
+            "held-out, board_refit.refit_board",
             [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
         )
     )

@@ -108,8 +108,8 @@ def _error_summaries(
     )
     for label, key in (
         ("before: default tables x factor", "before"),
-        ("after: opfit.fit_op_tables", "opfit"),
-        ("after: refit.refit_board (calibrate)", "refit"),
+        ("after: kernel_fit.fit_op_tables", "opfit"),
+        ("after: board_refit.refit_board (calibrate)", "refit"),
     ):
         print(f" {label}")
         for group, ms in (

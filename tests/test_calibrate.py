@@ -161,8 +161,8 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
     # the report predicts each suite model from per-op tables refitted without it,
     # not from the profile's tables (fitted on all of them)
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.refit import board_loo, report_loo
+    from mcunas.predict.board_refit import board_loo, report_loo
+    from mcunas.predict.scale_fit import _graph
 
     board, rows, ops = (
         load_board("esp32s3-virtual"),

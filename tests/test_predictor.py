@@ -10,10 +10,10 @@ from click.testing import CliRunner
 from mcunas.boards import load_board
 from mcunas.commands.predictor import cli
 from mcunas.errors import UserError
+from mcunas.predict.board_refit import fit_op_costs
 from mcunas.predict.features import op_features
 from mcunas.predict.latency import predict_latency
 from mcunas.predict.records import RecordStore
-from mcunas.predict.refit import fit_op_costs
 from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
@@ -114,8 +114,8 @@ def test_import_refuses_bad_rows_and_stores_nothing(isolated_home, tmp_path, bod
 
 
 def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
-    from mcunas.predict.fit import load_calibration
     from mcunas.predict.records import board_for_row
+    from mcunas.predict.scale_fit import load_calibration
 
     folder = isolated_home / "boards"
     folder.mkdir(parents=True)
@@ -178,7 +178,7 @@ def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp
 
 def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
     from mcunas.errors import BoardProfileError
-    from mcunas.predict.refit import write_user_board
+    from mcunas.predict.board_refit import write_user_board
 
     board = load_board("esp32s3")
     for bad in (4.8e306, float("nan"), -1.0):

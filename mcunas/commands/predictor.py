@@ -111,8 +111,8 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
     """Refit boards from the store; write them into the user boards folder."""
     from mcunas.boards import load_board
     from mcunas.errors import UnknownBoard
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.refit import refit_board, write_user_board
+    from mcunas.predict.board_refit import refit_board, write_user_board
+    from mcunas.predict.scale_fit import _graph
 
     db = _store(store)
     names = [board_name] if board_name else db.boards()
@@ -156,9 +156,9 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
 def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards import load_board
-    from mcunas.predict.fit import _graph, load_calibration, summarize
+    from mcunas.predict.board_refit import report_loo
     from mcunas.predict.records import board_for_row
-    from mcunas.predict.refit import report_loo
+    from mcunas.predict.scale_fit import _graph, load_calibration, summarize
 
     board = load_board(board_name)
     if plot and not Path(plot).expanduser().absolute().parent.is_dir():

@@ -17,7 +17,7 @@ FULLY_CONNECTED, not 4-D indexed ones, as CONV_2D) run at their table cost.
 
 The tables come from :mod:`mcunas.predict.coefficients` (priors) and
 :mod:`mcunas.predict.microbench` (ESP-NN kernel cycles); ``scale`` is fitted
-to whole-model measurements (:mod:`mcunas.predict.fit`). A board profile's
+to whole-model measurements (:mod:`mcunas.predict.scale_fit`). A board profile's
 ``[latency.<kernels>]`` table overrides ``scale``, ``error_pct``,
 ``requant``, ``op_overhead``, ``invoke_overhead``, ``byte`` and, in a
 ``mac`` sub-table, any variant's cycles.
@@ -140,7 +140,7 @@ class _Resolved:
 
 
 def _checked(entry: dict[str, Any], path: str) -> frozenset[str]:
-    """Variants the stated error was measured on (see :func:`fit.checked_variants`)."""
+    """Variants the stated error was measured on (see :func:`scale_fit.checked_variants`)."""
     if "checked_variants" in entry:
         if not isinstance(entry["checked_variants"], list):
             raise TypeError("checked_variants must be a list of variant names")
@@ -211,7 +211,7 @@ def split_cycles(feat: OpFeatures, table: PathTable) -> tuple[float, float]:
 
 
 # Keys of :func:`base_cycles` for cycles no path scale multiplies: the per-invoke
-# overhead (fitted on its own, see fit.fit_dispatch) and everything else fixed.
+# overhead (fitted on its own, see scale_fit.fit_dispatch) and everything else fixed.
 INVOKE, FIXED = "invoke", "fixed"
 
 

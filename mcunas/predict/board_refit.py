@@ -2,7 +2,7 @@
 
 A board's ``[latency]`` table comes from what the measurement store holds for
 it: per-op records of a calibration run (a joint per-op fit, see
-:mod:`mcunas.predict.opfit`) and whole-model rows (the scale, the sum
+:mod:`mcunas.predict.kernel_fit`) and whole-model rows (the scale, the sum
 constraint). Every refit starts from the built-in profile (:func:`fit_base`),
 so refitting twice gives the same profile; the stated errors are
 out-of-sample (leave-one-out, K-fold, leave-one-model-out).
@@ -20,7 +20,7 @@ import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
-from mcunas.predict.fit import (
+from mcunas.predict.scale_fit import (
     CalibrationRow,
     LooResult,
     _graph,
@@ -125,7 +125,7 @@ def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: A
     :func:`refit_board` does); the other rows (published figures) by
     :func:`board_loo`.
     """
-    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.kernel_fit import cross_validate
     from mcunas.predict.records import model_hash
 
     keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
@@ -190,7 +190,7 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
 
     Per kernel library: the kernel tables from per-op records (if any; a joint
     fit of every variant, requantization and dispatch cost, see
-    :mod:`mcunas.predict.opfit`), then the scale from whole-model rows (the sum
+    :mod:`mcunas.predict.kernel_fit`), then the scale from whole-model rows (the sum
     constraint), and the stated error from a leave-one-out over those rows.
     A library fitted from per-op records takes its scale only from the
     whole-model rows of the same runs (models with op records) and states the
@@ -199,7 +199,7 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     """
     from dataclasses import replace
 
-    from mcunas.predict.opfit import fit_op_tables
+    from mcunas.predict.kernel_fit import fit_op_tables
 
     board = fit_base(board)
     table: dict = {
@@ -246,8 +246,8 @@ def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -
     """
     from dataclasses import replace
 
+    from mcunas.predict.kernel_fit import cross_validate
     from mcunas.predict.latency import predict_latency
-    from mcunas.predict.opfit import cross_validate
     from mcunas.predict.records import model_hash
 
     keys = {r.model_hash for r in op_records}
