@@ -29,7 +29,7 @@ from mcunas.search.pareto import (
     record_point,
     reference_point,
 )
-from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialRecord, TrialStatus, TrialStore
 from mcunas.search.summary import chosen_text, estimate_note, pareto_table
 
 __all__ = [
@@ -85,7 +85,7 @@ def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
         return None
     top = max(r.score or 0.0 for r in ok)
     near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
-    near = [r for r in near if r.origin == "seed"] or near
+    near = [r for r in near if r.origin == TrialOrigin.SEED] or near
     losses = [r.int8_loss for r in near if r.int8_loss is not None]
     if losses:
         near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
@@ -103,7 +103,7 @@ def choice_reason(records: Sequence[TrialRecord], best: TrialRecord) -> str | No
         return None
     tied = f"within {100 * ACCURACY_TIE:g} points of trial {top.trial_id} "
     tied += f"({100 * (top.score or 0):.1f}%)"
-    if best.origin == "seed":
+    if best.origin == TrialOrigin.SEED:
         return f"the --seed-arch design, {tied}: a candidate must beat it by more"
     if (top.score or 0.0) <= (best.score or 0.0):
         return None

@@ -30,7 +30,14 @@ from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import storage_errors, write_file
 
-__all__ = ["TrialRecord", "TrialStatus", "TrialStore", "figure_columns", "record_from_dict"]
+__all__ = [
+    "TrialOrigin",
+    "TrialRecord",
+    "TrialStatus",
+    "TrialStore",
+    "figure_columns",
+    "record_from_dict",
+]
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
@@ -48,6 +55,13 @@ class TrialStatus(enum.StrEnum):
     SCREENED = "screened"  # a subnet scored with inherited supernet weights, not fine-tuned
 
 
+class TrialOrigin(enum.StrEnum):
+    """Where a trial's architecture came from (no origin: the search's own proposal)."""
+
+    SEED = "seed"  # a --seed-arch design: a tuner trial drawing it, or a supernet reference rung
+    SUPERNET = "supernet"  # a subnet of the trained supernet
+
+
 @dataclass
 class TrialRecord:
     """One row of the store (every field but ``trial_id`` may be empty)."""
@@ -55,7 +69,7 @@ class TrialRecord:
     trial_id: str
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     family: str | None = None
-    origin: str | None = None  # "seed": a --seed-arch rung; "supernet": a subnet
+    origin: str | None = None  # a TrialOrigin value (stored as its text), or None
     status: TrialStatus = TrialStatus.RUNNING
     reason: str | None = None
     description: str | None = None

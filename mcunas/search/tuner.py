@@ -36,7 +36,7 @@ from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -237,7 +237,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         tid = trial.trial_id
         self.abandoned.discard(tid)  # given to this worker again (after a chief restart)
         values = dict(trial.hyperparameters.values)
-        origin = "seed" if any(values.items() <= s.items() for s in self.seeds) else None
+        origin = TrialOrigin.SEED if any(values.items() <= s.items() for s in self.seeds) else None
         self.store.start_trial(
             tid, values, family=values.get("family"), started_at=time.time(), origin=origin
         )

@@ -34,7 +34,7 @@ from mcunas.errors import CandidateError
 from mcunas.search.budgets import violations
 from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.store import TrialOrigin, TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.spec import (
     PROBES,
@@ -50,7 +50,7 @@ from mcunas.supernet.trained import TrainedStages
 
 __all__ = ["SupernetSession", "TimeUp", "epoch_line"]
 
-ORIGIN = "supernet"
+ORIGIN = TrialOrigin.SUPERNET
 REPORT_EVERY = 25  # subnets between two progress lines of the search
 POPULATION = 40
 
