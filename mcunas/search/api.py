@@ -103,7 +103,7 @@ def run_search(
 
     Returns:
         The :class:`SearchResult` (``best`` is None when no candidate was feasible;
-        ``wall_s`` sums every session of the search).
+        ``wall_s`` sums every resume of the search).
 
     Raises:
         UnknownBoard, DatasetError, UserError: bad input, before any training; the
@@ -134,7 +134,7 @@ def _run_locked(
     failed = discard = False
     try:
         store = _open_store(out_dir, config, threads=bool(config.serve))
-        store.begin_session()
+        store.begin_resume()
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
@@ -165,7 +165,7 @@ def _run_locked(
         raise
     finally:
         if store is not None:
-            if failed and not discard:  # a failed or interrupted session's time counts too
+            if failed and not discard:  # a failed or interrupted resume's time counts too
                 with contextlib.suppress(McunasError, sqlite3.Error):
                     store.checkpoint_wall()
             store.close()

@@ -198,10 +198,10 @@ def _kb(v: int | None) -> str:
     return "" if v is None else f"{v / 1024:.1f}"
 
 
-def _sessions(summary: dict) -> str:
-    """`` over 2 sessions (this one 40 s)`` for a resumed search, else nothing."""
+def _resumes(summary: dict) -> str:
+    """`` over 2 resumes (this one 40 s)`` for a resumed search, else nothing."""
     n, this = summary.get("sessions") or 1, summary.get("session_wall_s")
-    return "" if n < 2 or this is None else f" over {n} sessions (this one {this:.0f} s)"
+    return "" if n < 2 or this is None else f" over {n} resumes (this one {this:.0f} s)"
 
 
 def _table(records: Sequence[TrialRecord]) -> str:
@@ -293,7 +293,7 @@ User budgets: {esc(summary["budgets_text"])}.</p>
 <p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts}
 ({summary["draws"]["trained"]} trained of {summary["draws"]["drawn"]} drawn, cap
 {summary["draws"]["cap"]});
-wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on infeasible
+wall time {summary["wall_s"]:.0f} s{_resumes(summary)}; training time spent on infeasible
 candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>
 <p>{esc(summary.get("test_text") or NO_TEST)}</p>

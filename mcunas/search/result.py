@@ -163,9 +163,9 @@ class SearchResult:
     front: list[TrialRecord]
     best: TrialRecord | None
     hypervolume: dict[str, Any]
-    wall_s: float  # every session of this search (first run and resumes)
-    session_wall_s: float | None = None  # this session only
-    sessions: int = 1
+    wall_s: float  # every resume of this search (the first run counted)
+    resume_wall_s: float | None = None  # this resume only
+    resumes: int = 1
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
@@ -225,8 +225,8 @@ class SearchResult:
             "counts": self.counts(),
             "draws": self.draws(),
             "wall_s": round(self.wall_s, 2),
-            "session_wall_s": round(self.session_wall_s or 0.0, 2),
-            "sessions": self.sessions,
+            "session_wall_s": round(self.resume_wall_s or 0.0, 2),
+            "sessions": self.resumes,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "stopped_reason": self.stopped_reason,
             "hypervolume": self.hypervolume,
@@ -242,8 +242,8 @@ class SearchResult:
         """The terminal summary: counts and time, the front, the hypervolume, the choice."""
         counts = ", ".join(f"{v} {k}" for k, v in self.counts().items())
         wall = f"{self.wall_s:.0f} s"
-        if self.sessions > 1 and self.session_wall_s is not None:
-            wall += f" over {self.sessions} sessions (this session {self.session_wall_s:.0f} s)"
+        if self.resumes > 1 and self.resume_wall_s is not None:
+            wall += f" over {self.resumes} resumes (this one {self.resume_wall_s:.0f} s)"
         stopped = f" ({self.stopped_reason})" if self.stopped_reason else ""
         d = self.draws()
         drawn = (
@@ -276,8 +276,8 @@ class SearchResult:
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "wall_s": round(self.wall_s, 2),
-            "session_wall_s": _round(self.session_wall_s),
-            "sessions": self.sessions,
+            "session_wall_s": _round(self.resume_wall_s),
+            "sessions": self.resumes,
             "stopped_reason": self.stopped_reason,
             "message": self.message,
             "test": self.test,
@@ -290,7 +290,7 @@ def compute_result(
 ) -> SearchResult:
     """Read the store once and compute the front, the chosen model and the hypervolume.
 
-    The wall time is the store's: every session of this search, written back to it.
+    The wall time is the store's: every resume of this search, written back to it.
     """
     wall_s = store.checkpoint_wall()
     records = store.trials()
@@ -304,8 +304,8 @@ def compute_result(
         best=best,
         hypervolume=_hypervolume(trial_points(records, config.objectives), config, board),
         wall_s=wall_s,
-        session_wall_s=wall_s - store.earlier_wall_s,
-        sessions=max(1, store.sessions),
+        resume_wall_s=wall_s - store.earlier_wall_s,
+        resumes=max(1, store.resumes),
         stopped_reason=stopped,
         message=None if best else no_feasible_message(records, config, board),
     )
