@@ -51,6 +51,7 @@ class ModelOutcome:
     predicted_ms: float | None = None  # with the board's profile before calibration
     ops: int = 0  # per-op times stored
     error: str | None = None
+    calibration_source: str = ""  # the measurement's stable name, if it has one
 
     @property
     def ok(self) -> bool:
@@ -159,7 +160,7 @@ def _store_one(
         board.kernels,
         board.clock_hz,
         m.latency_ms,
-        f"calibrate:{source or m.source}",
+        f"calibrate:{source or m.calibration_source or m.source}",
         label=f"suite:{model.name}",
         ops=ops,
     )
@@ -177,7 +178,8 @@ def measure_suite(
     """Measure and store every suite model; a model that fails is recorded and skipped.
 
     ``source`` names where the figures come from in the store (default: the
-    measurement's own, ``board:<port>``); a new measurement of the same model
+    measurement's ``calibration_source``, else its ``source``, ``board:<port>``);
+    a new measurement of the same model
     from the same source replaces the old one.
 
     Raises:
@@ -191,7 +193,9 @@ def measure_suite(
             if m.latency_ms <= 0:
                 raise MeasurementError(f"non-positive latency {m.latency_ms} ms")
             n_ops = _store_one(store, board, model, m, source)
-            outcome = ModelOutcome(model.name, m.latency_ms, predicted, n_ops)
+            outcome = ModelOutcome(
+                model.name, m.latency_ms, predicted, n_ops, calibration_source=m.calibration_source
+            )
         except (CandidateError, MeasurementError, UserError) as exc:
             outcome = ModelOutcome(model.name, predicted_ms=predicted, error=str(exc))
         outcomes.append(outcome)
@@ -249,7 +253,8 @@ def calibrate(
     before = error_summary([(o.predicted_ms, o.measured_ms) for o in measured])
     table, after = refit(board, store)
     path = write_user_board(board, table) if write else None
-    source = source or getattr(measurer, "name", type(measurer).__name__)
+    stable = next((o.calibration_source for o in measured if o.calibration_source), "")
+    source = source or stable or getattr(measurer, "name", type(measurer).__name__)
     return CalibrationResult(board.name, source, outcomes, before, after, table, path)
 
 

@@ -23,6 +23,7 @@ from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures, OpTiming
+from mcunas.measure.base import MeasureOptions
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
@@ -101,9 +102,34 @@ class BoardMeasurer:
         lister: callable listing serial ports (for ``port="auto"``; tests inject one).
         power: str | None, a power meter spec (:mod:`mcunas.measure.power.meter`): the
             energy of each measurement is then measured, not estimated.
+        calibration_source: str, the stable name a calibration stores these figures
+            under (the figures' ``calibration_source``; empty: their ``source``).
     """
 
     name = "board"
+
+    @classmethod
+    def open(
+        cls, board: BoardProfile, options: MeasureOptions, stack: contextlib.ExitStack
+    ) -> BoardMeasurer:
+        """One board on ``options.port`` (registered as ``board``).
+
+        Raises:
+            UserError: a port named that does not exist.
+        """
+        from mcunas.measure.ports import check_port
+
+        check_port(options.port)
+        return cls(
+            board,
+            port=options.port,
+            flash=options.flash,
+            timeout_s=options.timeout_s or DEFAULT_TIMEOUT_S,
+            project_factory=options.project_factory,
+            pio=options.pio,
+            trace=options.trace,
+            power=options.power,
+        )
 
     def __init__(
         self,
@@ -118,6 +144,7 @@ class BoardMeasurer:
         trace: str | None = None,
         lister: Lister | None = None,
         power: str | None = None,
+        calibration_source: str = "",
     ) -> None:
         self.board = board
         self.flash = flash
@@ -130,6 +157,7 @@ class BoardMeasurer:
         self._pio = pio
         self._lister = lister
         self.power = power
+        self.calibration_source = calibration_source
         self._meter: Any = None
         self._meter_stack = contextlib.ExitStack()
 
@@ -314,5 +342,6 @@ class BoardMeasurer:
             flash_bytes=flash,
             model_crc32=result.model_crc32,
             ops=tuple(OpTiming(i, o.op, o.us / 1000.0) for i, o in enumerate(result.ops)),
+            calibration_source=self.calibration_source,
             details=details,
         )
