@@ -210,22 +210,10 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.predict.board_refit import fit_base, refit_board
-    from mcunas.predict.kernel_fit import cross_validate
-    from mcunas.predict.scale_fit import _graph
+    from mcunas.predict.store_refit import refit_store
 
-    board = fit_base(board)  # the store holds every earlier run: start from the priors
-    rows, ops = store.model_rows(board.name), store.op_records(board.name)
-
-    def graph_of(key: str) -> Any:
-        return _graph(store.model_path(key))
-
-    table = refit_board(board, rows, ops, graph_of)
-    mine = [r for r in rows if r.kernels == board.kernels]
-    cv = cross_validate(
-        board, [o for o in ops if o.kernels == board.kernels], mine, graph_of, folds=CV_FOLDS
-    )
-    return table, error_summary([(p, r.latency_ms) for r, p in cv])
+    fitted = refit_store(board, store, folds=CV_FOLDS)
+    return fitted.table, error_summary([(p, r.latency_ms) for r, p in fitted.cv])
 
 
 def calibrate(

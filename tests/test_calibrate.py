@@ -162,14 +162,14 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # the report predicts each suite model from per-op tables refitted without it,
     # not from the profile's tables (fitted on all of them)
     from mcunas.predict.board_refit import board_loo, report_loo
-    from mcunas.predict.scale_fit import _graph
+    from mcunas.predict.scale_fit import cached_graph
 
     board, rows, ops = (
         load_board("esp32s3-virtual"),
         store.model_rows("esp32s3-virtual"),
         store.op_records("esp32s3-virtual"),
     )
-    honest = report_loo(board, rows, ops, lambda k: _graph(store.model_path(k)))
+    honest = report_loo(board, rows, ops, lambda k: cached_graph(store.model_path(k)))
     in_sample = board_loo(board, rows)
     assert len(honest) == len(rows) == len(in_sample)
 

@@ -30,6 +30,7 @@ def test_import_fit_report_round_trip(isolated_home, tmp_path):
     data = tomllib.loads(written.read_text())
     assert data["name"] == "esp32s3" and data["kernels"] == "esp-nn"
     assert data["latency"]["esp-nn"]["error_pct"] == pytest.approx(13.9)
+    assert "esp32s3: esp-nn: scale " in result.output and "error 13.9%" in result.output
     board = load_board("esp32s3")  # the user folder wins over the built-in profile
     assert board.path == str(written)
     plot = tmp_path / "p.png"
@@ -185,3 +186,19 @@ def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
         with pytest.raises(BoardProfileError, match="scale must be a positive number"):
             write_user_board(board, {"esp-nn": {"scale": bad}})
     assert not (isolated_home / "boards" / "esp32s3.toml").exists()
+
+
+def test_refit_store_returns_a_typed_refit(isolated_home):
+    from mcunas.predict.store_refit import LibraryFit, refit_store
+
+    store = RecordStore()
+    store.import_csv(CAL / "measurements.csv")
+    fitted = refit_store(load_board("esp32s3"), store, folds=3)
+    assert fitted.board == "esp32s3" and fitted.table["source"].startswith("mcunas predictor fit")
+    esp = next(lib for lib in fitted.libraries if lib.kernels == "esp-nn")
+    assert esp.error_pct == pytest.approx(13.9) and esp.scale and esp.scale > 0
+    assert fitted.cv == ()  # the K-fold refits per-op tables: these rows have none
+    assert LibraryFit("x", None, None).text() == "x: scale -, error not measured"
+    nobody = dataclasses.replace(load_board("esp32s3"), name="nobody")
+    with pytest.raises(UserError, match="No measurements for board 'nobody'"):
+        refit_store(nobody, store)
