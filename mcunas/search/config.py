@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from mcunas.errors import UserError
@@ -18,7 +20,9 @@ __all__ = [
     "STRATEGIES",
     "SUPERNET_SCHEDULES",
     "SearchConfig",
+    "WARM_START_ENV",
     "default_finetune_epochs",
+    "warm_start_default",
 ]
 
 STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
@@ -38,6 +42,8 @@ DEFAULT_STRATEGY = "evolution"
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
 MEASURES = ("simulator", "board", "hybrid")
+# Set to "0" to train Hyperband's promoted trials from scratch (for comparisons).
+WARM_START_ENV = "MCUNAS_WARM_START"
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
 IDENTITY = (
     "board",
@@ -60,6 +66,11 @@ IDENTITY = (
     "supernet_schedule",
     "finetune_epochs",
 )
+
+
+def warm_start_default() -> bool:
+    """``warm_start`` when not given: on unless ``MCUNAS_WARM_START`` is "0"."""
+    return os.environ.get(WARM_START_ENV, "1").strip() != "0"
 
 
 def default_finetune_epochs(epochs: int) -> int:
@@ -101,6 +112,9 @@ class SearchConfig:
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
     worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
+    # Hyperband's promoted trials start from their parent's weights (no flag: the
+    # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
+    warm_start: bool = field(default_factory=warm_start_default)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -154,6 +168,33 @@ class SearchConfig:
         if clean.get("objectives"):
             clean["objectives"] = tuple(clean["objectives"])
         return cls(**clean)
+
+    @classmethod
+    def resumed(cls, out: str, given: dict[str, Any]) -> SearchConfig:
+        """The settings of the search in ``out``, with the ``given`` options over them.
+
+        ``given`` holds only the options the user set (the rest keep the stored
+        values); a ``MCUNAS_WARM_START`` in the environment counts as given.
+
+        Raises:
+            UserError: ``out`` holds no mcunas search.
+        """
+        from mcunas.search.store import TrialStore
+
+        stored: dict[str, Any] = {}
+        if TrialStore.exists_in(Path(out)):
+            store = TrialStore.open(Path(out))
+            stored = store.get_meta("config") or {}
+            store.close()
+        if not stored:
+            raise UserError(
+                f"Nothing to resume: {out} holds no mcunas search. "
+                "Start one with --board (and this --out)."
+            )
+        merged = {**stored, **given, "resume": True, "out": out}
+        if WARM_START_ENV in os.environ:
+            merged["warm_start"] = warm_start_default()
+        return cls.from_dict(merged)
 
     def _check_seed_arch(self) -> None:
         from mcunas.space.reference import get_reference

@@ -10,7 +10,8 @@
 - ``hyperband``: :class:`keras_tuner.oracles.HyperbandOracle` with ``max_epochs``
   = ``--epochs``; a promoted trial starts from its parent's weights and trains
   epochs ``tuner/initial_epoch`` to ``tuner/epochs`` (see
-  :mod:`mcunas.search.tuner`; ``MCUNAS_WARM_START=0`` retrains from scratch).
+  :mod:`mcunas.search.tuner`; ``SearchConfig.warm_start`` off, e.g. by
+  ``MCUNAS_WARM_START=0``, retrains from scratch).
   ``--max-trials`` caps it.
 - ``evolution``: :class:`AgingEvolutionOracle` below (Real et al., "Regularized
   Evolution for Image Classifier Architecture Search", AAAI 2019).

@@ -145,6 +145,7 @@ class SearchSession:
             "debug": self.debug,
             "objectives": cfg.objectives,
             "seeds": seeds,
+            "warm_start": cfg.warm_start,
         }
         return HardwareAwareTuner(oracle, space, **{**settings, **options})
 
