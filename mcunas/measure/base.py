@@ -128,7 +128,7 @@ def measurer_names() -> list[str]:
     return list(dict.fromkeys([*MEASURERS, *_installed()]))
 
 
-def get_measurer(name: str) -> type:
+def get_measurer(name: str) -> type[MeasurerClass]:
     """Return the measurer class registered under ``name``.
 
     Raises:

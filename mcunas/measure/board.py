@@ -302,6 +302,8 @@ class BoardMeasurer:
         build: Any,
         stages: dict[str, float],
     ) -> Figures:
+        static_ram: int | None
+        flash: int | None
         if build is not None:
             static_ram, ram_from = int(build.static_ram_bytes), "elf"
             flash, flash_from = int(build.flash_bytes), "elf"

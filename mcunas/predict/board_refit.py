@@ -70,7 +70,7 @@ def fit_op_costs(
     from mcunas.predict.latency import resolve, work_cycles
 
     coef = resolve(board, board.kernels)
-    per_variant: dict[str, list[tuple[float, object]]] = {}
+    per_variant: dict[str, list[tuple[float, tuple[Any, float]]]] = {}
     for rec in records:
         feats = {f.index: f for f in op_features(graph_of(rec.model_hash))}
         feat = feats.get(rec.op_index)
@@ -153,6 +153,8 @@ def report_loo(
     results = board_loo(board, others) if others else []
     base = fit_base(board)
     for kernels in sorted({r.kernels for r in op_rows}):
+        if graph_of is None:
+            raise ValueError("rows measured op by op need graph_of")
         mine = [r for r in op_rows if r.kernels == kernels]
         ops = [o for o in op_records if o.kernels == kernels]
         models = len({hashes[r.id] for r in mine})
@@ -207,7 +209,7 @@ def refit_board(
     board: BoardProfile,
     rows: Sequence[CalibrationRow],
     op_records: Sequence[OpRecord],
-    graph_of: GraphOf | None,
+    graph_of: GraphOf,
 ) -> LatencyTable:
     """A new ``[latency]`` table for ``board`` from its measurements.
 
@@ -267,7 +269,7 @@ def _op_level_scale_and_error(
     entry: dict[str, Any],
     rows: Sequence[CalibrationRow],
     op_records: Sequence[OpRecord],
-    graph_of: GraphOf | None,
+    graph_of: GraphOf,
 ) -> None:
     """Scale from the rows measured with per-op times; error by K-fold over their models.
 
@@ -329,7 +331,10 @@ def write_user_board(board: BoardProfile, latency: LatencyTable) -> Path:
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
     # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids
-    own = {"": {"name": board.name, "title": board.title}, "[serial]": {"hwids": list(board.hwids)}}
+    own: dict[str, dict[str, Any]] = {
+        "": {"name": board.name, "title": board.title},
+        "[serial]": {"hwids": list(board.hwids)},
+    }
     kept, skipping, section = [], False, ""
     for line in text.splitlines():
         if line.strip().startswith("["):

@@ -34,7 +34,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     if ok:
         sc = ax.scatter(
-            [r.latency_ms for r in ok],
+            [r.latency_ms or 0.0 for r in ok],
             [100 * (r.int8_accuracy or 0) for r in ok],
             c=[(r.peak_sram_bytes or 0) / 1024 for r in ok],
             cmap="viridis",
@@ -46,7 +46,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
         _error_bars(ax, ok)
         fr = sorted(front, key=lambda r: r.latency_ms or 0)
         ax.plot(
-            [r.latency_ms for r in fr],
+            [r.latency_ms or 0.0 for r in fr],
             [100 * (r.int8_accuracy or 0) for r in fr],
             "o--",
             mfc="none",
@@ -85,11 +85,12 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     if ok:
         acc = [100 * (r.int8_accuracy or 0) for r in ok]
         err = [(r.energy_uj or 0) * (r.energy_error_pct or 0) / 100 for r in ok]
-        ax.errorbar([r.energy_uj for r in ok], acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
-        ax.scatter([r.energy_uj for r in ok], acc, s=36, label="feasible trials")
+        uj = [r.energy_uj or 0.0 for r in ok]  # every one set: ok holds trials with energy
+        ax.errorbar(uj, acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
+        ax.scatter(uj, acc, s=36, label="feasible trials")
         on_front = sorted((r for r in front if r.energy_uj), key=lambda r: r.energy_uj or 0)
         ax.plot(
-            [r.energy_uj for r in on_front],
+            [r.energy_uj or 0.0 for r in on_front],
             [100 * (r.int8_accuracy or 0) for r in on_front],
             "o--",
             mfc="none",
