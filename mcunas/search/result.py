@@ -19,6 +19,7 @@ from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
+from mcunas.search.nofit import no_feasible_message
 from mcunas.search.pareto import (
     DEFAULT_OBJECTIVES,
     Point,
@@ -41,6 +42,7 @@ __all__ = [
     "compute_result",
     "front_of",
     "infeasible_train_s",
+    "no_feasible_message",
     "trial_points",
 ]
 
@@ -308,24 +310,4 @@ def compute_result(
         sessions=max(1, store.sessions),
         stopped_reason=stopped,
         message=None if best else no_feasible_message(records, config, board),
-    )
-
-
-def no_feasible_message(
-    records: Sequence[TrialRecord], cfg: SearchConfig, board: BoardProfile
-) -> str:
-    """Say that nothing was feasible, and what the smallest candidates seen need."""
-    seen = [r for r in records if r.peak_sram_bytes is not None]
-    head = f"No candidate met the limits ({cfg.budgets.describe()}; board {board.name})"
-    if not seen:
-        return head + ", and none got as far as a cost estimate: see the trial reasons."
-    lat = min(seen, key=lambda r: r.latency_ms or 0.0)
-    sram = min(seen, key=lambda r: r.peak_sram_bytes or 0)
-    flash = min(seen, key=lambda r: r.flash_bytes or 0)
-    return (
-        f"{head}. Of {len(seen)} candidates costed, the smallest need "
-        f"{lat.latency_ms:.2f} ms latency (trial {lat.trial_id}), "
-        f"{(sram.peak_sram_bytes or 0) / 1024:.1f} KB peak SRAM (trial {sram.trial_id}), "
-        f"{(flash.flash_bytes or 0) / 1024:.1f} KB flash (trial {flash.trial_id}). "
-        "Relax the budgets or search smaller families."
     )
