@@ -12,6 +12,7 @@ from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
 __all__ = [
     "DEFAULT_EPOCHS",
+    "DEFAULT_FINALISTS",
     "DEFAULT_MAX_TRIALS",
     "DEFAULT_SUBNETS",
     "MEASURES",
@@ -34,6 +35,8 @@ SUPERNET_SCHEDULES = ("sandwich", "progressive")
 DEFAULT_MAX_TRIALS = 15
 DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
+# Finalists re-scored before export (--finalists; 0 or --no-rescore: none).
+DEFAULT_FINALISTS = 3
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
@@ -101,6 +104,7 @@ class SearchConfig:
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
     worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
+    finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -201,6 +205,8 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
+        if self.finalists < 0:
+            raise UserError("--finalists must be 0 (no re-scoring) or more.")
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
         if self.max_draws is not None and self.max_draws < self.max_trials:
