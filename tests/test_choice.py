@@ -170,7 +170,10 @@ class FoldRunner:
         return EvalResult(0.9 + model_bytes[0] / 1000 + noise, 0.2)
 
 
-def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(tmp_path: Path) -> None:
+def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import mcunas.search.rescore as rescore_mod
     from mcunas.data import load_dataset
     from mcunas.search.config import SearchConfig
     from mcunas.search.progress import Progress
@@ -197,8 +200,16 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(tmp_path: Path)
         )  # fmt: skip
     config = SearchConfig(board="esp32s3", finalists=2)
     runner, stream = FoldRunner(), io.StringIO()
+    # out of time: two rounds still give every finalist a mean and a standard error
+    monkeypatch.setattr(rescore_mod, "TIME_SHARE", 0.0)
     rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
-    assert len(runner.log) == 10  # 2 finalists x 5 folds
+    assert len(runner.log) == 4 and "stopped after 2 of 5 rounds" in stream.getvalue()
+    _, _, summary = rescored_choice(store.trials(), config.objectives, store.get_meta("rescore"))
+    assert "5-fold cross-validation (2 of 5 runs each)" in summary["text"]
+    monkeypatch.undo()
+    monkeypatch.setattr(store, "checkpoint_wall", lambda: 3600.0)  # an hour's search: time
+    rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
+    assert len(runner.log) == 10  # 2 finalists x 5 folds, the first 4 not redone
     assert {w for w, _, _ in runner.log} == {24, 16}
     state = store.get_meta(RESCORE_META)
     assert state["finalists"] == ["02", "01"] and len(state["runs"]["02"]) == 5
