@@ -15,6 +15,7 @@ from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
+    DEFAULT_FINALISTS,
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
     DEFAULT_SUBNETS,
@@ -127,6 +128,16 @@ are simulator estimates."""
     help="--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
     "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
 )
+@click.option(
+    "--finalists",
+    type=click.IntRange(min=0),
+    default=DEFAULT_FINALISTS,
+    show_default=True,
+    help="Top models of the Pareto front re-trained and re-scored before export "
+    "(k-fold cross-validation under 2,000 training samples, else 3 seeds); the choice "
+    "uses their mean accuracy and its standard error. 0: choose on the search's scores.",
+)
+@click.option("--no-rescore", is_flag=True, help="Same as --finalists 0.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--dataset",
@@ -246,6 +257,8 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
 
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
+    if options.pop("no_rescore"):
+        options["finalists"] = 0
     options["objectives"] = tuple(o.strip() for o in options["objectives"].split(",") if o.strip())
     families = options.pop("families")
     if families is not None:
@@ -265,6 +278,8 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         for k, v in options.items()
         if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
     }
+    if options["finalists"] == 0:
+        given["finalists"] = 0  # --no-rescore
     return SearchConfig.resumed(options["out"], given)
 
 

@@ -28,6 +28,7 @@ from mcunas.files import (
 )
 from mcunas.measure.ports import check_port
 from mcunas.search.config import IDENTITY, SearchConfig
+from mcunas.search.nofit import check_budget_floor
 from mcunas.search.progress import Progress
 from mcunas.search.result import SearchResult
 from mcunas.search.store import TrialStore
@@ -67,6 +68,7 @@ def check_search(config: SearchConfig) -> BoardProfile:
     board = load_board(config.board)
     if config.clock_mhz is not None:
         board = board.at_clock(config.clock_mhz)
+    check_budget_floor(config.budgets, board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
     if config.resume and not TrialStore.exists_in(out_dir):

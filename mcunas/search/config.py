@@ -14,6 +14,7 @@ from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
 __all__ = [
     "DEFAULT_EPOCHS",
+    "DEFAULT_FINALISTS",
     "DEFAULT_MAX_TRIALS",
     "DEFAULT_SUBNETS",
     "MEASURES",
@@ -38,6 +39,8 @@ SUPERNET_SCHEDULES = ("sandwich", "progressive")
 DEFAULT_MAX_TRIALS = 15
 DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
+# Finalists re-scored before export (--finalists; 0 or --no-rescore: none).
+DEFAULT_FINALISTS = 3
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
@@ -115,6 +118,7 @@ class SearchConfig:
     # Hyperband's promoted trials start from their parent's weights (no flag: the
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
+    finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -242,6 +246,8 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
+        if self.finalists < 0:
+            raise UserError("--finalists must be 0 (no re-scoring) or more.")
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
         if self.max_draws is not None and self.max_draws < self.max_trials:

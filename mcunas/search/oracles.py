@@ -213,15 +213,22 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
     def populate_space(trial_id: str) -> dict[str, Any]:
         done = [oracle.trials[t] for t in sorted(oracle.trials, key=_creation_order)]
         rung = len(done)
-        seeds_refused = all(
-            t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
-            for i, t in enumerate(done)
-        )
-        if rung < len(ladder) and seeds_refused:
+        if rung < len(ladder) and _all_refused(done, ladder):
             return {"status": trial_module.TrialStatus.RUNNING, "values": dict(ladder[rung])}
-        return own(trial_id)
+        return own(trial_id)  # past the ladder (every rung refused): the oracle's own draws
 
     oracle.populate_space = populate_space
+
+
+def _all_refused(done: list[Any], ladder: list[dict[str, Any]]) -> bool:
+    """True while trial ``i`` of ``done`` is rung ``i`` of ``ladder`` and was refused.
+
+    ``done`` must not be longer than ``ladder``.
+    """
+    return all(
+        t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
+        for i, t in enumerate(done)
+    )
 
 
 def _creation_order(trial_id: str) -> tuple[int, str]:
