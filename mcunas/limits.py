@@ -105,6 +105,7 @@ LIMITS: dict[str, Limit] = {
     "supernet_epochs": Limit(1, 100_000, integer=True),
     "subnets": Limit(1, 1_000_000, integer=True),
     "finetune_epochs": Limit(0, 10_000, integer=True),
+    "finalists": Limit(0, 1000, integer=True),
     "seed": Limit(0, MAX_SEED, integer=True),
     "truth_seed": Limit(-1, MAX_SEED, integer=True),
     "classes": Limit(2, MAX_CLASSES, integer=True),

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mcunas.measure.meters import JoulescopeMeter, Ppk2Meter
-from mcunas.measure.power_meter import run_energy
-from mcunas.measure.power_trace import MeterError
+from mcunas.measure.power.drivers import JoulescopeMeter, Ppk2Meter
+from mcunas.measure.power.meter import run_energy
+from mcunas.measure.power.trace import MeterError
 
 
 class FakePpk2:

@@ -25,8 +25,8 @@ from pathlib import Path
 
 from mcunas.errors import UserError
 from mcunas.files import READ_ERRORS, write_file
-from mcunas.flatnet import FlatNet
 from mcunas.paths import user_path
+from mcunas.tflite.flatnet import FlatNet
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 

@@ -60,7 +60,7 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
     """
     model_bytes = trial_model_bytes(best, out_dir)
     from mcunas.csource import write_model_sources
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     dest = Path(out_dir) / "best"
     write_file(dest / "model.tflite", model_bytes)
