@@ -137,19 +137,21 @@ class _Pump(threading.Thread):
 
     def run(self) -> None:
         """Pass lines on until stopped and the pipe is empty, or every writer closed it."""
-        with os.fdopen(self._read_end, "rb", buffering=0) as pipe:
+        try:
             while True:
-                ready, _, _ = select.select([pipe], [], [], _POLL_S)
+                ready, _, _ = select.select([self._read_end], [], [], _POLL_S)
                 if not ready:
                     if self._stopping.is_set():
                         break
                     continue
-                chunk = pipe.read(65536)
+                chunk = os.read(self._read_end, 65536)
                 if not chunk:
                     break
                 self._feed(chunk)
-        if self._held:
-            self._emit(self._held)
+            if self._held:
+                self._emit(self._held)
+        finally:
+            os.close(self._read_end)
 
     def stop(self) -> None:
         """Pass on what is in the pipe now, then end (waits at most :data:`_DRAIN_S`).
