@@ -136,22 +136,39 @@ class _Pump(threading.Thread):
         self._stopping = threading.Event()
 
     def run(self) -> None:
-        """Pass lines on until stopped and the pipe is empty, or every writer closed it."""
+        """Pass lines on until stopped and the pipe is empty, or every writer closed it.
+
+        Should the filter itself fail, standard error goes back to the terminal
+        unfiltered: a pipe nobody reads would block every writer once full.
+        """
         try:
-            while True:
-                ready, _, _ = select.select([self._read_end], [], [], _POLL_S)
-                if not ready:
-                    if self._stopping.is_set():
-                        break
-                    continue
-                chunk = os.read(self._read_end, 65536)
-                if not chunk:
-                    break
-                self._feed(chunk)
-            if self._held:
-                self._emit(self._held)
+            self._pump()
+        except Exception:  # noqa: BLE001 - anything: never leave the pipe unread
+            with contextlib.suppress(OSError):
+                os.dup2(self._out, 2)
+            self._pass_through()
         finally:
             os.close(self._read_end)
+
+    def _pump(self) -> None:
+        while True:
+            ready, _, _ = select.select([self._read_end], [], [], _POLL_S)
+            if not ready:
+                if self._stopping.is_set():
+                    break
+                continue
+            chunk = os.read(self._read_end, 65536)
+            if not chunk:
+                break
+            self._feed(chunk)
+        if self._held:
+            self._emit(self._held)
+
+    def _pass_through(self) -> None:
+        """What writers still send through the pipe, as it is, until they close it."""
+        with contextlib.suppress(OSError):
+            while chunk := os.read(self._read_end, 65536):
+                os.write(self._out, chunk)
 
     def stop(self) -> None:
         """Pass on what is in the pipe now, then end (waits at most :data:`_DRAIN_S`).
