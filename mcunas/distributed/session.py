@@ -22,6 +22,7 @@ import mcunas
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.wire import CHANNEL_OPTIONS, SERVICE, identity_sha256, parse_address
 from mcunas.errors import UserError
+from mcunas.search import kt_state
 from mcunas.search.config import IDENTITY
 from mcunas.search.progress import Progress
 from mcunas.search.session import SearchSession
@@ -57,7 +58,7 @@ class ChiefSession(SearchSession):
 
         def after_trial(tid: str) -> None:
             try:
-                tuner._after_trial(tid)  # noqa: SLF001 - the local search's own bookkeeping
+                tuner.after_trial(tid)
             except SearchFatal as exc:
                 fatal.append(exc.error)
                 tuner.stopped_reason = str(exc.error)
@@ -82,7 +83,7 @@ class ChiefSession(SearchSession):
             note=progress.note,
             timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
         )
-        for name, trial in oracle.ongoing_trials.items():
+        for name, trial in kt_state.running(oracle).items():
             service.adopt(name, trial.trial_id)
         return service
 
@@ -94,13 +95,10 @@ class ChiefSession(SearchSession):
         can finish it when it reconnects (or it is handed on after the timeout).
         """
         self._reconcile(oracle)
-        queue = oracle._retry_queue  # noqa: SLF001 - keras-tuner keeps no public view
+        queue = kt_state.retry_queue(oracle)
         for rec in self.store.trials(TrialStatus.RUNNING):
-            if rec.worker and rec.trial_id in queue and rec.worker not in oracle.ongoing_trials:
-                queue.remove(rec.trial_id)
-                trial = oracle.trials[rec.trial_id]
-                oracle.ongoing_trials[rec.worker] = trial
-                oracle.tuner_ids.add(rec.worker)
+            if rec.worker and rec.trial_id in queue and rec.worker not in kt_state.running(oracle):
+                kt_state.assign(oracle, rec.worker, rec.trial_id)
 
     def _serve(self, service: ChiefService, oracle: Any, tuner: Any, progress: Progress) -> None:
         with serving(self.config.serve or "", service, progress, oracle):
@@ -118,8 +116,8 @@ class ChiefSession(SearchSession):
             if tuner.stopped_reason is not None:
                 oracle.max_trials = len(oracle.trials)  # create_trial now says STOPPED
             with service.lock:
-                running = bool(oracle.ongoing_trials)
-                queued = bool(oracle._retry_queue)  # noqa: SLF001
+                running = bool(kt_state.running(oracle))
+                queued = bool(kt_state.retry_queue(oracle))
                 full = len(oracle.trials) >= (oracle.max_trials or 0)
             if full and not running and (not queued or tuner.stopped_reason is not None):
                 return
@@ -144,13 +142,10 @@ def serving(
     Raises:
         UserError: the address cannot be listened on.
     """
-    from keras_tuner.src import protos
-    from keras_tuner.src.distribute.oracle_chief import OracleServicer
-
     host, port = parse_address(address, "--serve")
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=16), options=CHANNEL_OPTIONS)
     if oracle is not None:
-        protos.get_service_grpc().add_OracleServicer_to_server(OracleServicer(oracle), server)
+        kt_state.serve_oracle(server, oracle)
     handler = grpc.unary_unary_rpc_method_handler(service.handle)
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler(SERVICE, {"Call": handler}),)

@@ -186,22 +186,22 @@ class SearchSession:
         keras-tuner is handed to the oracle as finished, not redone; any other
         ``running`` row is marked failed ("interrupted").
         """
-        from keras_tuner.engine import trial as trial_module
+        from mcunas.search import kt_state
 
-        for tid in list(oracle._retry_queue):  # noqa: SLF001 - keras-tuner keeps no public view
+        for tid in kt_state.retry_queue(oracle):
             rec = self.store.get(tid)
             if rec is None or rec.status == TrialStatus.RUNNING:
                 continue
-            oracle._retry_queue.remove(tid)  # noqa: SLF001
+            kt_state.dequeue(oracle, tid)
             trial = oracle.trials[tid]
             if rec.status in (TrialStatus.OK, TrialStatus.INFEASIBLE):
                 feasible = float(rec.status == TrialStatus.OK)
                 oracle.update_trial(tid, {"score": rec.score or 0.0, "feasible": feasible})
-                trial.status = trial_module.TrialStatus.COMPLETED
+                trial.status = kt_state.TrialStatus.COMPLETED
             else:
-                trial.status = trial_module.TrialStatus.FAILED
+                trial.status = kt_state.TrialStatus.FAILED
             oracle.end_trial(trial)
-        retry = set(oracle._retry_queue)  # noqa: SLF001
+        retry = set(kt_state.retry_queue(oracle))
         for rec in self.store.trials(TrialStatus.RUNNING):
             if rec.trial_id not in retry:
                 self.store.finish_trial(

@@ -28,12 +28,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import keras_tuner
-from keras_tuner.src import config as kt_config
 
 from mcunas.errors import FatalError, McunasError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
+from mcunas.search.kt_state import DeclaredSpace, declare_space_default, set_debug
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
@@ -134,7 +134,7 @@ def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
         timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
 
 
-class HardwareAwareTuner(keras_tuner.Tuner):
+class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
     """A ``keras_tuner.Tuner`` whose only override is :meth:`run_trial`.
 
     Args:
@@ -201,9 +201,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
-        kt_config.DEBUG = debug
+        set_debug(debug)
 
-    def _populate_initial_space(self) -> None:
+    def declare_space(self) -> None:
         """Declare the space to the oracle (not on a worker: the chief's oracle holds it).
 
         keras-tuner's default builds the model once per conditional scope to find
@@ -215,7 +215,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             return
         own = type(self.hypermodel).declare_hyperparameters
         if own is keras_tuner.HyperModel.declare_hyperparameters:
-            super()._populate_initial_space()
+            declare_space_default(self)
             return
         hp = self.oracle.get_space()
         self.hypermodel.declare_hyperparameters(hp)
@@ -259,7 +259,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             raise SearchFatal(error) from exc
         finally:
             if not fatal and tid not in self.abandoned:
-                self._after_trial(tid)
+                self.after_trial(tid)
 
     def on_trial_end(self, trial: Any) -> None:
         """Tell the oracle the trial ended, unless the chief already gave it to another worker."""
@@ -375,7 +375,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         """A test: would a candidate with these figures join the current Pareto front."""
         return front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)
 
-    def _after_trial(self, tid: str) -> None:
+    def after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""
         rows = self.store.trials()
         done = sum(r.status != TrialStatus.RUNNING and not _untrained(r) for r in rows)
