@@ -12,9 +12,9 @@ import pytest
 
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
+from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult
 from mcunas.search.result import choose_best
 from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner import CheckResult, EvalResult, TrainResult
 from mcunas.supernet.trained import TrainedStages
 
 LADDER = [{"width": 1.0}, {"width": 0.75}, {"width": 0.5}]

@@ -31,7 +31,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcunas.errors import CandidateError
-from mcunas.search.budgets import violations
 from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
 from mcunas.search.store import TrialRecord, TrialStatus
@@ -134,8 +133,8 @@ class SupernetSession(TrainedStages, SearchSession):
             cost = self.runner.worker.profile(model)
         except CandidateError as exc:
             return _Check(TrialStatus.FAILED, f"check failed: {exc}")
-        reasons = violations(cost, self.config.budgets)
-        return _Check(TrialStatus.INFEASIBLE if reasons else None, "; ".join(reasons), cost)
+        reason = self.pipeline.cost_reasons(cost)
+        return _Check(TrialStatus.INFEASIBLE if reason else None, reason or "", cost)
 
     # ------------------------------------------------------------------ stage 1
     def _trainer(self, epochs: int) -> Any:
@@ -274,7 +273,7 @@ class SupernetSession(TrainedStages, SearchSession):
             return None, None
         est = predict_latency(read_graph(model), self.board)
         latency = Figures("simulator", True, est.ms, 0, 0, 0, latency_error_pct=est.error_pct)
-        return "; ".join(violations(latency, self.config.budgets)) or None, latency
+        return self.pipeline.cost_reasons(latency), latency
 
     def _search_line(self, scored: int, seconds: float, progress: Progress) -> None:
         best = min(self._rows(TrialStatus.SCREENED), key=_inherited, default=None)

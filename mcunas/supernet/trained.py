@@ -18,18 +18,15 @@ kernels, measured (simulator, board or rack) and recorded ``ok`` or
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
-from mcunas.errors import FatalError, describe
-from mcunas.search.budgets import score, violations
-from mcunas.search.pareto import front_test
+from mcunas.search.pipeline import SEED_ORIGIN, CheckResult, TrainResult, TrialPipeline
 from mcunas.search.progress import Progress, trial_summary
 from mcunas.search.store import TrialStatus
 
 __all__ = ["REFERENCE_ORIGIN", "TrainedStages"]
 
-REFERENCE_ORIGIN = "seed"  # the origin every search gives the --seed-arch design's rows
+REFERENCE_ORIGIN = SEED_ORIGIN  # the origin every search gives the --seed-arch design's rows
 REFERENCE_PREFIX = "r"
 STOPPED = "time budget reached while training the reference (--resume continues)"
 
@@ -87,28 +84,30 @@ class TrainedStages:
         ladder = reference_ladder(name, self.dataset.input_shape)  # type: ignore[attr-defined]
         return [self.space.hyperparameters(**v).values for v in ladder]
 
+    @property
+    def pipeline(self) -> TrialPipeline:
+        """The trial pipeline every trained trial of the search runs through."""
+        cfg = self.config
+        return TrialPipeline(
+            self.runner, self.store, cfg.budgets, self.out_dir / "models", cfg.objectives
+        )
+
     def _reference_rung(self, tid: str, values: dict[str, Any], rung: int) -> None:
         """Build, check, train from scratch for ``--epochs`` and record one variant.
 
         (A distributed search's chief hands this to a worker.)
         """
         hp = self.space.hyperparameters(**values)
-        self.store.start_trial(
-            tid, hp.values, family="stages", origin=REFERENCE_ORIGIN, started_at=time.time()
-        )
+        pipeline, epochs = self.pipeline, self.config.epochs
+        pipeline.begin(tid, hp.values, family="stages", origin=REFERENCE_ORIGIN)
 
         def build() -> Any:
-            model = self.runner.build(hp, self.config.seed + rung)
-            check = self.runner.check(model)
-            self.store.record_figures(tid, check.cost, before_training=True)
-            self.store.update(tid, params=check.params, description=check.description)
-            reasons = violations(check.cost, self.config.budgets)
-            if reasons:
-                self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-                return None
-            return model
+            return self.runner.build(hp, self.config.seed + rung)
 
-        self._train_record(tid, build, self.config.epochs, ("build", "train"))
+        def train(model: Any, check: CheckResult | None) -> TrainResult:
+            return self.runner.train(model, epochs) if epochs else TrainResult(None, 0)
+
+        pipeline.run(tid, build, train)
 
     # ------------------------------------------------------------------ stage 3
     def _finetune_one(self, tid: str, net: Any, epochs: int) -> None:
@@ -118,76 +117,10 @@ class TrainedStages:
         def extract() -> Any:
             return self.scorer.extract(net, self.space)
 
-        self._train_record(tid, extract, epochs, ("extract", "fine-tune"))
+        def train(model: Any, check: CheckResult | None) -> TrainResult:
+            return self.runner.train(model, epochs) if epochs else TrainResult(None, 0)
 
-    # ------------------------------------------------------------------ both
-    def _train_record(
-        self, tid: str, make: Callable[[], Any], epochs: int, stages: tuple[str, str]
-    ) -> None:
-        """``make`` a model (None: it ended the trial itself), train, convert, score, measure.
-
-        A failure at any stage is the trial's ``failed`` row, naming the stage
-        (``stages``: the names of making and of training, e.g. build and train).
-        """
-        from mcunas.search.tuner import TrainResult
-
-        timings: dict[str, float] = {}
-        stage, clock = stages[0], time.perf_counter()
-        try:
-            runner = self.runner
-            model = make()
-            if model is None:
-                return
-            timings["build_s"], clock, stage = _since(clock), time.perf_counter(), stages[1]
-            trained = runner.train(model, epochs) if epochs else TrainResult(None, 0)
-            timings["train_s"], clock, stage = _since(clock), time.perf_counter(), "convert"
-            model_bytes = runner.convert(model)
-            timings["convert_s"], clock, stage = _since(clock), time.perf_counter(), "evaluate"
-            evaluated = runner.evaluate(model_bytes)
-            timings["eval_s"], clock, stage = _since(clock), time.perf_counter(), "measure"
-            ok = self.store.trials(TrialStatus.OK)
-            cost = runner.measure(
-                model_bytes, front_test(ok, evaluated.accuracy, self.config.objectives)
-            )
-            timings["measure_s"] = _since(clock)
-        except FatalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - a failing trial is recorded, search goes on
-            self._end(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}", **timings)
-            return
-        timings["epochs_run"] = trained.epochs_run  # written before the row finishes
-        self._record(tid, model_bytes, cost, evaluated, trained.float_accuracy, timings)
-
-    def _record(
-        self,
-        tid: str,
-        model_bytes: bytes,
-        cost: Any,
-        evaluated: Any,
-        float_accuracy: float | None,
-        timings: dict[str, float],
-    ) -> None:
-        """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
-        self.store.record_model(
-            tid,
-            self.out_dir / "models",
-            model_bytes,
-            cost,
-            float_accuracy=float_accuracy,
-            int8_accuracy=evaluated.accuracy,
-            int8_loss=evaluated.loss,
-            **timings,
-        )
-        reasons = violations(cost, self.config.budgets)
-        if reasons:
-            self._end(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-            return
-        result = score(evaluated.accuracy, cost, self.config.budgets)
-        self.store.finish_trial(tid, TrialStatus.OK, score=result, finished_at=time.time())
+        self.pipeline.run(tid, extract, train, check=False, names=("extract", "fine-tune"))
 
     def _end(self, tid: str, status: TrialStatus, reason: str, **values: Any) -> None:
         self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
-
-
-def _since(start: float) -> float:
-    return time.perf_counter() - start
