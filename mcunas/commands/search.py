@@ -209,13 +209,13 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
     config = _config(ctx, options)
     if _keras_tuner_worker(config):
         return
-    from mcunas.search.api import check_search
+    from mcunas.engine import check_search
 
     check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
     from mcunas.convert import import_tensorflow
 
     import_tensorflow()  # first, and quietly: keras and keras-tuner import it too
-    from mcunas.search.api import run_search
+    from mcunas.engine import run_search
 
     try:
         with _sigterm_as_interrupt():
@@ -263,7 +263,8 @@ def _keras_tuner_worker(config: SearchConfig) -> bool:
     if "chief" in tuner_id:
         config.serve = config.serve or f"{ip}:{port}"
         return False
-    from mcunas.distributed.worker import WorkerSettings, run_worker
+    from mcunas.distributed.worker import WorkerSettings
+    from mcunas.engine import run_worker
 
     settings = WorkerSettings(
         f"{ip}:{port}", tuner_id, config.dataset, config.port, config.rack, config=config

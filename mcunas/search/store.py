@@ -268,6 +268,13 @@ class TrialStore:
         marks = ", ".join("?" for _ in _COLUMNS)
         self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
 
+    def begin(self, trial_id: str) -> None:
+        """A trial taken up again without a new start (fine-tuning a screened subnet).
+
+        Nothing to do here: the trial's clock is its ``started_at``; a worker's
+        remote store starts its own clock.
+        """
+
     def update(self, trial_id: str, **values: Any) -> None:
         """Set some columns of one trial."""
         if not values:
