@@ -269,11 +269,7 @@ class TrialStore:
         self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
 
     def begin(self, trial_id: str) -> None:
-        """A trial taken up again without a new start (fine-tuning a screened subnet).
-
-        Nothing to do here: the trial's clock is its ``started_at``; a worker's
-        remote store starts its own clock.
-        """
+        """A trial taken up again (a screened subnet's fine-tuning): nothing to do here."""
 
     def update(self, trial_id: str, **values: Any) -> None:
         """Set some columns of one trial."""
