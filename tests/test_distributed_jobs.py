@@ -159,7 +159,7 @@ def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(
     scored = []
 
     def done(job, result):
-        strategy._failed(job, result)
+        strategy.record_failure(job, result)
         scored.append(result)
 
     jobs = ChiefJobs(board, service, WIRE)

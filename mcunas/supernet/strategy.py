@@ -27,11 +27,12 @@ import hashlib
 import itertools
 import statistics
 import time
+from typing import Any
 
 from mcunas.errors import FatalError
 from mcunas.search.pipeline import SEED_ORIGIN
 from mcunas.search.progress import Progress, format_duration, trial_summary
-from mcunas.search.run import Executor, SearchRun
+from mcunas.search.run import Executor, Jobs, SearchRun
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.jobs import (
@@ -75,9 +76,20 @@ STOPPED_FINETUNE = "time budget reached while fine-tuning (--resume continues)"
 
 
 class SupernetStrategy:
-    """The supernet search's plan (see the module); one instance per run."""
+    """The supernet search's plan (see the module); one instance per run.
+
+    :meth:`search` sets what the stages share: the ``run``, its ``progress``,
+    the ``space`` (the stage family), the executor's ``jobs``, the ``spec`` (the
+    supernet planned) and, once it is trained, its checkpoint's ``sha256``.
+    """
 
     name = "supernet"
+    run: SearchRun
+    progress: Progress
+    space: Any
+    jobs: Jobs
+    spec: SupernetSpec
+    sha256: str | None = None
 
     def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
         """Train (or resume) the supernet, search its subnets, fine-tune the best."""
@@ -152,7 +164,7 @@ class SupernetStrategy:
                 if progress.time_up():
                     return STOPPED_REFERENCE
                 job = Reference(tid, values, i, origin=REFERENCE_ORIGIN)
-                self._failed(job, self.jobs.run([job])[0])
+                self.record_failure(job, self.jobs.run([job])[0])
                 rec = store.get(tid)
                 if rec is None or rec.status == TrialStatus.RUNNING:
                     return STOPPED_REFERENCE
@@ -196,7 +208,7 @@ class SupernetStrategy:
         start = time.monotonic()
 
         def screened(job: Job, result: Result | None) -> None:
-            self._failed(job, result)
+            self.record_failure(job, result)
             if isinstance(result, Screened) and result.score is not None:
                 scored[0] += 1
                 if scored[0] % REPORT_EVERY == 0 or scored[0] == cfg.subnets:
@@ -265,14 +277,14 @@ class SupernetStrategy:
 
         def finished(job: Job, result: Result | None) -> None:
             if result is not None:
-                self._failed(job, result)
+                self.record_failure(job, result)
                 done(job.tid)  # type: ignore[union-attr]
 
         results = self.jobs.run(jobs, on_done=finished, progress=self.progress)
         return STOPPED_FINETUNE if any(r is None for r in results) else None
 
     # ---------------------------------------------------------------- the store
-    def _failed(self, job: Job, result: Result | None) -> None:
+    def record_failure(self, job: Job, result: Result | None) -> None:
         """A job that could not be done: its trial rows end as failed, with why."""
         if not isinstance(result, Failed):
             return
