@@ -1,5 +1,9 @@
 """The search as a library call: ``run_search(SearchConfig(...)) -> SearchResult``.
 
+The folder, its lock, the store and resume are handled here; the strategy and
+the executor come from ``plan`` (:func:`mcunas.engine.run_search` passes its
+registries'; without it, Keras Tuner trials run in this process).
+
 Example::
 
     from mcunas.search import SearchConfig, run_search
