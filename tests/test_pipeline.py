@@ -35,7 +35,7 @@ class Runner:
 
     def convert(self, model: dict) -> bytes:
         self._maybe_fail("convert")
-        return json.dumps(model).encode()
+        return json.dumps({"ms": model["ms"]}).encode()
 
     def evaluate(self, model_bytes: bytes) -> EvalResult:
         return EvalResult(0.8, 0.4)
@@ -47,6 +47,9 @@ class Runner:
 
 
 def _train(model: dict, check) -> TrainResult:
+    if check is not None:  # while it trains, its row shows the check done
+        rec = model["store"].get("t1") if "store" in model else None
+        assert rec is None or (rec.check_s and rec.params == 10 and rec.description == "d")
     if model.get("broken"):
         raise RuntimeError("no memory")
     return TrainResult(0.9, 3)
@@ -56,7 +59,7 @@ def _run(tmp_path: Path, runner: Runner, model: dict, **options) -> tuple:
     store = TrialStore.open(tmp_path)
     pipeline = TrialPipeline(runner, store, Budgets(max_latency_ms=10.0), tmp_path / "models")
     pipeline.begin("t1", {"ms": model["ms"]}, family="stages", origin=None)
-    outcome = pipeline.run("t1", lambda: model, _train, **options)
+    outcome = pipeline.run("t1", lambda: {**model, "store": store}, _train, **options)
     return outcome, store.get("t1")
 
 

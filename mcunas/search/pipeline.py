@@ -225,7 +225,9 @@ class TrialPipeline:
             with trial.stage_of("check", "check_s"):
                 checked = self.runner.check(model)
             self.store.record_figures(trial.tid, checked.cost, before_training=True)
-            self.store.update(trial.tid, params=checked.params, description=checked.description)
+            self.store.update(  # the row shows the check done while the model trains
+                trial.tid, **trial.timings, params=checked.params, description=checked.description
+            )
             reason = self.cost_reasons(checked.cost)
             if reason:
                 return self.end(trial.tid, TrialStatus.INFEASIBLE, reason, **trial.timings)
