@@ -27,7 +27,7 @@ from mcunas.errors import FatalError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
 
 __all__ = [
     "SEED_ORIGIN",
@@ -40,7 +40,7 @@ __all__ = [
 ]
 
 # The origin of the --seed-arch design's rows, in every strategy.
-SEED_ORIGIN = "seed"
+SEED_ORIGIN = TrialOrigin.SEED
 
 
 @dataclass(frozen=True)

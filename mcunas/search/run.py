@@ -298,7 +298,8 @@ class SearchRun:
             result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
-            context = {**self._context(), "test": result.test}
+            context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
+            context["rescore"] = result.rescore
             result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
         result.paths["store"] = str(self.store.path)
         return result

@@ -80,7 +80,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         epochs: int, training epochs (Hyperband's ``tuner/epochs`` wins).
         seed: int, base seed; trial ``i`` uses ``seed + i``.
         warm_start: bool | None, Hyperband's promoted trials start from their parent's
-            weights (default: True unless the environment sets ``MCUNAS_WARM_START=0``).
+            weights (``SearchConfig.warm_start``; default True).
             Runners without ``save_weights``/``load_weights`` always train from scratch.
         max_draws: int | None, candidates drawn at most (default ``DRAWS_PER_TRIAL`` x the
             oracle's ``max_trials``): a draw refused before training is drawn again, so
@@ -108,7 +108,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         models_dir: Path,
         epochs: int,
         seed: int = 0,
-        warm_start: bool | None = None,
+        warm_start: bool = True,
         max_draws: int | None = None,
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,

@@ -42,7 +42,12 @@ class TunerStrategy:
                 seed_first_trial(oracle, seeds)
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)
             reconcile(run.store, oracle)
-            return executor.drive_tuner(run, tuner, oracle, progress)
+            stopped = executor.drive_tuner(run, tuner, oracle, progress)
+            if runner is not None:  # the front's finalists re-scored where they can train
+                from mcunas.search.rescore import rescore_finalists
+
+                rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
+            return stopped
         except SearchFatal as exc:
             raise exc.error from None
         except RuntimeError as exc:  # keras-tuner's own stop conditions
@@ -100,6 +105,7 @@ def make_tuner(
         "debug": run.debug,
         "objectives": cfg.objectives,
         "seeds": seeds,
+        "warm_start": cfg.warm_start,
     }
     return HardwareAwareTuner(oracle, space, **{**settings, **options})
 

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+from mcunas.search.store import TrialOrigin
+
 __all__ = [
     "WIRE",
     "Check",
@@ -70,7 +72,7 @@ class Reference:
     values: dict[str, Any]
     rung: int
     width: float = 1.0
-    origin: str = "seed"
+    origin: str = TrialOrigin.SEED
 
 
 @dataclass(frozen=True)
@@ -101,9 +103,10 @@ Job = Check | Train | Reference | Screen | Finetune
 
 @dataclass(frozen=True)
 class Fits:
-    """A cost check's verdict."""
+    """A cost check's verdict (``reason``: why not, when it does not fit)."""
 
     fits: bool
+    reason: str = ""
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from mcunas.supernet.jobs import (
 )
 from mcunas.supernet.spec import (
     PROBES,
+    WIDTHS,
     Subnet,
     SupernetSpec,
     choose_width,
@@ -112,6 +113,9 @@ class SupernetStrategy:
             )
             if self.reference() is not None:
                 return STOPPED_REFERENCE
+            nothing = self.nothing_fits()
+            if nothing is not None:
+                return nothing
             self.sha256 = self.supernet(epochs)
             if self.sha256 is None:
                 return STOPPED_SUPERNET
@@ -175,6 +179,21 @@ class SupernetStrategy:
             if rec.status != TrialStatus.INFEASIBLE:
                 return None  # trained (ok), or failed: either way the search goes on
         return None
+
+    def nothing_fits(self) -> str | None:
+        """Why no subnet can fit, when even the smallest one at the smallest width misses.
+
+        Checked only when no reference variant fitted either: the supernet is then
+        not trained, and the search ends with what the smallest designs need.
+        """
+        if any(r.status == TrialStatus.OK for r in self.run.store.trials()):
+            return None
+        d = self.run.dataset
+        spec = plan_supernet(d.input_shape, d.num_classes, min(WIDTHS))
+        check = self.jobs.run([Check(spec.width, subnet_values(spec, smallest(spec)))])[0]
+        if not isinstance(check, Fits) or check.fits:
+            return None
+        return f"nothing to search: the supernet's smallest subnet misses too ({check.reason})"
 
     # ---------------------------------------------------------------- stage 1
     def supernet(self, epochs: int) -> str | None:

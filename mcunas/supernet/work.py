@@ -21,7 +21,7 @@ from mcunas.files import write_file
 from mcunas.search.pipeline import CheckResult, TrainResult
 from mcunas.search.progress import Progress
 from mcunas.search.run import SearchRun
-from mcunas.search.store import TrialStatus
+from mcunas.search.store import TrialOrigin, TrialStatus
 from mcunas.supernet.jobs import (
     Check,
     Done,
@@ -42,7 +42,7 @@ from mcunas.supernet.train import CHECKPOINT
 
 __all__ = ["ORIGIN", "CostCheck", "SupernetWork", "TimeUp"]
 
-ORIGIN = "supernet"  # the origin of every subnet's row
+ORIGIN = TrialOrigin.SUPERNET  # the origin of every subnet's row
 
 
 class TimeUp(Exception):  # noqa: N818 - a stop signal, not an error
@@ -111,7 +111,8 @@ class SupernetWork:
     def check(self, job: Check) -> Fits:
         """Whether the subnet passes the cost check."""
         spec = self.spec(job.width)
-        return Fits(self.cost_check(spec, subnet_from_values(spec, job.values)).status is None)
+        check = self.cost_check(spec, subnet_from_values(spec, job.values))
+        return Fits(check.status is None, check.reason)
 
     def cost_check(self, spec: SupernetSpec, net: Subnet) -> CostCheck:
         """The cost check of a subnet's INT8 graph: latency first, then the full profile."""
@@ -130,8 +131,8 @@ class SupernetWork:
 
     def _too_slow(self, model: bytes) -> tuple[str | None, Figures | None]:
         """The latency verdict alone (the predictor the full check runs), before the arena."""
-        from mcunas.graph import read_graph
         from mcunas.predict.latency import predict_latency
+        from mcunas.tflite.reader import read_graph
 
         if self.run.config.max_latency_ms is None:
             return None, None
