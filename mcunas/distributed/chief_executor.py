@@ -77,7 +77,7 @@ class ChiefExecutor:
             linger(service)
         if fatal:
             raise fatal[0]
-        return tuner.stopped_reason  # type: ignore[no-any-return]
+        return tuner.stopped_reason
 
     @staticmethod
     def _service(

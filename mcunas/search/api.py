@@ -166,7 +166,7 @@ def _run_locked(
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
         session = SearchRun(config, board, out_dir, store, *parts, debug=debug)
-        out = sys.stderr if stream == "stderr" else stream
+        out = sys.stderr if isinstance(stream, str) else stream  # "stderr": the current one
         progress = Progress(config.max_trials, config.time_budget_s, stream=out)
         try:
             # keras-tuner and Keras print to stdout; keep stdout for the --json summary.

@@ -48,7 +48,7 @@ TrialStatus = trial_module.TrialStatus
 
 def synchronized(func: F) -> F:
     """Keras Tuner's oracle lock: ``func(oracle, ...)`` runs alone among the oracle's calls."""
-    return keras_tuner.synchronized(func)  # type: ignore[no-any-return]
+    return keras_tuner.synchronized(func)
 
 
 def set_debug(debug: bool) -> None:
@@ -69,7 +69,7 @@ def dequeue(oracle: keras_tuner.Oracle, trial_id: str) -> None:
 
 def running(oracle: keras_tuner.Oracle) -> dict[str, Any]:
     """The oracle's running trials by tuner id (its own dict: hold the oracle's lock)."""
-    return oracle.ongoing_trials  # type: ignore[no-any-return]
+    return oracle.ongoing_trials
 
 
 def assign(oracle: keras_tuner.Oracle, tuner_id: str, trial_id: str) -> None:
@@ -109,7 +109,7 @@ def next_seed(oracle: keras_tuner.Oracle) -> int:
 
 def random_values(oracle: keras_tuner.Oracle) -> dict[str, Any] | None:
     """A random, not yet tried point of the oracle's space; None when none is left."""
-    return oracle._random_values()  # type: ignore[no-any-return]  # noqa: SLF001
+    return oracle._random_values()  # noqa: SLF001
 
 
 def is_duplicate(oracle: keras_tuner.Oracle, values: dict[str, Any]) -> bool:

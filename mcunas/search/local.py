@@ -63,7 +63,7 @@ class LocalExecutor:
     ) -> str | None:
         """Keras Tuner's own loop in this process."""
         tuner.search()
-        return tuner.stopped_reason  # type: ignore[no-any-return]
+        return tuner.stopped_reason
 
     @contextlib.contextmanager
     def jobs(

@@ -205,7 +205,9 @@ class TrialPipeline:
         trial = _Trial(tid, notes=notes if notes is not None else [])
         try:
             done = self._stages(trial, make, train, check, names)
-        except (FatalError, TrialTakenAway, *passes):
+        except (FatalError, TrialTakenAway):
+            raise
+        except passes:
             raise
         except Exception as exc:  # noqa: BLE001 - a failing candidate is recorded, search goes on
             reason = f"{trial.stage} failed: {describe(exc)}"

@@ -241,7 +241,8 @@ class SupernetStrategy:
                     results[net] = _result(rec)  # scored before (a fine-tuning cut short included)
                 else:
                     tid = rec.trial_id if rec else f"s{next(numbers):04d}"
-                    todo.append(Screen(tid, spec.width, subnet_values(spec, net), self.sha256))
+                    values = subnet_values(spec, net)
+                    todo.append(Screen(tid, spec.width, values, self.sha256 or ""))
             if todo and self.progress.time_up():
                 raise TimeUp
             done = self.jobs.run(todo, on_done=screened, progress=self.progress)
