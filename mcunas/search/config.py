@@ -256,10 +256,6 @@ class SearchConfig:
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
             )
         check_objectives(self.objectives)
-        if self.serve is not None:
-            from mcunas.distributed.wire import check_serve
-
-            check_serve(self)
         for name in (
             "max_latency_ms",
             "max_sram_kb",
