@@ -12,7 +12,12 @@
 - **class weights** when the largest class has over :data:`IMBALANCE` times the
   samples of the smallest (weights ``N / (K * n_k)``, as scikit-learn's
   "balanced");
-- **augmentation** by the dataset's kind (:mod:`mcunas.search.augment`).
+- **augmentation** by the dataset's kind (:mod:`mcunas.search.augment`): for
+  series, the operations of :data:`SERIES_OPS` and mixup at :data:`MIXUP_ALPHA`
+  (0 leaves it out).
+
+The recipe states its optimizer steps: :attr:`Recipe.steps_per_epoch` and,
+in :meth:`Recipe.describe`, the steps of a full ``--epochs`` schedule.
 
 Every candidate then trains with Adam on a cosine-decayed learning rate (from
 the candidate's own ``learning_rate`` down to :data:`COSINE_FLOOR` of it) and
@@ -29,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from mcunas.data import Dataset
+from mcunas.search.augment import DEFAULT_SERIES_OPS
 
 __all__ = [
     "AUGMENT_CHOICES",
@@ -49,6 +55,8 @@ COSINE_FLOOR = 0.05
 IMBALANCE = 1.5
 MIN_BATCH, MAX_BATCH = 16, 128
 SHUFFLE_BUFFER = 20_000
+SERIES_OPS = DEFAULT_SERIES_OPS  # series augmentation operations of a planned recipe
+MIXUP_ALPHA = 0.0  # mixup's Beta(alpha, alpha) for series (0: none)
 
 
 @dataclass(frozen=True)
@@ -62,6 +70,9 @@ class Recipe:
         kind: the dataset's kind ("image", "audio", "series").
         class_weights: one weight per class, or None for balanced labels.
         label_smoothing: the loss's label smoothing.
+        series_ops: the series augmentation's operations (see :mod:`mcunas.search.augment`).
+        mixup: mixup's Beta(alpha, alpha) parameter (0: no mixup).
+        steps_per_epoch: optimizer steps in one epoch (0: not planned from a dataset).
     """
 
     batch_size: int
@@ -70,18 +81,36 @@ class Recipe:
     kind: str
     class_weights: tuple[float, ...] | None = None
     label_smoothing: float = LABEL_SMOOTHING
+    series_ops: tuple[str, ...] = DEFAULT_SERIES_OPS
+    mixup: float = 0.0
+    steps_per_epoch: int = 0
 
-    def describe(self) -> str:
-        """One line for the search's start-up message and the report."""
+    def describe(self, epochs: int | None = None) -> str:
+        """One line for the search's start-up message and the report.
+
+        Args:
+            epochs: int | None, the search's ``--epochs``: adds the steps of the full schedule.
+        """
         aug = "no augmentation" if self.augment == "off" else f"{self.kind} augmentation"
         if self.augment == "flip":
             aug += " with flips"
+        if self.augment != "off" and self.kind == "series":
+            aug += f" ({', '.join(self.series_ops)}{', mixup' if self.mixup > 0 else ''})"
         parts = [f"batch {self.batch_size}", aug, "cosine LR", f"smoothing {self.label_smoothing}"]
+        if self.steps_per_epoch:
+            steps = f"{self.steps_per_epoch} steps/epoch"
+            if epochs:
+                steps += f" ({self.steps_per_epoch * epochs} optimizer steps at {epochs} epochs)"
+            parts.insert(1, steps)
         if self.repeats > 1:
             parts.insert(1, f"{self.repeats} passes/epoch")
         if self.class_weights is not None:
             parts.append("balanced class weights")
         return ", ".join(parts)
+
+    def steps(self, epochs_run: int) -> int:
+        """Optimizer steps of a training that ran ``epochs_run`` epochs."""
+        return int(self.steps_per_epoch) * int(epochs_run)
 
 
 def auto_batch_size(n_train: int) -> int:
@@ -111,12 +140,17 @@ def plan_recipe(dataset: Dataset, batch_size: int | None = None, augment: str = 
         raise ValueError(f"augment must be one of {', '.join(AUGMENT_CHOICES)}; got {augment!r}")
     n = len(dataset.x_train)
     batch = int(batch_size) if batch_size else auto_batch_size(n)
+    repeats = max(1, math.ceil(MIN_STEPS_PER_EPOCH * batch / n))
+    series = dataset.kind == "series"
     return Recipe(
         batch_size=batch,
-        repeats=max(1, math.ceil(MIN_STEPS_PER_EPOCH * batch / n)),
+        repeats=repeats,
         augment=augment,
         kind=dataset.kind,
         class_weights=_class_weights(dataset.y_train, dataset.num_classes),
+        series_ops=tuple(SERIES_OPS) if series else DEFAULT_SERIES_OPS,
+        mixup=float(MIXUP_ALPHA) if series and augment != "off" else 0.0,
+        steps_per_epoch=max(1, math.ceil(n * repeats / batch)),
     )
 
 
@@ -133,7 +167,7 @@ def training_data(dataset: Dataset, recipe: Recipe, seed: int = 0) -> Any:
     """
     import tensorflow as tf
 
-    from mcunas.search.augment import augmenter
+    from mcunas.search.augment import augmenter, mixup
 
     d = dataset
     onehot = np.eye(d.num_classes, dtype=np.float32)[d.y_train]
@@ -145,9 +179,11 @@ def training_data(dataset: Dataset, recipe: Recipe, seed: int = 0) -> Any:
         min(len(d.y_train) * recipe.repeats, SHUFFLE_BUFFER), seed=seed
     )
     data = data.batch(recipe.batch_size)
-    fn = augmenter(recipe.kind, recipe.augment, d.noise)
+    fn = augmenter(recipe.kind, recipe.augment, d.noise, recipe.series_ops)
     if fn is not None:
         data = data.map(lambda x, y, w: (fn(x), y, w), num_parallel_calls=tf.data.AUTOTUNE)
+    if recipe.mixup > 0 and recipe.augment != "off":
+        data = data.map(mixup(recipe.mixup), num_parallel_calls=tf.data.AUTOTUNE)
     return data.prefetch(tf.data.AUTOTUNE)
 
 
