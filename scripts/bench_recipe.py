@@ -13,9 +13,12 @@ conversion, TFLite Micro kernels, test split):
 
 Variants (``--variants``):
 
-- ``default``: the recipe as planned today;
-- ``long``: ``--steps-factor`` times the optimizer steps per epoch (same epochs,
-  the cosine schedule stretched over all of them);
+- ``default``: :data:`mcunas.search.recipe.MIN_STEPS_PER_EPOCH` (30) optimizer
+  steps an epoch at least, the recipe of every set before small series sets
+  were given more;
+- ``long``: ``--steps-factor`` times those steps per epoch (same epochs, the
+  cosine schedule stretched over all of them; 4x is now the default for
+  series sets under 500 training samples);
 - ``long-aug``: long, and window slicing and time warping added to the series
   augmentation;
 - ``long-mix``: long-aug, and mixup (alpha 0.2);
@@ -67,6 +70,20 @@ def variant_settings(name: str, factor: int) -> dict:
     raise SystemExit(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
 
 
+def _steps_saved() -> tuple[int, int]:
+    from mcunas.search import recipe
+
+    return recipe.MIN_STEPS_PER_EPOCH, recipe.SMALL_SERIES_STEPS_PER_EPOCH
+
+
+def _set_steps(least: int, small: int | None = None) -> None:
+    """Every set (small series sets too) trains at least ``least`` steps an epoch."""
+    from mcunas.search import recipe
+
+    recipe.MIN_STEPS_PER_EPOCH = least
+    recipe.SMALL_SERIES_STEPS_PER_EPOCH = least if small is None else small
+
+
 def run_variant(npz: Path, out: Path, budget: tuple, settings: dict, args) -> dict:  # noqa: ANN001
     """One trial of the reference design under the variant's recipe."""
     from bench_tasks import mcunas_run
@@ -74,8 +91,9 @@ def run_variant(npz: Path, out: Path, budget: tuple, settings: dict, args) -> di
     from mcunas.search import recipe
     from mcunas.space.reference import LADDER
 
-    saved = (recipe.MIN_STEPS_PER_EPOCH, recipe.SERIES_OPS, recipe.MIXUP_ALPHA)
-    recipe.MIN_STEPS_PER_EPOCH = settings["min_steps"]
+    saved = _steps_saved()
+    saved_aug = (recipe.SERIES_OPS, recipe.MIXUP_ALPHA)
+    _set_steps(settings["min_steps"])
     recipe.SERIES_OPS, recipe.MIXUP_ALPHA = settings["ops"], settings["mixup"]
     ref = {"seed_arch": "kws-dscnn", "families": ("stages",), "strategy": "random"}
     limits = (budget[0], None, None) if settings["lifted"] else budget
@@ -83,7 +101,8 @@ def run_variant(npz: Path, out: Path, budget: tuple, settings: dict, args) -> di
     try:
         return mcunas_run(npz, out, limits, args, **ref, max_trials=1, max_draws=draws)
     finally:
-        recipe.MIN_STEPS_PER_EPOCH, recipe.SERIES_OPS, recipe.MIXUP_ALPHA = saved
+        _set_steps(*saved)
+        recipe.SERIES_OPS, recipe.MIXUP_ALPHA = saved_aug
 
 
 def planned_steps(npz: Path, settings: dict, epochs: int) -> int:
@@ -91,12 +110,12 @@ def planned_steps(npz: Path, settings: dict, epochs: int) -> int:
     from mcunas.data import load_dataset
     from mcunas.search import recipe
 
-    saved = recipe.MIN_STEPS_PER_EPOCH
-    recipe.MIN_STEPS_PER_EPOCH = settings["min_steps"]
+    saved = _steps_saved()
+    _set_steps(settings["min_steps"])
     try:
         return recipe.plan_recipe(load_dataset(str(npz))).steps_per_epoch * epochs
     finally:
-        recipe.MIN_STEPS_PER_EPOCH = saved
+        _set_steps(*saved)
 
 
 def main() -> None:

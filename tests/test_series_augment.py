@@ -11,11 +11,20 @@ from tests.test_recipe import _data
 
 
 def test_recipe_states_its_optimizer_steps() -> None:
-    r = plan_recipe(_data(200, (100, 1, 3), "series"))
-    # 200 series at batch 16, repeated 3 times: 38 steps an epoch
+    r = plan_recipe(_data(200, (8, 8, 1)))
+    # 200 images at batch 16, repeated 3 times: 38 steps an epoch
     assert r.steps_per_epoch == 38 and r.steps(30) == 1140
     assert "38 steps/epoch (1140 optimizer steps at 30 epochs)" in r.describe(30)
     assert "38 steps/epoch" in r.describe()
+
+
+def test_small_series_sets_train_four_times_the_steps() -> None:
+    small = plan_recipe(_data(200, (100, 1, 3), "series"))
+    assert small.steps_per_epoch >= recipe_mod.SMALL_SERIES_STEPS_PER_EPOCH == 120
+    image = plan_recipe(_data(200, (8, 8, 1)))
+    assert 30 <= image.steps_per_epoch < 60
+    big = plan_recipe(_data(recipe_mod.SMALL_SERIES, (100, 1, 3), "series"))
+    assert big.steps_per_epoch < 60  # from SMALL_SERIES samples on, the common minimum
 
 
 def test_series_ops_and_mixup_follow_the_module_defaults(monkeypatch) -> None:

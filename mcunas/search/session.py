@@ -103,7 +103,7 @@ class SearchSession:
         progress.note(
             f"Data: {len(d.y_train)} training, {len(d.y_val)} validation{test} samples of "
             f"{d.input_shape} ({d.kind}), {d.num_classes} classes. Training: "
-            f"{self.recipe.describe()}."
+            f"{self.recipe.describe(cfg.epochs)}."
         )
         try:
             from mcunas.search.oracles import make_oracle
