@@ -11,8 +11,9 @@ Per task:
   budget when it fits it; the others are drawn, hollow.
 - **(b) the searches**, per budget: the evolution search (every family,
   ``--time-budget`` equal to the grid's total wall time) and the supernet
-  search (``--supernet-epochs``; it has no wall-time limit, so its wall time is
-  printed beside the grid's). Every ``ok`` trial of a search (feasible by
+  search (``--supernet-epochs``, ``--subnets`` scored, ``--finalists``
+  fine-tuned; it has no wall-time limit, so its wall time is printed beside
+  the grid's). Every ``ok`` trial of a search (feasible by
   construction) is a point, scored on the test split with the TFLite Micro
   kernels. Both searches start from the reference design (``--seed-arch
   auto``), as shipped.
@@ -27,6 +28,7 @@ Latency and SRAM are simulator estimates (no boards here).
     scripts/bench frontier [--tasks mnist5k,spokendigits,osuleaf,japanesevowels]
         [--budgets esp32s3,nano33ble,tight] [--widths 0.25,0.5,0.75,1]
         [--resolutions 1,2,4] [--epochs 30] [--supernet-epochs N] [--subnets N]
+        [--finalists 5]
         [--no-evolution] [--no-supernet] [--out runs/bench-frontier]
 """
 
@@ -148,7 +150,8 @@ def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # n
     if not args.no_supernet:
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
         extra |= {} if args.subnets is None else {"subnets": args.subnets}
-        run = mcunas_run(npz, where / "supernet", budget, args, strategy="supernet", **extra)
+        run = mcunas_run(npz, where / "supernet", budget, args, strategy="supernet",
+                         max_trials=args.finalists, **extra)  # fmt: skip
         found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
     return found
 
@@ -248,6 +251,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--supernet-epochs", type=int, default=None)
     parser.add_argument("--subnets", type=int, default=None, help="subnets the supernet scores")
+    parser.add_argument("--finalists", type=int, default=5, help="subnets the supernet fine-tunes")
     parser.add_argument("--no-evolution", action="store_true")
     parser.add_argument("--no-supernet", action="store_true")
     parser.add_argument("--seed", type=int, default=0)

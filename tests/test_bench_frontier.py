@@ -89,3 +89,25 @@ def test_held_out_split_is_fixed_and_stratified(ds):
     (tr, te), mean, std = ds.standardised(train, np.zeros((1, 1, 2)))
     np.testing.assert_allclose(tr.reshape(-1, 2).mean(0), 0, atol=1e-6)
     np.testing.assert_allclose(te[0, 0], -mean / std, rtol=1e-5)
+
+
+def test_compare_pairs_only_grid_points_inside_the_budget(ff):
+    gen = loaded_script("bench_frontier")
+    bf = next(gen)
+    try:
+        grid = [
+            {"name": "ref a", "test": 0.80, "latency_ms": 4.0, "fits": True},
+            {"name": "ref b", "test": 0.95, "latency_ms": 30.0, "fits": False},  # over 20 ms
+        ]
+        found = {"evolution": {"wall_s": 10.0, "models": [{"name": "s", "test": 0.85,
+                                                           "latency_ms": 2.0}]}}  # fmt: skip
+        out = bf.compare(grid, found, ("nano33ble", 20.0, 96.0))
+        assert out["reference"]["points"] == 1
+        evo = out["evolution"]
+        assert evo["points"] == 1 and evo["dominated"] == 1
+        assert evo["mean_gain"] == pytest.approx(0.05) and evo["geomean_speedup"] == pytest.approx(
+            2
+        )
+        assert evo["hypervolume"] > out["reference"]["hypervolume"]
+    finally:
+        gen.close()
