@@ -29,7 +29,7 @@ Latency and SRAM are simulator estimates (no boards here).
         [--budgets esp32s3,nano33ble,tight] [--widths 0.25,0.5,0.75,1]
         [--resolutions 1,2,4] [--epochs 30] [--supernet-epochs N] [--subnets N]
         [--finalists 5]
-        [--no-evolution] [--no-supernet] [--out runs/bench-frontier]
+        [--no-evolution] [--no-supernet] [--reuse] [--out runs/bench-frontier]
 """
 
 from __future__ import annotations
@@ -60,10 +60,14 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
     saved = reference.LADDER
     reference.LADDER = ((res, width),)
     try:
-        row = mcunas_run(
-            npz, out, (GRID_BOARD, None, None), args, seed_arch=ref, families=("stages",),
-            strategy="random", max_trials=1, max_draws=1,
-        )  # fmt: skip
+        if args.reuse and (out / "best" / "model.tflite").exists():
+            models = searched_models(out, npz, GRID_BOARD)
+            row = {"test": models[0]["test"] if models else None, "wall_s": stored_wall_s(out)}
+        else:
+            row = mcunas_run(
+                npz, out, (GRID_BOARD, None, None), args, seed_arch=ref, families=("stages",),
+                strategy="random", max_trials=1, max_draws=1,
+            )  # fmt: skip
     finally:
         reference.LADDER = saved
     row |= {"name": f"ref x{width:g} /{res}", "width": width, "resolution": res}
@@ -88,6 +92,25 @@ def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
             where = args.out / task / f"grid-w{width:g}-r{res}"
             rows.append(grid_point(npz, where, ref, res, width, args))
     return rows
+
+
+def stored_wall_s(out: Path) -> float:
+    """Seconds from the first trial's start to the last one's end in the store at ``out``."""
+    from mcunas.search.store import TrialStore
+
+    store = TrialStore.open(out)
+    rows = [r for r in store.trials() if r.started_at and r.finished_at]
+    store.close()
+    return max(r.finished_at for r in rows) - min(r.started_at for r in rows) if rows else 0.0
+
+
+def _run_or_reuse(npz: Path, out: Path, budget: tuple, args, **settings) -> dict:  # noqa: ANN001
+    """A search (``mcunas_run``), or with ``--reuse`` the one already in ``out``."""
+    from bench_tasks import mcunas_run
+
+    if args.reuse and (out / "best").exists():
+        return {"wall_s": stored_wall_s(out), "test": None, "reused": True}
+    return mcunas_run(npz, out, budget, args, **settings)
 
 
 def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
@@ -140,18 +163,16 @@ def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
 
 def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # noqa: ANN001
     """The evolution and supernet searches under budget ``name``: their models and wall times."""
-    from bench_tasks import mcunas_run
-
     budget, where, found = BUDGETS[name], args.out / task / name, {}
     if not args.no_evolution:
-        run = mcunas_run(npz, where / "evolution", budget, args, strategy="evolution",
-                         max_trials=1000, time_budget_s=wall_s)  # fmt: skip
+        run = _run_or_reuse(npz, where / "evolution", budget, args, strategy="evolution",
+                            max_trials=1000, time_budget_s=wall_s)  # fmt: skip
         found["evolution"] = run | {"models": searched_models(where / "evolution", npz, budget[0])}
     if not args.no_supernet:
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
         extra |= {} if args.subnets is None else {"subnets": args.subnets}
-        run = mcunas_run(npz, where / "supernet", budget, args, strategy="supernet",
-                         max_trials=args.finalists, **extra)  # fmt: skip
+        run = _run_or_reuse(npz, where / "supernet", budget, args, strategy="supernet",
+                            max_trials=args.finalists, **extra)  # fmt: skip
         found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
     return found
 
@@ -210,6 +231,7 @@ def plot(panels: list[dict], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from frontier_figures import Model, front
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
 
     cols = min(3, len(panels))
     rows = (len(panels) + cols - 1) // cols
@@ -231,6 +253,8 @@ def plot(panels: list[dict], path: Path) -> None:
                     where="post", color=color, alpha=0.6)  # fmt: skip
         ax.axvline(panel["max_latency_ms"], color="k", linestyle=":", linewidth=1)
         ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_title(f"{panel['task']} / {panel['budget']}")
         ax.set_xlabel("latency, ms (simulator estimate, log)")
         ax.set_ylabel("test accuracy, % (INT8, TFLM)")
@@ -254,6 +278,11 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--finalists", type=int, default=5, help="subnets the supernet fine-tunes")
     parser.add_argument("--no-evolution", action="store_true")
     parser.add_argument("--no-supernet", action="store_true")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take grid points and searches already finished in --out (wall time from the store)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=Path("runs/bench-frontier"))
     return parser

@@ -15,8 +15,9 @@
   The best architecture under a Nano 33 BLE budget (20 ms), trained with 4x the
   steps, went from 80.2% to 83.5% test on OSULeaf and 77.1% to 81.1% on
   ArrowHead (98.6% and 98.4% on JapaneseVowels, already at MiniRocket), for
-  1.5-1.7x the trial's wall time; window slicing, time warping and mixup gave
-  nothing consistent on top (``scripts/bench recipe``), so they stay off;
+  1.5-1.7x the trial's wall time; window slicing and time warping gave nothing
+  on top, mixup lost on one task what it gained on another
+  (``scripts/bench recipe``), so they stay off;
 - **class weights** when the largest class has over :data:`IMBALANCE` times the
   samples of the smallest (weights ``N / (K * n_k)``, as scikit-learn's
   "balanced");
