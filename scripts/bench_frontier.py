@@ -6,13 +6,14 @@ Per task:
   (``--seed-arch auto``: kws-dscnn for series, ic-resnet8 for small images) at
   every width multiplier of ``--widths`` and input resolution of
   ``--resolutions``, each one trial of ``mcunas search`` (same recipe and
-  epochs as the searches), trained once with the board's memory as the only
-  limit and then costed on each budget's board. A grid point counts under a
+  epochs as the searches; no re-scoring, as there is nothing to choose),
+  trained once with the board's memory as the only limit and then costed on
+  each budget's board. A grid point counts under a
   budget when it fits it; the others are drawn, hollow.
 - **(b) the searches**, per budget: the evolution search (every family,
   ``--time-budget`` equal to the grid's total wall time) and the supernet
-  search (``--supernet-epochs``, ``--subnets`` scored, ``--finalists``
-  fine-tuned; it has no wall-time limit, so its wall time is printed beside
+  search (``--supernet-epochs``, ``--subnets`` scored, ``--finetuned``
+  subnets fine-tuned; it has no wall-time limit, so its wall time is printed beside
   the grid's). Every ``ok`` trial of a search (feasible by
   construction) is a point, scored on the test split with the TFLite Micro
   kernels. Both searches start from the reference design (``--seed-arch
@@ -28,7 +29,7 @@ Latency and SRAM are simulator estimates (no boards here).
     scripts/bench frontier [--tasks mnist5k,spokendigits,osuleaf,japanesevowels]
         [--budgets esp32s3,nano33ble,tight] [--widths 0.25,0.5,0.75,1]
         [--resolutions 1,2,4] [--epochs 30] [--supernet-epochs N] [--subnets N]
-        [--finalists 5]
+        [--finetuned 5]
         [--no-evolution] [--no-supernet] [--reuse] [--out runs/bench-frontier]
 """
 
@@ -66,7 +67,7 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
         else:
             row = mcunas_run(
                 npz, out, (GRID_BOARD, None, None), args, seed_arch=ref, families=("stages",),
-                strategy="random", max_trials=1, max_draws=1,
+                strategy="random", max_trials=1, max_draws=1, finalists=0,
             )  # fmt: skip
     finally:
         reference.LADDER = saved
@@ -133,7 +134,7 @@ def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
                 ),
                 "latency_ms": r.latency_ms,
                 "sram_kb": (r.peak_sram_bytes or 0) / 1024,
-                "origin": r.origin or "search",
+                "origin": str(getattr(r.origin, "value", r.origin) or "search"),
                 "description": r.description,
             }  # fmt: skip
             for r in rows
@@ -172,7 +173,7 @@ def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # n
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
         extra |= {} if args.subnets is None else {"subnets": args.subnets}
         run = _run_or_reuse(npz, where / "supernet", budget, args, strategy="supernet",
-                            max_trials=args.finalists, **extra)  # fmt: skip
+                            max_trials=args.finetuned, **extra)  # fmt: skip
         found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
     return found
 
@@ -275,7 +276,7 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--supernet-epochs", type=int, default=None)
     parser.add_argument("--subnets", type=int, default=None, help="subnets the supernet scores")
-    parser.add_argument("--finalists", type=int, default=5, help="subnets the supernet fine-tunes")
+    parser.add_argument("--finetuned", type=int, default=5, help="subnets the supernet fine-tunes")
     parser.add_argument("--no-evolution", action="store_true")
     parser.add_argument("--no-supernet", action="store_true")
     parser.add_argument(

@@ -99,7 +99,7 @@ def run_variant(npz: Path, out: Path, budget: tuple, settings: dict, args) -> di
     limits = (budget[0], None, None) if settings["lifted"] else budget
     draws = 1 if settings["lifted"] else len(LADDER)
     try:
-        return mcunas_run(npz, out, limits, args, **ref, max_trials=1, max_draws=draws)
+        return mcunas_run(npz, out, limits, args, **ref, max_trials=1, max_draws=draws, finalists=0)
     finally:
         _set_steps(*saved)
         recipe.SERIES_OPS, recipe.MIXUP_ALPHA = saved_aug
