@@ -78,3 +78,12 @@ def test_mixup_mixes_inputs_labels_and_weights_alike() -> None:
     assert np.all(my.max(axis=1) >= 0.5 - 1e-6)  # the sample's own label keeps the larger share
     np.testing.assert_allclose(mw, 1.0, atol=1e-6)
     assert mx.shape == (16, 4, 1, 1) and not np.allclose(mx, x.numpy())
+
+
+def test_common_steps_undoes_the_small_series_minimum() -> None:
+    from mcunas.search.recipe import common_steps
+
+    small = plan_recipe(_data(200, (100, 1, 3), "series"))
+    common = common_steps(small, 200)
+    assert common.steps_per_epoch == 38 and common.repeats == 3  # as an image set of 200
+    assert common.batch_size == small.batch_size and common.series_ops == small.series_ops

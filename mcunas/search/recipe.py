@@ -36,6 +36,7 @@ Validation data is never augmented or weighted.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -53,6 +54,7 @@ __all__ = [
     "SMALL_SERIES_STEPS_PER_EPOCH",
     "Recipe",
     "auto_batch_size",
+    "common_steps",
     "compile_for_training",
     "plan_recipe",
     "steps_per_epoch",
@@ -166,6 +168,17 @@ def plan_recipe(dataset: Dataset, batch_size: int | None = None, augment: str = 
         mixup=float(MIXUP_ALPHA) if series and augment != "off" else 0.0,
         steps_per_epoch=max(1, math.ceil(n * repeats / batch)),
     )
+
+
+def common_steps(recipe: Recipe, n_train: int) -> Recipe:
+    """``recipe`` with the common minimum of steps per epoch (small series sets' 4x undone).
+
+    The supernet's training keeps it: the longer schedule was measured for one
+    network trained alone, not for the four subnets of each supernet step.
+    """
+    repeats = max(1, math.ceil(MIN_STEPS_PER_EPOCH * recipe.batch_size / n_train))
+    steps = max(1, math.ceil(n_train * repeats / recipe.batch_size))
+    return dataclasses.replace(recipe, repeats=repeats, steps_per_epoch=steps)
 
 
 def steps_per_epoch(recipe: Recipe, n_train: int) -> int:
