@@ -54,6 +54,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcunas.files",
             "mcunas.paths",
             "mcunas.jsontext",
+            "mcunas.quiet",
         ),
     ),
     (
