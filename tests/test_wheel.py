@@ -138,3 +138,17 @@ def _pio_config(project: Path, env: dict, cwd: Path) -> dict[str, dict]:
     pio_cmd = str(pio) if pio.exists() else shutil.which("pio") or "pio"
     text = _run([pio_cmd, "project", "config", "-d", str(project), "--json-output"], cwd, env)
     return {section: dict(items) for section, items in json.loads(text)}
+
+
+def test_installed_wheel_exports_a_deployable_project(installed: dict, tmp_path: Path) -> None:
+    from test_deploy import _search_out
+
+    out = _search_out(tmp_path, "esp32s3")
+    shutil.rmtree(out / "best" / "project")
+    mcunas = str(installed["venv"] / "bin" / "mcunas")
+    text = _run([mcunas, "export", str(out), "--json"], installed["work"], installed["env"])
+    files = json.loads(text)["files"]
+    assert {"platformio.ini", "main/main.cpp", "main/model_ops.h", "sdkconfig.defaults"} <= set(
+        files
+    )
+    assert (out / "best" / "project" / "main" / "idf_component.yml").is_file()

@@ -220,7 +220,8 @@ class SearchSession:
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(), "test": result.test}
-            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
+            best_dir = export_best(result.best, self.out_dir, context, self.board)
+            result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
 
