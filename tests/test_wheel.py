@@ -35,13 +35,25 @@ def _run(cmd: list[str], cwd: Path, env: dict[str, str], timeout: float = 300) -
     return proc.stdout
 
 
+# Not copied into the build's source tree: environments, caches, outputs.
+_NOT_SOURCES = shutil.ignore_patterns(
+    ".git", ".venv*", "build", "dist", "*.egg-info", "__pycache__", ".*_cache", "runs", "mcunas-out"
+)
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
-    """``python -m build`` (sdist, then the wheel from the sdist), as a user builds it."""
+    """``python -m build`` (sdist, then the wheel from the sdist), as a user builds it.
+
+    It builds from a copy of the checkout (links kept), so parallel test processes
+    and the checkout's own files never meet the build's egg-info and temporary files.
+    """
+    src = tmp_path_factory.mktemp("src") / "mcunas"
+    shutil.copytree(ROOT, src, symlinks=True, ignore=_NOT_SOURCES)
     out = tmp_path_factory.mktemp("dist")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     _run(
-        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(ROOT)],
+        [sys.executable, "-m", "build", "--no-isolation", "--outdir", str(out), str(src)],
         cwd=out,
         env=env,
         timeout=600,

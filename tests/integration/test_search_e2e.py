@@ -81,6 +81,7 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
     main_cpp = (best_dir / "project" / "main" / "main.cpp").read_text()
     assert f"estimated {best.arena_bytes} bytes" in main_cpp and "bool predict(" in main_cpp
     assert "project/" in info["files"] and "project_error" not in info
+    assert f"Deploy: cd {best_dir / 'project'} && pio run -t upload" in result.text()
 
 
 def _series_search(tmp_path: Path, out: str) -> SearchConfig:
