@@ -19,8 +19,8 @@ from mcunas.boards import load_board
 from mcunas.cli import main
 from mcunas.deploy import ArenaFigure, arena_size
 from mcunas.deploy.pioenv import env_options
-from mcunas.graph import read_graph
-from mcunas.resolver_ops import RESOLVER_METHODS
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 from mcunas.search.export import export_best
 from mcunas.search.store import TrialRecord, TrialStatus
 

@@ -11,7 +11,8 @@ from mcunas.boards import load_board
 from mcunas.commands import SECONDS
 from mcunas.figures import Figures
 from mcunas.jsontext import dumps
-from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+from mcunas.measure.board import DEFAULT_TIMEOUT_S
+from mcunas.measure.opener import open_measurer
 from mcunas.measure.ports import check_port
 from mcunas.paths import user_path
 
@@ -125,21 +126,13 @@ def cli(
         return
     check_port(port)
     if power:
-        from mcunas.measure.power_meter import parse_meter
+        from mcunas.measure.power.meter import parse_meter
 
         parse_meter(power)  # a misspelt meter fails before any build
-    measurer = BoardMeasurer(
-        board,
-        port=port,
-        flash=not no_flash,
-        timeout_s=timeout_s,
-        project_factory=PROJECT_FACTORY,
-        pio=pio,
-        trace=trace,
-        power=power,
-        work_dir=project_dir,
-    )
-    with measurer:
+    options = {"port": port, "flash": not no_flash, "timeout_s": timeout_s, "pio": pio}
+    options |= {"trace": trace, "power": power, "project_factory": PROJECT_FACTORY}
+    options |= {"work_dir": project_dir}
+    with open_measurer("board", board, **options) as measurer:
         m = measurer.measure(model_bytes)
     if as_json:
         click.echo(dumps(m.to_dict()))
