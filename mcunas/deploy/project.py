@@ -33,8 +33,8 @@ from mcunas.csource import model_crc32, write_model_sources
 from mcunas.deploy.pioenv import env_options, platformio_ini
 from mcunas.errors import ModelError
 from mcunas.files import storage_errors, write_file
-from mcunas.tflite.reader import Graph, Tensor, read_graph
 from mcunas.paths import firmware_template_dir, package_path
+from mcunas.tflite.reader import Graph, Tensor, read_graph
 
 __all__ = [
     "ARENA_MARGIN_ESTIMATED",
