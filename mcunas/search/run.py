@@ -300,7 +300,8 @@ class SearchRun:
         if result.best is not None:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
-            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
+            best_dir = export_best(result.best, self.out_dir, context, self.board)
+            result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
 
