@@ -47,6 +47,10 @@ class Example:
         text = " ".join(self.args)
         if "refused" in self.comment:
             return "refused"
+        if self.args[0] == "export":  # needs a finished search's folder: not run yet
+            return "needs a search"
+        if "--dry-run" in self.args:  # builds nothing, needs no board
+            return "runs"
         if self.args[0] in ("bench", "worker") or any(w in text for w in NO_HARDWARE):
             return "no hardware"
         if self.args[0] == "calibrate" and "--virtual" not in self.args:
@@ -140,7 +144,8 @@ def _one_error_line(err: str) -> bool:
 
 def test_the_examples_are_found() -> None:
     kinds = {e.kind for e in EXAMPLES}
-    assert len(EXAMPLES) >= 40 and kinds == {"refused", "no hardware", "search", "checked", "runs"}
+    assert len(EXAMPLES) >= 40
+    assert kinds - {"needs a search"} == {"refused", "no hardware", "search", "checked", "runs"}
     assert any("vww-mobilenet" in e.args and e.kind == "refused" for e in EXAMPLES)
 
 
