@@ -8,6 +8,7 @@ run, since this machine has no boards and no chief:
 - no board or chief here (a serial port, a rack, ``bench``, ``calibrate`` on a board, a
   ``worker``): exit 2 in one line, no traceback (a worker waits ``--wait 1``, not 60 s);
 - ``search``: the real command with fake candidates (no training), ``--max-trials 2``;
+- ``export``: run as written on the folder of a search made first with fake candidates;
   the examples that need real training (``--seed-arch``, ``--strategy supernet``) or
   serve until workers come (``--serve``) are checked up to the start of the search;
 - everything else: run as written, exit 0.
@@ -47,7 +48,7 @@ class Example:
         text = " ".join(self.args)
         if "refused" in self.comment:
             return "refused"
-        if self.args[0] == "export":  # needs a finished search's folder: not run yet
+        if self.args[0] == "export":  # needs a finished search's folder
             return "needs a search"
         if "--dry-run" in self.args:  # builds nothing, needs no board
             return "runs"
@@ -145,7 +146,7 @@ def _one_error_line(err: str) -> bool:
 def test_the_examples_are_found() -> None:
     kinds = {e.kind for e in EXAMPLES}
     assert len(EXAMPLES) >= 40
-    assert kinds - {"needs a search"} == {"refused", "no hardware", "search", "checked", "runs"}
+    assert kinds == {"refused", "no hardware", "search", "checked", "runs", "needs a search"}
     assert any("vww-mobilenet" in e.args and e.kind == "refused" for e in EXAMPLES)
 
 
@@ -209,3 +210,16 @@ def test_examples_that_train_or_serve_pass_every_check(capsys, workdir, monkeypa
         code, err = _run(capsys, example.args)
         assert code == 0 and not err.strip(), (example.args, err)
     assert len(started) == len(_by_kind("checked")) >= 3
+
+
+def test_export_examples_run_on_a_finished_search(capsys, workdir, fake_runner) -> None:
+    """The search folder the examples name is made first (fake candidates), then exported."""
+    exports = _by_kind("needs a search")
+    folder = exports[0].args[1].split("/")[0]
+    args = ("search", "--board", "esp32s3", "--out", folder, "--max-trials", "2", "--no-rescore")
+    assert _run(capsys, args)[0] == 0
+    for example in exports:
+        code, err = _run(capsys, example.args)
+        assert code == 0, (example.args, err)
+        out = example.args[example.args.index("--out") + 1] if "--out" in example.args else None
+        assert out is None or (workdir / out / "platformio.ini").is_file()
