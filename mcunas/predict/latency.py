@@ -43,7 +43,6 @@ from mcunas.predict.coefficients import (
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
-    MEMORY_FACTORS,
     MULTICORE_FACTORS,
     PRIOR_TABLES,
     PathTable,
@@ -51,6 +50,7 @@ from mcunas.predict.coefficients import (
 )
 from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
 from mcunas.predict.microbench import microbench_tables
+from mcunas.predict.setup import combined, setup_effects
 from mcunas.tflite.kernels import is_accelerated
 
 __all__ = [
@@ -247,6 +247,9 @@ def _version(board: Any) -> str:
     if board.latency:
         board_blob = json.dumps(board.latency, sort_keys=True, default=str).encode()
         version += f".{hashlib.sha1(board_blob).hexdigest()[:6]}"
+    if getattr(board, "setup", None):
+        setup_blob = json.dumps(board.setup, sort_keys=True, default=str).encode()
+        version += f"-s{hashlib.sha1(setup_blob).hexdigest()[:6]}"
     return version
 
 
@@ -271,7 +274,7 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     main = resolve(board, board.kernels)
     ref = resolve(board, "reference") if board.kernels != "reference" else main
     tally = _tally(graph, board, main, ref)
-    slow, slow_error = MEMORY_FACTORS.get(board.memory, (1.0, 0.0))
+    slow, slow_error = combined(setup_effects(board))  # memory placement, caches, vintage
     per_ms = 1000.0 / board.clock_hz * slow
     ms = tally.total * per_ms
     peak = board.peak_macs_per_cycle or 1.0
