@@ -44,7 +44,7 @@ from mcunas.predict.scale_fit import (  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
-def bare_profile(row) -> BoardProfile:  # noqa: ANN001
+def bare_profile(row, setup: dict | None = None) -> BoardProfile:  # noqa: ANN001
     """What a user writes for the row's board: core, clock, memory place, kernels."""
     return BoardProfile(
         name="bare",
@@ -54,6 +54,34 @@ def bare_profile(row) -> BoardProfile:  # noqa: ANN001
         flash_bytes=1 << 22,
         kernels=row.kernels,
         memory=row.memory,
+        setup=setup or {},
+    )
+
+
+def stated_runtime_report(bare: list) -> None:  # noqa: ANN001
+    """Cortex-M rows of runtimes from 2021 on, the profile stating that runtime.
+
+    Stated: the band such a profile prints (STATED_RUNTIME_ERRORS, fitted with every
+    row). Nested: each row's band from the other boards' recent-runtime errors alone.
+    Rows of older runtimes have no held-out check: the factor's only old-runtime
+    board is their own (NUCLEO-L4R5ZI).
+    """
+    recent = [r for r in bare if r.row.recent]
+    rows = [r for r in recent if r.row.core.startswith("cortex-m")]
+    stated = [
+        predict_latency(
+            read_graph(r.row.model), bare_profile(r.row, {"runtime": f"tflm-{r.row.runtime_year}"})
+        ).error_pct
+        for r in rows
+    ]
+    nested = [
+        path_band(r.row.path, [o for o in recent if o.row.board != r.row.board]) for r in rows
+    ]
+    err = statistics.median(abs(r.error_pct) for r in rows)
+    print(
+        f"Cortex-M, runtime stated (2021 on, n={len(rows)}): median |error| {err:.1f}%, "
+        f"median band ±{statistics.median(stated):.0f}%, holds {coverage(rows, stated):.0%}; "
+        f"nested holds {coverage(rows, nested):.0%} (median ±{statistics.median(nested):.0f}%)"
     )
 
 
@@ -73,6 +101,7 @@ def band_report(bare: list) -> None:  # noqa: ANN001
         f"{coverage(bare, nested):.0%}; median |error| {statistics.median(errs):.1f}%"
     )
     setup_split(bare, stated, nested)
+    stated_runtime_report(bare)
     tiny = [r for r in bare if sum(op.macs for op in read_graph(r.row.model).ops) < 10_000]
     if tiny:
         inside = sum(abs(r.error_pct) <= 30 for r in tiny)
@@ -129,6 +158,8 @@ def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN00
     print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))
     bands = {p: round(b, 1) for p, b in path_bands(bare).items()}
     print("DEFAULT_ERRORS = " + repr(bands))
+    recent = {p: round(b, 1) for p, b in path_bands([r for r in bare if r.row.recent]).items()}
+    print("STATED_RUNTIME_ERRORS = " + repr(recent))
     print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
     old_runtime_factor(rows)
     ratios = {c: round(r, 2) for c, r in core_cycle_ratios(load_runs()).items()}

@@ -68,11 +68,13 @@ def test_runtime_years():
 
 def test_no_stated_key_keeps_todays_estimate(tmp_path):
     bare = _load(tmp_path, "")
-    baseline = _load(tmp_path, 'weights = "flash"\narena = "sram"\nruntime = "tflm-2024"\n')
+    baseline = _load(tmp_path, 'weights = "flash"\narena = "sram"\nopt = "O2"\n')
     graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
     assert setup_effects(bare) == []
     a, b = predict_latency(graph, bare), predict_latency(graph, baseline)
     assert a.ms == pytest.approx(b.ms) and a.error_pct == pytest.approx(b.error_pct)
+    recent = predict_latency(graph, _load(tmp_path, 'runtime = "tflm-2024"\n'))
+    assert recent.ms == pytest.approx(a.ms)  # a recent runtime is the baseline: same centre
 
 
 def test_old_runtime_moves_the_estimate_by_the_fitted_factor_and_widens_it(tmp_path):
@@ -122,3 +124,12 @@ def test_builtin_cortex_m_profiles_state_their_build_and_show_it():
         assert predict_latency(graph, bare).ms == pytest.approx(predict_latency(graph, board).ms)
     out = CliRunner().invoke(cli, ["boards", "show", "nucleo_f746zg"]).output
     assert "flash_wait_states  7" in out and "latency moved      x1.00" in out
+
+
+def test_a_stated_runtime_narrows_the_band_an_old_one_widens_it(tmp_path):
+    graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
+    bare = predict_latency(graph, _load(tmp_path, ""))
+    recent = predict_latency(graph, _load(tmp_path, 'runtime = "tflm-2024"\n'))
+    old = predict_latency(graph, _load(tmp_path, 'runtime = "tflm-2020"\n'))
+    assert recent.error_pct < bare.error_pct and recent.error_pct < old.error_pct
+    assert old.ms == pytest.approx(bare.ms * OLD_RUNTIME_FACTOR[0])

@@ -45,12 +45,13 @@ from mcunas.predict.coefficients import (
     DEFAULT_SCALES,
     MULTICORE_FACTORS,
     PRIOR_TABLES,
+    STATED_RUNTIME_ERRORS,
     PathTable,
     path_for,
 )
 from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
 from mcunas.predict.microbench import microbench_tables
-from mcunas.predict.setup import combined, setup_effects
+from mcunas.predict.setup import combined, runtime_stated, setup_effects
 from mcunas.tflite.kernels import is_accelerated
 
 __all__ = [
@@ -165,7 +166,8 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     where = board.path or board.name
     try:
         scale = float(entry.get("scale", DEFAULT_SCALES.get(path, 1.0)))
-        error = float(entry.get("error_pct", DEFAULT_ERRORS.get(path, NO_DATA_ERROR_PCT)))
+        defaults = STATED_RUNTIME_ERRORS if runtime_stated(board) else DEFAULT_ERRORS
+        error = float(entry.get("error_pct", defaults.get(path, NO_DATA_ERROR_PCT)))
         checked = _checked(entry, path) if "error_pct" in entry or not entry else frozenset()
         op_errors = {str(k): float(v) for k, v in entry.get("op_error_pct", {}).items()}
         changes = {k: float(entry[k]) for k in _OVERRIDE_KEYS if k in entry}

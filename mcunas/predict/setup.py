@@ -43,7 +43,7 @@ BASELINE = {
 # put on the M4F's by the X-CUBE-AI ratio (core_fit, 0.83). Geometric mean of the
 # four per-model ratios and their spread (scripts/bench predictor --emit-defaults);
 # one pair of boards, so the error adds the core ratio's own uncertainty.
-OLD_RUNTIME_FACTOR = (1.50, 35.0)
+OLD_RUNTIME_FACTOR = (1.47, 35.0)
 OLD_RUNTIME_BASIS = (
     "fitted: MLPerf Tiny, 4 models, NUCLEO-L4R5ZI TFLM 2.3.1 vs EK-RA6M4 TF 2.5 TFLM "
     "(one pair of boards)"
@@ -101,6 +101,18 @@ def setup_effects(board: Any) -> list[SetupEffect]:
         basis = "baseline" if setup["opt"] == "O2" else "prior: compiler optimisation level"
         effects.append(SetupEffect("opt", setup["opt"], factor, error, basis))
     return effects
+
+
+def runtime_stated(board: Any) -> bool:
+    """True when a Cortex-M profile states its ``runtime`` or ``cmsis_nn``.
+
+    Such a profile is stated at the error of the runtimes of 2021 on
+    (``coefficients.STATED_RUNTIME_ERRORS``) instead of the wider error that
+    also holds boards of unknown vintage.
+    """
+    setup = getattr(board, "setup", None) or {}
+    core = str(getattr(board, "core", ""))
+    return core.startswith("cortex-m") and ("runtime" in setup or "cmsis_nn" in setup)
 
 
 def combined(effects: list[SetupEffect]) -> tuple[float, float]:
