@@ -3,6 +3,7 @@
 scripts/bench calibrate                      # small suite, seed 0, esp32s3
 scripts/bench calibrate --suite full --seeds 0 1 2 --board nucleo_f746zg
 scripts/bench calibrate --space 8            # also 8 sampled search-space models (TensorFlow)
+scripts/bench calibrate --suite quick        # 3 models; the rest of the small suite held out
 
 Held-out models are never in the suite: the 5 models of mcunas/calibration/models,
 three composite models (DS-CNN, inverted residual, attention block) built by the
@@ -46,7 +47,7 @@ def _space_models(count: int) -> list[tuple[str, bytes]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--board", default="esp32s3")
-    parser.add_argument("--suite", default="small", choices=["small", "full"])
+    parser.add_argument("--suite", default="small", choices=["small", "full", "quick"])
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--space", type=int, default=0, help="search-space models to add")
     args = parser.parse_args()
@@ -60,6 +61,9 @@ def main() -> int:
     from mcunas.predict.suite import load_suite
 
     models = _held_out() + (_space_models(args.space) if args.space else [])
+    if args.suite == "quick":  # the rest of the small suite is held out too
+        quick = {m.name for m in load_suite("quick")}
+        models += [(m.name, m.model_bytes) for m in load_suite("small") if m.name not in quick]
     for seed in args.seeds:
         with tempfile.TemporaryDirectory() as home:
             os.environ["MCUNAS_HOME"] = home
