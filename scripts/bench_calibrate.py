@@ -74,6 +74,7 @@ def main() -> int:
             with open_measurer("virtual", board, truth_seed=seed) as m:
                 res = calibrate(board, m, load_suite(args.suite), RecordStore())
             after = check_models(load_board(args.board), truth, models)
+            bands = _stated_bands(load_board(args.board), models)
             took = time.perf_counter() - start
         print(
             f"\n{args.board}, truth seed {seed}, {args.suite} suite ({took:.1f} s): "
@@ -92,7 +93,21 @@ def main() -> int:
                 f"  {label:<6}: within 10% {share:4.0%}, median |err| {med:5.1f}%, "
                 f"worst {max(errs):5.1f}%"
             )
+        errs = [abs(p / t - 1) * 100 for _, p, t in after]
+        inside = sum(e <= b for e, b in zip(errs, bands, strict=True)) / len(errs)
+        print(
+            f"  after : stated band median ±{statistics.median(bands):.0f}%, "
+            f"holds {inside:.0%} of the held-out models"
+        )
     return 0
+
+
+def _stated_bands(board, models: list) -> list[float]:  # noqa: ANN001
+    """The error the calibrated profile states for each held-out model."""
+    from mcunas.predict.latency import predict_latency
+    from mcunas.tflite.reader import read_graph
+
+    return [predict_latency(read_graph(data), board).error_pct for _, data in models]
 
 
 if __name__ == "__main__":
