@@ -133,3 +133,15 @@ def test_a_stated_runtime_narrows_the_band_an_old_one_widens_it(tmp_path):
     old = predict_latency(graph, _load(tmp_path, 'runtime = "tflm-2020"\n'))
     assert recent.error_pct < bare.error_pct and recent.error_pct < old.error_pct
     assert old.ms == pytest.approx(bare.ms * OLD_RUNTIME_FACTOR[0])
+
+
+def test_band_breakdown_names_each_part_and_the_key_that_would_narrow_it(tmp_path):
+    from mcunas.predict.setup import band_breakdown
+
+    graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
+    board = _load(tmp_path, 'arena = "sdram"\n')
+    text = band_breakdown(board, predict_latency(graph, board).error_pct)
+    assert "kernels" in text and "+/-50% arena (prior)" in text and "state `runtime`" in text
+    stated = _load(tmp_path, 'runtime = "tflm-2024"\n')
+    text = band_breakdown(stated, predict_latency(graph, stated).error_pct)
+    assert "kernels" in text and "state" not in text

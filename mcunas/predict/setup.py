@@ -172,3 +172,22 @@ def _vintage(board: Any, setup: dict[str, Any]) -> SetupEffect | None:
         return SetupEffect("runtime", value, 1.0, 0.0, "baseline")
     factor, error = OLD_RUNTIME_FACTOR
     return SetupEffect("runtime", value, factor, error, OLD_RUNTIME_BASIS)
+
+
+def band_breakdown(board: Any, error_pct: float) -> str:
+    """What a model's stated error is made of, and which key would narrow it.
+
+    ``+/-48%: +/-41% kernels, +/-25% weights (prior); state `runtime` to narrow``.
+    The kernel share is what is left of ``error_pct`` after the setup effects'
+    errors (they add in quadrature).
+    """
+    effects = [e for e in setup_effects(board) if e.error_pct > 0]
+    setup_error = combined(effects)[1]
+    kernels = math.sqrt(max(error_pct**2 - setup_error**2, 0.0))
+    parts = [f"+/-{kernels:.0f}% kernels"] + [
+        f"+/-{e.error_pct:.0f}% {e.key} ({e.basis.split(':')[0]})" for e in effects
+    ]
+    text = f"+/-{error_pct:.0f}%: " + ", ".join(parts)
+    if str(getattr(board, "core", "")).startswith("cortex-m") and not runtime_stated(board):
+        text += "; state `runtime` in the profile to narrow it"
+    return text
