@@ -53,7 +53,13 @@ POWER_KEYS = (
     "active_ma_dual_core",
     "spread_pct",
     "marker_pin",
+    "board_ma",
+    "rail",
 )
+# Which supply a [power] figure is for: the chip's own supply pins (datasheets, MLPerf
+# Tiny) or the board's input (a meter on its 3.3 V or USB input, where regulators,
+# LEDs, the debug probe and external memories draw too: ``board_ma``).
+POWER_RAILS = ("chip", "board")
 # (lowest, highest) of each [power] number; a value outside is a unit mistake (A for mA)
 _POWER_RANGES = {
     "supply_v": (0.5, 12.0),
@@ -63,6 +69,7 @@ _POWER_RANGES = {
     "active_ma_dual_core": (0.001, 5000.0),
     "spread_pct": (0.0, 1000.0),
     "marker_pin": (0, 1023),
+    "board_ma": (0.0, 5000.0),
 }
 # The build and memory setup a profile may state (each optional; mcunas/predict/setup.py
 # turns each into a factor on the latency with its own error): where the weights and
@@ -188,7 +195,13 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
 def check_power(power: dict[str, Any], where: str) -> None:
     """Refuse a [power] table with unknown keys or values no board has (e.g. amps for mA)."""
     check_keys(power, POWER_KEYS, where, "[power] ")
+    if "rail" in power and power["rail"] not in POWER_RAILS:
+        raise BoardProfileError(
+            f"{where}: [power] rail = {power['rail']!r} is not one of {', '.join(POWER_RAILS)}"
+        )
     for key, value in power.items():
+        if key == "rail":
+            continue
         low, high = _POWER_RANGES[key]
         whole = key == "marker_pin"
         ok = isinstance(value, int) if whole else isinstance(value, (int, float))

@@ -145,3 +145,17 @@ def test_band_breakdown_names_each_part_and_the_key_that_would_narrow_it(tmp_pat
     stated = _load(tmp_path, 'runtime = "tflm-2024"\n')
     text = band_breakdown(stated, predict_latency(graph, stated).error_pct)
     assert "kernels" in text and "state" not in text
+
+
+def test_power_rail_board_adds_the_boards_own_draw(tmp_path):
+    from mcunas.predict.energy import board_power
+
+    power = "\n[power]\nsupply_v = 3.3\nactive_ma = 10.0\nidle_ma = 1.0\nboard_ma = 12.0\n"
+    chip = board_power(_load(tmp_path, power + 'rail = "chip"\n'))
+    board = board_power(_load(tmp_path, power + 'rail = "board"\n'))
+    assert chip.active_ma == 10.0 and "chip supply only" in chip.basis
+    assert board.active_ma == 22.0 and board.idle_ma == 13.0 and "whole board" in board.basis
+    with pytest.raises(BoardProfileError, match="rail = 'usb' is not one of chip, board"):
+        _load(tmp_path, power + 'rail = "usb"\n')
+    for name in ("nano33ble", "nucleo_f746zg", "nucleo_h743zi", "nucleo_l4r5zi", "esp32s3"):
+        assert load_board(name).power["rail"] == "chip" and "rail" in load_board(name).sources
