@@ -28,7 +28,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.files import storage_errors, write_file
+from mcunas.files import output_path, storage_errors, write_file
 
 __all__ = [
     "TrialOrigin",
@@ -156,6 +156,7 @@ class TrialStore:
         serialises them, as a distributed search's chief does).
         """
         self.path = Path(path)
+        output_path(self.path, "trial store")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage_errors(self.path):
             self._db = sqlite3.connect(
@@ -285,6 +286,9 @@ class TrialStore:
         marks = ", ".join("?" for _ in _COLUMNS)
         self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
 
+    def begin(self, trial_id: str) -> None:
+        """A trial taken up again (a screened subnet's fine-tuning): nothing to do here."""
+
     def update(self, trial_id: str, **values: Any) -> None:
         """Set some columns of one trial."""
         if not values:
@@ -323,7 +327,8 @@ class TrialStore:
         ``values`` are further columns (accuracies, timings; a remote worker's figure
         columns when ``figures`` is None). Returns the file's path.
         """
-        path = write_file(Path(models_dir) / f"trial_{trial_id}.tflite", model_bytes)
+        path = Path(models_dir) / f"trial_{trial_id}.tflite"
+        write_file(path, model_bytes, "trial model")
         if figures is not None:
             self.record_figures(trial_id, figures)
         self.update(
