@@ -33,6 +33,7 @@ from mcunas.board_checks import (
     check_latency,
     check_power,
     check_power_consistency,
+    check_setup,
     optional_int,
     positive_int,
 )
@@ -121,6 +122,9 @@ class BoardProfile:
     peak_macs_per_cycle: float = 0.0
     max_arena_bytes: int = 0
     memory: str = "sram"  # where model, arena and code live (board_checks.MEMORY_PLACES)
+    # the setup keys the profile states (weights, arena, cache, flash_wait_states, runtime,
+    # cmsis_nn, opt; board_checks.check_setup); predict/setup.py turns them into factors
+    setup: dict[str, Any] = field(default_factory=dict)
     multicore_kernels: bool = False  # CONV_2D and DEPTHWISE_CONV_2D split over two cores
     pio_env: str = ""
     pio_board: str = ""
@@ -304,6 +308,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
             peak_macs_per_cycle=_peak_macs(data, where),
             max_arena_bytes=optional_int(data, "max_arena_bytes", 0, where),
             memory=_memory(data, where),
+            setup=check_setup(data, where),
             multicore_kernels=_flag(data, "multicore_kernels", where),
             pio_env=str(pio.get("env", "")),
             pio_board=str(pio.get("board", "")),

@@ -96,6 +96,10 @@ def _print_profile(model: str, prof: Any) -> None:
         f"latency (estimate)  {lat.ms:.2f} ms +/- {lat.error_pct:.0f}% "
         f"({basis}; error by op kind, 50%+ where no measurement covers the kind)"
     )
+    if not board.latency_fitted:
+        from mcunas.predict.setup import band_breakdown
+
+        click.echo(f"  band              {band_breakdown(board, lat.error_pct)}")
     click.echo(
         f"lower bound         {lat.lower_bound_ms:.2f} ms at {board.peak_macs_per_cycle:g} "
         f"MACs/cycle; MAC utilisation {lat.mac_utilisation:.1%} of {graph.total_macs:,} MACs"
