@@ -24,14 +24,23 @@ def test_keras_tuner_variables_give_the_role() -> None:
 
 
 def test_a_chief_serves_on_keras_tuners_address_unless_serve_names_one() -> None:
+    joined: list[object] = []
+
+    def join(settings: object, **_: object) -> None:
+        joined.append(settings)
+
     role = Role(RoleKind.CHIEF, "10.0.0.2:8000", "chief")
     config = SearchConfig(board="esp32s3")
-    assert apply_role(role, config) is False and config.serve == "10.0.0.2:8000"
+    assert apply_role(role, config, join=join) is False and config.serve == "10.0.0.2:8000"
     given = SearchConfig(board="esp32s3", serve="0.0.0.0:9000")
-    apply_role(role, given)
+    apply_role(role, given, join=join)
     assert given.serve == "0.0.0.0:9000"
     local = SearchConfig(board="esp32s3")
-    assert apply_role(Role(RoleKind.LOCAL), local) is False and local.serve is None
+    assert apply_role(Role(RoleKind.LOCAL), local, join=join) is False and local.serve is None
+    assert not joined  # neither a chief nor a local search joins anyone
+    worker = Role(RoleKind.WORKER, "10.0.0.2:8000", "tuner0")
+    assert apply_role(worker, SearchConfig(board="esp32s3"), join=join) is True
+    assert len(joined) == 1
 
 
 def _stored(tmp_path: Path, config: SearchConfig) -> Path:
