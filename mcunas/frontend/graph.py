@@ -166,7 +166,7 @@ def config_of_model(model_bytes: bytes) -> FrontendConfig | None:
 
     try:
         raw = fb.Model.GetRootAs(model_bytes, 0).Description() or b""
-    except (IndexError, ValueError, TypeError):  # not a flatbuffer at all
+    except Exception:  # noqa: BLE001 - not a flatbuffer at all (the reader raises many kinds)
         return None
     description = raw.decode("utf-8", "replace")
     if not description.startswith(DESCRIPTION_PREFIX):
