@@ -40,6 +40,7 @@ class FolderData:
     preprocessing: str
     kind: str
     noise: np.ndarray | None = None
+    frontend: FrontendConfig | None = None  # the front-end graph that made WAV features
 
 
 def _listdir(folder: Path) -> list[Path]:
@@ -59,7 +60,8 @@ def read_folder(
     """Read a folder of class subfolders of images or WAV files.
 
     WAV features are today's numpy log-mel, or with ``frontend`` the outputs of
-    that front-end graph in the host TFLM runtime (cached in ``cache_dir``).
+    that front-end graph (at the clips' sample rate: ``FrontendConfig.at_rate``)
+    in the host TFLM runtime, cached in ``cache_dir``.
 
     Raises:
         DatasetError: No classes, an empty class, mixed kinds, an unreadable file.
@@ -91,12 +93,14 @@ def read_folder(
         if frontend is None:
             x, note, noise = wav_features(paths, noise_paths)
         else:
+            from mcunas.audio import read_wav
             from mcunas.frontend.features import graph_wav_features
 
+            frontend = frontend.at_rate(read_wav(paths[0])[1])
             x, note, noise = graph_wav_features(paths, frontend, noise_paths, cache_dir)
         if noise is not None:
             note += f"; {len(noise)} background-noise windows for training"
-        return FolderData(x, y, names, note, "audio", noise)
+        return FolderData(x, y, names, note, "audio", noise, frontend)
     x, note = _read_images(paths)
     return FolderData(x, y, names, note, "image")
 

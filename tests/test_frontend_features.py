@@ -57,7 +57,20 @@ def test_folder_features_are_the_graphs_and_are_cached(tmp_path: Path) -> None:
     assert numpy_path.x.shape[2] == 40 and "log-mel" in numpy_path.preprocessing
 
 
-def test_wrong_rate_is_a_dataset_error(tmp_path: Path) -> None:
+def test_the_front_end_takes_the_folders_rate_and_mixed_rates_are_refused(tmp_path: Path) -> None:
     make_tones(tmp_path / "data", rate=8000)
-    with pytest.raises(DatasetError, match="front end takes 16000 Hz"):
+    got = read_folder(tmp_path / "data", frontend=FrontendConfig())
+    assert got.frontend is not None and got.frontend.sample_rate == 8000
+    assert got.frontend.upper_hz < 4000 and got.x.shape[1:] == (24, 40, 1)
+    write_wav(tmp_path / "data" / "low" / "z.wav", np.zeros(16000), rate=16000)
+    with pytest.raises(DatasetError, match="front end takes 8000 Hz"):
         read_folder(tmp_path / "data", frontend=FrontendConfig())
+
+
+def test_load_dataset_carries_the_front_end(tmp_path: Path) -> None:
+    from mcunas.data import load_dataset
+
+    make_tones(tmp_path / "data", per_class=4)
+    data = load_dataset(tmp_path / "data", frontend=FrontendConfig(), cache_dir=tmp_path / "c")
+    assert data.frontend == FrontendConfig() and data.input_shape == (24, 40, 1)
+    assert load_dataset(tmp_path / "data").frontend is None

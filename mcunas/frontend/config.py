@@ -14,7 +14,7 @@ numpy so no TensorFlow is needed; the defaults are the micro_speech example's
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -106,6 +106,15 @@ class FrontendConfig:
     def frames(self, n_samples: int) -> int:
         """Frames in a clip of ``n_samples`` (one at least: a short clip is zero-padded)."""
         return 1 + max(0, n_samples - self.frame_samples) // self.hop_samples
+
+    def at_rate(self, rate: int) -> FrontendConfig:
+        """The same front end for audio at ``rate`` Hz (the band's top kept below 0.47 x rate)."""
+        if rate == self.sample_rate:
+            return self
+        upper = min(self.upper_hz, 0.47 * rate)
+        return replace(
+            self, sample_rate=rate, upper_hz=upper, lower_hz=min(self.lower_hz, upper / 2)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The parameters as JSON-ready values."""

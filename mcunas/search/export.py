@@ -14,14 +14,21 @@ from mcunas.search.store import TrialRecord
 __all__ = ["export_best"]
 
 
-def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Path:
+def export_best(
+    best: TrialRecord, out_dir: Path, context: dict[str, Any], frontend: Any = None
+) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h`` and ``best.json``.
+
+    With ``frontend`` (a :class:`~mcunas.frontend.config.FrontendConfig`: the
+    graph that made the training features) also ``frontend.tflite``, and
+    ``best.json`` holds its parameters under ``frontend``.
 
     Args:
         best: TrialRecord, the chosen trial (its ``model_path``, relative to ``out_dir``
             or absolute as older stores kept it, must exist).
         out_dir: Path, the search's output folder; files go to ``out_dir/best``.
         context: dict, board, budgets and dataset facts copied into ``best.json``.
+        frontend: FrontendConfig | None, the front end to export beside the model.
 
     Returns:
         The ``best`` folder.
@@ -44,11 +51,23 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
     op_names = read_graph(model_bytes).op_names()
     with storage_errors(dest):
         sources = write_model_sources(model_bytes, dest, op_names)
+    front_files = []
+    if frontend is not None:
+        from mcunas.frontend.graph import frontend_model
+
+        write_file(dest / "frontend.tflite", frontend_model(frontend))
+        front_files = ["frontend.tflite"]
+        context = {**context, "frontend": frontend.to_dict()}
     info = {
         **context,
         "trial": best.to_dict(),
         "ops": op_names,
-        "files": ["model.tflite", *sorted(Path(p).name for p in sources), "best.json"],
+        "files": [
+            *front_files,
+            "model.tflite",
+            *sorted(Path(p).name for p in sources),
+            "best.json",
+        ],
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }

@@ -45,7 +45,14 @@ class SearchSession:
         from mcunas.search.recipe import plan_recipe
 
         cfg = self.config
-        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
+        frontend = None
+        if cfg.frontend == "tflm":
+            from mcunas.frontend.config import FrontendConfig
+
+            frontend = FrontendConfig()
+        self.dataset = load_dataset(
+            cfg.dataset, seed=cfg.seed, frontend=frontend, cache_dir=self.out_dir / "cache"
+        )
         self.recipe = plan_recipe(self.dataset, cfg.batch_size, cfg.augment)
         return self.dataset
 
@@ -225,7 +232,10 @@ class SearchSession:
         if result.best is not None:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
-            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
+            front = getattr(self.dataset, "frontend", None)
+            result.paths["best_dir"] = str(
+                export_best(result.best, self.out_dir, context, frontend=front)
+            )
         result.paths["store"] = str(self.store.path)
         return result
 
