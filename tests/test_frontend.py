@@ -157,3 +157,20 @@ def test_pcan_table_has_the_librarys_size_and_falls() -> None:
     assert lut.shape == (125,) and lut.dtype == np.int16
     y0 = lut[[0, 1, *range(2, 125, 4)]]  # the gain at 0, 1 and each power of two
     assert np.all(np.diff(y0.astype(int)) <= 0) and y0[0] > y0[20] > 0
+
+
+def test_c_sources_register_the_signal_ops_under_their_own_names() -> None:
+    from mcunas.csource import model_crc32
+    from mcunas.frontend.csource import frontend_sources
+
+    model = frontend_model(FrontendConfig(pcan=True))
+    texts = frontend_sources(model)
+    assert sorted(texts) == ["frontend_data.cc", "frontend_data.h", "frontend_ops.h"]
+    ops = texts["frontend_ops.h"]
+    assert "MCUNAS_FRONTEND_OP_COUNT 9" in ops and "resolver.AddPCAN()" in ops
+    assert "McunasRegisterFrontendOps" in ops and "McunasRegisterOps(" not in ops
+    assert f'MCUNAS_FRONTEND_CRC32 "{model_crc32(model)}"' in texts["frontend_data.h"]
+    assert (
+        "g_frontend_data[]" in texts["frontend_data.cc"]
+        and "g_model" not in texts["frontend_data.cc"]
+    )

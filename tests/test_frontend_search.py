@@ -27,7 +27,15 @@ def test_search_with_the_graph_front_end_exports_it(capsys, tmp_path: Path, fake
     info = json.loads((best / "best.json").read_text())
     assert info["frontend"] == FrontendConfig().to_dict()
     assert "front-end graph" in info["preprocessing"]
-    assert info["files"][0] == "frontend.tflite"
+    assert info["files"][:5] == [
+        "frontend.tflite",
+        "frontend_data.cc",
+        "frontend_data.h",
+        "frontend_ops.h",
+        "README.md",
+    ]
+    assert all((best / name).is_file() for name in info["files"])
+    assert "McunasRegisterFrontendOps(front_ops)" in (best / "README.md").read_text()
     front = (best / "frontend.tflite").read_bytes()
     assert front == frontend_model(FrontendConfig()) and config_of_model(front) is not None
     assert list((out / "cache").glob("frontend-features-*.npz"))

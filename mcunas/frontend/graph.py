@@ -25,7 +25,14 @@ from typing import Any
 from mcunas.frontend.config import FrontendConfig, filter_bank_tables, hann_weights, pcan_lut
 from mcunas.tflite.writer import build_model
 
-__all__ = ["DESCRIPTION_PREFIX", "SIGNAL_OPS", "config_of_model", "flexbuffer", "frontend_model"]
+__all__ = [
+    "DESCRIPTION_PREFIX",
+    "SIGNAL_OPS",
+    "config_of_model",
+    "flexbuffer",
+    "frontend_model",
+    "readme",
+]
 
 DESCRIPTION_PREFIX = "mcunas audio front end "
 SIGNAL_OPS = (
@@ -172,3 +179,31 @@ def config_of_model(model_bytes: bytes) -> FrontendConfig | None:
     if not description.startswith(DESCRIPTION_PREFIX):
         return None
     return FrontendConfig.from_dict(json.loads(description[len(DESCRIPTION_PREFIX) :]))
+
+
+def readme(cfg: FrontendConfig) -> str:
+    """The ``best/README.md`` of a model with this front end: the board's call sequence."""
+    n, hop, bands = cfg.frame_samples, cfg.hop_samples, cfg.mel_bands
+    return f"""# The exported model and its audio front end
+
+`frontend.tflite` turns {n} int16 samples ({cfg.frame_ms:g} ms at {cfg.sample_rate} Hz)
+into {bands} int16 features; `model.tflite` classifies the features of a clip.
+Both run in TensorFlow Lite Micro; `mcunas predict best/ clip.wav` runs them
+on the host the same way.
+
+    // once: two interpreters, two op resolvers (frontend_ops.h, model_ops.h)
+    McunasFrontendOpResolver front_ops;  McunasRegisterFrontendOps(front_ops);
+    McunasOpResolver model_ops;          McunasRegisterOps(model_ops);
+    tflite::MicroInterpreter front(tflite::GetModel(g_frontend_data), front_ops, ...);
+    tflite::MicroInterpreter model(tflite::GetModel(g_model_data), model_ops, ...);
+    front.Reset();                       // at the start of each clip
+    // every {hop} new samples ({cfg.hop_ms:g} ms): the last {n} samples in, one feature row out
+    memcpy(front.input(0)->data.i16, last_frame, {n} * sizeof(int16_t));
+    front.Invoke();
+    //   row[i] = front.output(0)->data.i16[i] / {1 << cfg.output_bits}.0f   (i < {bands})
+    // when the clip's rows are complete: quantise each value with the model's
+    // input scale and zero point into model.input(0), then
+    model.Invoke();                      // class = argmax of model.output(0)
+
+Front-end parameters: {json.dumps(cfg.to_dict(), sort_keys=True)}.
+"""

@@ -20,8 +20,9 @@ def export_best(
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h`` and ``best.json``.
 
     With ``frontend`` (a :class:`~mcunas.frontend.config.FrontendConfig`: the
-    graph that made the training features) also ``frontend.tflite``, and
-    ``best.json`` holds its parameters under ``frontend``.
+    graph that made the training features) also ``frontend.tflite``, its C
+    sources (``frontend_data.cc/.h``, ``frontend_ops.h``) and a ``README.md``
+    with the call sequence; ``best.json`` holds its parameters under ``frontend``.
 
     Args:
         best: TrialRecord, the chosen trial (its ``model_path``, relative to ``out_dir``
@@ -51,12 +52,9 @@ def export_best(
     op_names = read_graph(model_bytes).op_names()
     with storage_errors(dest):
         sources = write_model_sources(model_bytes, dest, op_names)
-    front_files = []
+    front_files: list[str] = []
     if frontend is not None:
-        from mcunas.frontend.graph import frontend_model
-
-        write_file(dest / "frontend.tflite", frontend_model(frontend))
-        front_files = ["frontend.tflite"]
+        front_files = _export_frontend(frontend, dest)
         context = {**context, "frontend": frontend.to_dict()}
     info = {
         **context,
@@ -73,3 +71,16 @@ def export_best(
     }
     write_file(dest / "best.json", dumps(info))
     return dest
+
+
+def _export_frontend(frontend: Any, dest: Path) -> list[str]:
+    """Write ``frontend.tflite``, its C sources and ``README.md``; their names."""
+    from mcunas.frontend.csource import write_frontend_sources
+    from mcunas.frontend.graph import frontend_model, readme
+
+    front_bytes = frontend_model(frontend)
+    write_file(dest / "frontend.tflite", front_bytes)
+    write_file(dest / "README.md", readme(frontend))
+    with storage_errors(dest):
+        names = sorted(p.name for p in write_frontend_sources(front_bytes, dest))
+    return ["frontend.tflite", *names, "README.md"]
