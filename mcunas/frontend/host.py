@@ -22,7 +22,7 @@ from mcunas.tflite.runtime import create_interpreter
 
 __all__ = ["ARENA_BYTES", "FrontendRunner", "scaled", "to_int16"]
 
-ARENA_BYTES = 64 * 1024
+ARENA_BYTES = 512 * 1024  # the host arena: the planner reports what a board needs
 
 
 def to_int16(samples: np.ndarray) -> np.ndarray:

@@ -94,9 +94,10 @@ def _iterations(cfg: FrontendConfig) -> dict[str, int]:
 
 
 def _arena_bytes(model_bytes: bytes) -> int:
+    from mcunas.frontend.host import ARENA_BYTES
     from mcunas.tflite.runtime import arena_report, create_interpreter
 
-    interp, log = create_interpreter(model_bytes, 64 * 1024)
+    interp, log = create_interpreter(model_bytes, ARENA_BYTES)
     if interp is None:
         raise ModelError(f"the host runtime cannot load the front end: {log.strip()[-200:]}")
     return arena_report(interp).total_bytes
