@@ -19,6 +19,7 @@ import click
 from mcunas import __version__
 from mcunas.commands import DEBUG_KEY
 from mcunas.errors import McunasError
+from mcunas.quiet import quiet_terminal
 
 # command name -> (module, one-line help shown by `mcunas --help`)
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -66,7 +67,11 @@ Examples:
 Run `mcunas COMMAND --help` for each command's options.""",
 )
 @click.version_option(__version__, prog_name="mcunas")
-@click.option("--debug", is_flag=True, help="Show tracebacks for errors.")
+@click.option(
+    "--debug",
+    is_flag=True,
+    help="Show tracebacks for errors, and the libraries' own log lines and warnings.",
+)
 @click.pass_context
 def cli(ctx: click.Context, debug: bool) -> None:
     """mcunas: find the most accurate INT8 model that fits a microcontroller."""
@@ -85,8 +90,10 @@ def main(argv: list[str] | None = None) -> None:
         click.secho("Error: standard output is closed; mcunas has nowhere to print.", err=True)
         sys.exit(2)
     try:
-        # without standalone mode click returns ctx.exit(code)'s code instead of exiting
-        code = cli.main(args=args, prog_name="mcunas", standalone_mode=False)
+        # native log lines and dependency warnings stay off the terminal unless --debug
+        with quiet_terminal(enabled=not debug):
+            # without standalone mode click returns ctx.exit(code)'s code instead of exiting
+            code = cli.main(args=args, prog_name="mcunas", standalone_mode=False)
         if isinstance(code, int) and not isinstance(code, bool) and code:
             sys.exit(code)
     except click.exceptions.Exit as exc:

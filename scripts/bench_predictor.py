@@ -1,7 +1,7 @@
 """Leave-one-out error of the latency model on the built-in calibration rows.
 
-The built-in rows are mcunas/calibration/measurements.csv (as shipped in
-shared/calibration) and measurements_extra.csv (further published figures).
+The built-in rows are mcunas/calibration/measurements.csv (MLPerf Tiny v0.5 and
+Espressif's ESP-NN figures) and measurements_extra.csv (further published figures).
 Leave-one-out predicts each row as a board profile would: from the other rows
 of its board where there are some, else from the other boards. Leave-one-
 board-out predicts it from the other boards only: a bare profile.
@@ -134,7 +134,7 @@ def main() -> int:
     print(_line("all", summarize(results)))
     if args.csv is None:
         shared = {r.id for r in load_calibration(CALIBRATION_CSV)}
-        print(f"Rows of {CALIBRATION_CSV.name} (shared/calibration), each fitted without itself:")
+        print(f"Rows of {CALIBRATION_CSV.name} (MLPerf Tiny, ESP-NN), each fitted without itself:")
         print(_line("measurements.csv", summarize([r for r in results if r.row.id in shared])))
     worst = sorted(results, key=lambda r: -abs(r.error_pct))[:3]
     print("Worst cases: " + ", ".join(f"{r.row.id} {r.error_pct:+.1f}%" for r in worst))

@@ -24,7 +24,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
 def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None) -> dict:
-    from mcunas.search import SearchConfig, run_search
+    from mcunas.engine import run_search
+    from mcunas.search import SearchConfig
     from mcunas.search.result import infeasible_train_s
     from mcunas.search.store import TrialStatus
 

@@ -114,7 +114,8 @@ def minirocket(arrays: dict[str, np.ndarray], seed: int) -> dict:
 
 
 def mcunas_run(npz: Path, out: Path, budget: tuple, args: argparse.Namespace, **extra) -> dict:
-    from mcunas.search import SearchConfig, run_search
+    from mcunas.engine import run_search
+    from mcunas.search import SearchConfig
 
     board, latency, sram = budget
     settings = {"max_trials": args.trials, "epochs": args.epochs, "seed": args.seed, **extra}

@@ -233,11 +233,11 @@ class RescorableRunner(ExportableRunner):
 def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monkeypatch) -> None:
     import json
 
-    from mcunas.search.session import SearchSession
+    from mcunas.search.run import SearchRun
 
     runner = RescorableRunner()
     monkeypatch.setattr(
-        SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
+        SearchRun, "components", lambda self, families=None: (FakeSpace(), runner, lambda: None)
     )
     out = tmp_path / "run"
     args = ["--board", "esp32s3", "--out", str(out), "--max-trials", "5", "--strategy", "random"]

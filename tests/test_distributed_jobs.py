@@ -121,43 +121,52 @@ def test_the_training_job_carries_the_checkpoint_and_hands_on_after_silence(chie
 
 
 def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(tmp_path):
-    from mcunas.boards import load_board
-    from mcunas.distributed.supernet_chief import SupernetChiefSession
-    from mcunas.search.config import SearchConfig
+    from mcunas.distributed.supernet_chief import ChiefJobs
     from mcunas.search.progress import Progress
-    from mcunas.supernet.spec import plan_supernet, random_subnet, smallest
+    from mcunas.supernet.jobs import WIRE, Screen, Screened
+    from mcunas.supernet.spec import plan_supernet, random_subnet, smallest, subnet_values
+    from mcunas.supernet.strategy import SupernetStrategy
 
     store = TrialStore.open(tmp_path, threads=True)
-    config = SearchConfig(board="esp32s3", strategy="supernet", serve="127.0.0.1:1")
-    session = SupernetChiefSession(config, load_board("esp32s3"), tmp_path, store)
-    session.jobs, session.progress = JobBoard(), Progress(4, None, stream=None)
-    session.service = SupernetService(
-        session.jobs, tmp_path / "c.npz", lambda *a: False, store=store,
+    board = JobBoard()
+    service = SupernetService(
+        board, tmp_path / "c.npz", lambda *a: False, store=store,
         models_dir=tmp_path, welcome=welcome(), note=print, timeout_s=60,
     )  # fmt: skip
+    strategy = SupernetStrategy()
+    strategy.run = type("Run", (), {"store": store})()
     spec = plan_supernet((8, 8, 1), 10)
     nets = [smallest(spec), *(random_subnet(spec, random.Random(i)) for i in (1, 2))]
-    todo = [(net, f"s{i:04d}") for i, net in enumerate(nets)]
+    todo = [
+        Screen(f"s{i:04d}", spec.width, subnet_values(spec, net), "x") for i, net in enumerate(nets)
+    ]
 
     def worker(name):  # s0001 cannot be done; the others score 0.5 + their index / 10
         for _ in range(200):
-            job = session.jobs.take(name)
+            job = board.take(name)
             if job is None:
                 time.sleep(0.01)
                 continue
-            i = int(job.payload["tid"][1:])
-            store.start_trial(job.payload["tid"], job.payload["values"], origin="supernet")
-            result = {"error": "out of memory"} if i == 1 else {"result": [0.5 + i / 10, 0.1]}
-            session.jobs.finish(name, job.id, result)
+            screen = WIRE.job_from_wire({"kind": job.kind, **job.payload})
+            i = int(screen.tid[1:])
+            store.start_trial(screen.tid, screen.values, origin="supernet")
+            result = WIRE.failed("out of memory") if i == 1 else Screened((0.5 + i / 10, 0.1))
+            board.finish(name, job.id, WIRE.result_to_wire(result))
 
     threads = [threading.Thread(target=worker, args=(n,), daemon=True) for n in ("w1", "w2")]
     for t in threads:
         t.start()
     scored = []
-    session.spec, session.scorer = spec, type("Trained", (), {"sha256": "x"})()
-    got = session._screen_many(todo, scored.append, session.progress)
-    assert got == [(0.5, 0.1), None, (0.7, 0.1)]  # in the batch's order, whoever ran what
-    assert sorted(scored, key=str) == sorted([(0.5, 0.1), None, (0.7, 0.1)], key=str)
+
+    def done(job, result):
+        strategy.record_failure(job, result)
+        scored.append(result)
+
+    jobs = ChiefJobs(board, service, WIRE)
+    got = jobs.run(todo, on_done=done, progress=Progress(4, None, stream=None))
+    assert [getattr(r, "score", None) for r in got] == [(0.5, 0.1), None, (0.7, 0.1)]  # in order
+    assert len(scored) == 3
     failed = store.get("s0001")
     assert failed.status == TrialStatus.FAILED and "out of memory" in failed.reason
+    assert failed.reason.startswith("on worker w")  # where it failed
     store.close()

@@ -2,10 +2,9 @@
 
 import keras_tuner as kt
 
-from mcunas.boards import load_board
-from mcunas.distributed.session import ChiefSession
-from mcunas.search.config import SearchConfig
+from mcunas.distributed.chief_executor import hold_running
 from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.tuner_strategy import reconcile
 
 
 def oracle_in(folder):
@@ -35,9 +34,8 @@ def test_a_restarted_chief_holds_running_trials_for_their_workers(tmp_path):
     store.start_trial(running.trial_id, {"a": 1}, worker="w1")
     store.start_trial(done.trial_id, {"a": 2}, worker="w2")
     store.finish_trial(done.trial_id, TrialStatus.OK, score=1.0)
-    config = SearchConfig(board="esp32s3", serve="127.0.0.1:8470", resume=True)
-    session = ChiefSession(config, load_board("esp32s3"), tmp_path, store)
-    session._reconcile_running(again)
+    reconcile(store, again)  # as every resumed search does
+    hold_running(store, again)  # the chief's part
     assert again.ongoing_trials["w1"].trial_id == running.trial_id
     assert again._retry_queue == [] and "w1" in again.tuner_ids
     assert store.get(running.trial_id).status == TrialStatus.RUNNING  # not failed: it goes on

@@ -196,10 +196,10 @@ def test_which_reference_a_search_starts_from(seed_arch, strategy, families, exp
     from types import SimpleNamespace
 
     from mcunas.search.config import SearchConfig
-    from mcunas.search.session import SearchSession
+    from mcunas.search.run import SearchRun
 
     cfg = SearchConfig(board="esp32s3", seed_arch=seed_arch, strategy=strategy)
     cfg.validate()
-    session = SearchSession(cfg, None, Path("."), None)
-    session.dataset = SimpleNamespace(kind="image", input_shape=(8, 8, 1))
-    assert session._seed_name(SimpleNamespace(families=families)) == expected
+    run = SearchRun(cfg, None, Path("."), None, None, None)
+    run.dataset = SimpleNamespace(kind="image", input_shape=(8, 8, 1))
+    assert run.seed_name(SimpleNamespace(families=families)) == expected

@@ -13,7 +13,7 @@ from test_tuner import FakeRunner, FakeSpace
 import mcunas
 from mcunas import files as files_mod
 from mcunas.cli import main
-from mcunas.search.session import SearchSession
+from mcunas.search.run import SearchRun
 from mcunas.search.store import TrialStatus, TrialStore
 from mcunas.search.tuner import EvalResult
 
@@ -38,7 +38,7 @@ def fake_runner_fixture(monkeypatch: pytest.MonkeyPatch) -> ExportableRunner:
     """Searches in this test use fake candidates that export a real model."""
     runner = ExportableRunner()
     monkeypatch.setattr(
-        SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
+        SearchRun, "components", lambda self, families=None: (FakeSpace(), runner, lambda: None)
     )
     return runner
 

@@ -12,10 +12,12 @@ import pytest
 
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
+from mcunas.search.local import LocalJobs
+from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
 from mcunas.search.result import choose_best
 from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner import CheckResult, EvalResult, TrainResult
-from mcunas.supernet.trained import TrainedStages
+from mcunas.supernet.strategy import SupernetStrategy
+from mcunas.supernet.work import SupernetWork
 
 LADDER = [{"width": 1.0}, {"width": 0.75}, {"width": 0.5}]
 
@@ -66,20 +68,43 @@ class FakeProgress:
         self.notes.append(text)
 
 
-class Stages(TrainedStages):
-    def __init__(self, out: Path, runner: FakeRunner, ladder: list[dict] | None = LADDER) -> None:
+class FakeRun:
+    """What the supernet's stage 0 uses of a search run, with fake candidates."""
+
+    def __init__(self, out: Path, runner: FakeRunner, ladder: list[dict] | None) -> None:
         self.store, self.runner, self.out_dir = TrialStore.open(out), runner, out
+        self.ladder = ladder
         self.space = SimpleNamespace(hyperparameters=lambda **v: SimpleNamespace(values=v))
         self.config = SimpleNamespace(seed=0, epochs=3, budgets=Budgets(8.0), objectives=())
-        self.ladder = ladder
 
-    def _reference_ladder(self) -> list[dict[str, Any]]:
+    def components(self, families: tuple[str, ...]) -> tuple[Any, FakeRunner, Any]:
+        return self.space, self.runner, lambda: None
+
+    def pipeline(self, runner: FakeRunner) -> TrialPipeline:
+        return TrialPipeline(runner, self.store, self.config.budgets, self.out_dir / "models")
+
+    def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
         return self.ladder or []
+
+
+class Stages:
+    """The supernet strategy at stage 0, its jobs done here by the real work."""
+
+    def __init__(self, out: Path, runner: FakeRunner, ladder: list[dict] | None = LADDER) -> None:
+        run = FakeRun(out, runner, ladder)
+        self.store, self.runner = run.store, runner
+        self.strategy = SupernetStrategy()
+        self.strategy.run, self.strategy.space = run, run.space
+        self.strategy.jobs = LocalJobs(SupernetWork(run, FakeProgress()))
+
+    def reference(self, progress: FakeProgress) -> str | None:
+        self.strategy.progress = progress
+        return self.strategy.reference()
 
 
 def test_the_largest_variant_inside_the_budgets_is_trained_and_kept(tmp_path: Path) -> None:
     stages = Stages(tmp_path, FakeRunner())
-    assert stages._reference(FakeProgress()) is None
+    assert stages.reference(FakeProgress()) is None
     rows = {r.trial_id: r for r in stages.store.trials()}
     assert [(t, r.status, r.origin) for t, r in sorted(rows.items())] == [
         ("r0", TrialStatus.INFEASIBLE, "seed"),  # 10 ms > 8 ms: refused before training
@@ -97,17 +122,17 @@ def test_a_resumed_search_keeps_finished_variants_and_redoes_one_cut_short(tmp_p
     first.store.start_trial("r1", {"width": 0.75}, origin="seed")  # running when killed
     first.store.close()
     again = Stages(tmp_path, FakeRunner())
-    assert again._reference(FakeProgress()) is None
+    assert again.reference(FakeProgress()) is None
     assert again.runner.trained == [0.75]
     assert again.store.get("r0").reason == "too slow"
     assert again.store.get("r1").status == TrialStatus.OK
     done = Stages(tmp_path, FakeRunner())
-    assert done._reference(FakeProgress()) is None and done.runner.trained == []
+    assert done.reference(FakeProgress()) is None and done.runner.trained == []
 
 
 def test_a_failing_reference_is_a_failed_row_and_the_search_goes_on(tmp_path: Path) -> None:
     stages = Stages(tmp_path, FakeRunner(fail=True), ladder=[{"width": 0.5}, {"width": 0.25}])
-    assert stages._reference(FakeProgress()) is None
+    assert stages.reference(FakeProgress()) is None
     rows = stages.store.trials()
     assert [(r.trial_id, r.status) for r in rows] == [("r0", TrialStatus.FAILED)]
     assert rows[0].reason == "train failed: RuntimeError: no memory"
@@ -116,6 +141,6 @@ def test_a_failing_reference_is_a_failed_row_and_the_search_goes_on(tmp_path: Pa
 @pytest.mark.parametrize("ladder", [None, LADDER])
 def test_no_reference_or_no_time_trains_nothing(tmp_path: Path, ladder) -> None:
     stages = Stages(tmp_path, FakeRunner(), ladder=ladder)
-    stopped = stages._reference(FakeProgress(up_after=0))
+    stopped = stages.reference(FakeProgress(up_after=0))
     assert (stopped is None) == (ladder is None)
     assert stages.store.trials() == [] and stages.runner.trained == []

@@ -229,16 +229,16 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
     import os
 
     from mcunas.distributed.role import apply_role, role_from_env
+    from mcunas.engine import check_search, run_worker
 
-    if apply_role(role_from_env(os.environ), config):
+    if apply_role(role_from_env(os.environ), config, join=run_worker):
         return  # this process was a worker of a distributed search
-    from mcunas.search.api import check_search
 
     check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
     from mcunas.convert import import_tensorflow
 
     import_tensorflow()  # first, and quietly: keras and keras-tuner import it too
-    from mcunas.search.api import run_search
+    from mcunas.engine import run_search
 
     try:
         with _sigterm_as_interrupt():

@@ -46,7 +46,8 @@ def cli(
     wait_s: float,
 ) -> None:
     """Join the chief at HOST:PORT and run trials until its search is over."""
-    from mcunas.distributed.worker import WorkerSettings, run_worker
+    from mcunas.distributed.worker import WorkerSettings
+    from mcunas.engine import run_worker
     from mcunas.errors import UserError
 
     if port and rack:

@@ -18,33 +18,14 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from keras_tuner.src.engine.oracle import synchronized
-
 import mcunas
 from mcunas.errors import McunasError
+from mcunas.search.kt_state import release, requeue
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["HEARTBEAT_S", "ChiefService", "release", "requeue"]
 
 HEARTBEAT_S = 2.0  # a worker says it is alive this often
-
-
-@synchronized
-def requeue(oracle: Any, tuner_id: str) -> str | None:
-    """Take ``tuner_id``'s running trial back into the oracle's retry queue; its id or None."""
-    trial = oracle.ongoing_trials.pop(tuner_id, None)
-    oracle.tuner_ids.discard(tuner_id)
-    if trial is None:
-        return None
-    oracle._retry_queue.append(trial.trial_id)  # noqa: SLF001 - keras-tuner's own queue
-    oracle.save()
-    return trial.trial_id
-
-
-@synchronized
-def release(oracle: Any, tuner_id: str) -> None:
-    """Forget ``tuner_id``'s running trial without queueing it again (it is done)."""
-    oracle.ongoing_trials.pop(tuner_id, None)
 
 
 class ChiefService:

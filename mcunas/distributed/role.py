@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
@@ -64,21 +64,28 @@ def role_from_env(environ: Mapping[str, str]) -> Role:
     return Role(kind, f"{ip}:{port}", tuner_id)
 
 
-def apply_role(role: Role, config: SearchConfig, stream: TextIO = sys.stderr) -> bool:
+def apply_role(
+    role: Role,
+    config: SearchConfig,
+    stream: TextIO = sys.stderr,
+    *,
+    join: Callable[..., None],
+) -> bool:
     """Play ``role`` for a search of ``config``; True when it was a worker's whole run.
 
     The chief serves on the role's address (unless ``--serve`` names one); a worker
     runs the chief's trials until the chief stops, its own settings checked against
-    the chief's; a local search has nothing to do here.
+    the chief's, with ``join(settings, stream=...)`` (:func:`mcunas.engine.run_worker`);
+    a local search has nothing to do here.
     """
     if role.kind == RoleKind.CHIEF:
         config.serve = config.serve or role.address
     if role.kind != RoleKind.WORKER:
         return False
-    from mcunas.distributed.worker import WorkerSettings, run_worker
+    from mcunas.distributed.worker import WorkerSettings
 
     settings = WorkerSettings(
         role.address, role.name, config.dataset, config.port, config.rack, config=config
     )
-    run_worker(settings, stream=stream)
+    join(settings, stream=stream)
     return True

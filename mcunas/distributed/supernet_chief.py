@@ -1,9 +1,10 @@
-"""A distributed ``--strategy supernet`` search: the chief plans, workers do the work.
+"""A strategy's jobs on a distributed search's workers: the chief's job board and service.
 
-The chief runs the supernet search of :mod:`mcunas.supernet.session` (its
-width choice, its evolution, its choice of subnets to fine-tune, its store,
-report and ``best/``), but every piece of work goes to workers as a job of
-the :class:`~mcunas.distributed.jobs.JobBoard`:
+The chief runs the supernet strategy's plan (:mod:`mcunas.supernet.strategy`:
+its width choice, its evolution, its choice of subnets to fine-tune, its
+store, report and ``best/``), but every piece of work goes to workers as a
+typed job (:mod:`mcunas.supernet.jobs`) on the
+:class:`~mcunas.distributed.jobs.JobBoard`:
 
 - ``check``: one width probe, a subnet's cost check (board and budgets);
 - ``train``: the supernet's training. The worker sends the checkpoint after
@@ -21,25 +22,22 @@ evolution (up to a population) is screened on all workers at once.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.jobs import Job, JobBoard
 from mcunas.distributed.session import DEFAULT_WORKER_TIMEOUT_S, linger, serving, welcome
-from mcunas.errors import FatalError
 from mcunas.files import write_file
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus
-from mcunas.supernet.session import ORIGIN, SupernetSession, TimeUp, epoch_line
-from mcunas.supernet.spec import Subnet, SupernetSpec, subnet_values
+from mcunas.search.run import SearchRun, Wire
+from mcunas.supernet.jobs import Epoch, Finetune, Train
 from mcunas.supernet.train import CHECKPOINT, checkpoint_epochs
-from mcunas.supernet.trained import REFERENCE_ORIGIN
 
-__all__ = ["SupernetChiefSession", "SupernetService"]
+__all__ = ["ChiefJobs", "SupernetService", "chief_jobs"]
 
 POLL_S = 0.5
 
@@ -74,10 +72,10 @@ class SupernetService(ChiefService):
             return {"wait": POLL_S}
         for tid in job.tids:
             self.owner[tid] = name
-        if job.kind == "finetune":
+        if job.kind == Finetune.kind:
             self.store.update(job.tids[0], worker=name)
         sent = {"id": job.id, "kind": job.kind, **job.payload}
-        if job.kind == "train" and self.checkpoint.is_file():
+        if job.kind == Train.kind and self.checkpoint.is_file():
             sent["checkpoint"] = base64.b64encode(self.checkpoint.read_bytes()).decode()
         return {"job": sent}
 
@@ -99,174 +97,100 @@ class SupernetService(ChiefService):
 
     def _take_back(self, name: str) -> list[str]:
         lost = self.jobs.release(name)
-        if any(job.kind == "train" for job in lost):
+        if any(job.kind == Train.kind for job in lost):
             done = checkpoint_epochs(self.checkpoint)
             self.note(f"The supernet's training goes to the next worker, after epoch {done}.")
         return [tid for job in lost for tid in job.tids]
 
 
-@dataclass(frozen=True)
-class _Trained:
-    """The trained supernet, as workers fetch it: its checkpoint's hash."""
+class ChiefJobs:
+    """Runs a strategy's typed jobs on the workers through the job board.
 
-    sha256: str
+    Jobs go out and results come back as JSON, converted by the strategy's
+    ``wire`` (:class:`mcunas.search.run.Wire`) here only.
+    """
 
+    def __init__(self, board: JobBoard, service: SupernetService, wire: Wire) -> None:
+        self.board, self.service, self.wire = board, service, wire
+        self.on_epoch: Callable[[Epoch], bool] = lambda epoch: False
+        service.on_epoch = self._epoch
 
-class SupernetChiefSession(SupernetSession):
-    """``--strategy supernet --serve``: the supernet search with its work on workers."""
+    def _epoch(self, epoch: int, loss: float, seconds: float) -> bool:
+        return self.on_epoch(Epoch(epoch, loss, seconds, self.service.checkpoint))
 
-    def run(self, progress: Progress) -> str | None:
-        """Serve the job board while the supernet search runs; its stop reason, if any."""
-        cfg = self.config
-        self.progress, self.jobs = progress, JobBoard()
-        self._epochs, self._seconds = cfg.supernet_plan[0], []
-        self.service = SupernetService(
-            self.jobs,
-            self.out_dir / CHECKPOINT,
-            self._epoch_done,
-            store=self.store,
-            models_dir=self.out_dir / "models",
-            welcome=welcome(cfg),
-            note=progress.note,
-            timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
-        )
-        with serving(cfg.serve or "", self.service, progress):
-            try:
-                return super().run(progress)
-            finally:
-                self.jobs.close()
-                linger(self.service)
-
-    def _components(self, families: tuple[str, ...] | None = None) -> tuple[Any, Any, Any]:
-        """The search space only: the chief builds, trains and measures nothing."""
-        from mcunas.space import McuSearchSpace
-
-        d = self.dataset
-        space = McuSearchSpace(d.input_shape, d.num_classes, families or ("stages",))
-        return space, None, lambda: None
-
-    # -- the stages' work, as jobs ---------------------------------------------------
-    def _fit_flags(self, spec: SupernetSpec, nets: list[Subnet]) -> list[bool]:
-        ids = [self.jobs.submit("check", self._about(spec, net)) for net in nets]
-        results = self._gather(ids)
-        return [bool(results[i].result.get("fits")) for i in ids]  # type: ignore[union-attr]
-
-    def _supernet(self, epochs: int, progress: Progress) -> Any | None:
-        path = self.out_dir / CHECKPOINT
-        done = checkpoint_epochs(path)
-        if done < epochs:
-            if done:
-                progress.note(f"Supernet: resumed after epoch {done}/{epochs}.")
-            job = self.jobs.submit("train", {"width": self.spec.width, "epochs": epochs})
-            result = self._gather([job], progress=progress)[job].result or {}
-            if result.get("error"):
-                raise FatalError(f"the supernet's training failed on a worker: {result['error']}")
-            if result.get("stopped") or result.get("cancelled"):
-                return None
-        return _Trained(_sha(path.read_bytes()))
-
-    def _reference_rung(self, tid: str, values: dict[str, Any], rung: int) -> None:
-        about = {"width": 1.0, "tid": tid, "values": values, "rung": rung}
-        job = self.jobs.submit("reference", {**about, "origin": REFERENCE_ORIGIN}, tids=(tid,))
-        self._failed(self._gather([job], progress=self.progress)[job])
-
-    def _epoch_done(self, epoch: int, loss: float, took: float) -> bool:
-        epoch_line(self.progress, self._epochs, epoch, loss, took, self._seconds)
-        return self.progress.time_up() and epoch < self._epochs
-
-    def _screen_many(
+    def run(
         self,
-        todo: list[tuple[Subnet, str]],
-        scored: Callable[[tuple[float, float] | None], None],
-        progress: Progress,
-    ) -> list[tuple[float, float] | None]:
-        if progress.time_up():
-            raise TimeUp
-        ids = {}
-        for net, tid in todo:
-            about = self._about(self.spec, net, sha=self.scorer.sha256, tid=tid)
-            ids[self.jobs.submit("screen", about, tids=(tid,))] = tid
-        results: dict[str, tuple[float, float] | None] = {}
-
-        def finished(job: Job) -> None:
-            tid, outcome = ids[job.id], job.result or {}
-            value = outcome.get("result")
-            results[tid] = None if value is None else (float(value[0]), float(value[1]))
-            self._failed(job)
-            scored(results[tid])
-
-        if _cancelled(self._gather(list(ids), finished, progress)):
-            raise TimeUp
-        return [results[tid] for _, tid in todo]
-
-    def _finetune_many(
-        self,
-        epochs: int,
-        pending: list[tuple[str, Subnet]],
-        done: Callable[[str], None],
-        progress: Progress,
-    ) -> str | None:
-        ids = {}
-        for tid, net in pending:
-            about = self._about(self.spec, net, sha=self.scorer.sha256, tid=tid, epochs=epochs)
-            ids[self.jobs.submit("finetune", about, tids=(tid,))] = tid
-
-        def finished(job: Job) -> None:
-            if not (job.result or {}).get("cancelled"):
-                self._failed(job)
-                done(ids[job.id])
-
-        if _cancelled(self._gather(list(ids), finished, progress)):
-            return "time budget reached while fine-tuning (--resume continues)"
-        return None
-
-    # -- waiting for workers ---------------------------------------------------------
-    def _gather(
-        self,
-        ids: list[int],
-        finished: Callable[[Job], None] | None = None,
+        jobs: Sequence[Any],
+        *,
+        on_done: Callable[[Any, Any], None] | None = None,
+        on_epoch: Callable[[Any], bool] | None = None,
         progress: Progress | None = None,
-    ) -> dict[int, Job]:
+    ) -> list[Any]:
+        """Each job's result, in order (see :class:`mcunas.search.run.Jobs`)."""
+        self.on_epoch = on_epoch or (lambda epoch: False)
+        ids: dict[int, Any] = {}
+        for job in jobs:
+            data = self.wire.job_to_wire(job)
+            kind = data.pop("kind")
+            ids[self.board.submit(kind, data, tids=self.wire.trial_ids(job))] = job
+        results: dict[int, Any] = {}
+
+        def finished(done: Job) -> None:
+            results[done.id] = self._result(done)
+            if on_done is not None:
+                on_done(ids[done.id], results[done.id])
+
+        self._gather(list(ids), finished, progress)
+        return [results[i] for i in ids]
+
+    def _result(self, job: Job) -> Any:
+        """The typed result of a finished board job; None if the time budget cancelled it."""
+        data = dict(job.result or {})
+        if data.get("cancelled"):
+            return None
+        if data.get("type") == "failed" and job.taken:
+            data["worker"] = job.taken[-1]
+        return self.wire.result_from_wire(data)
+
+    def _gather(
+        self, ids: list[int], finished: Callable[[Job], None], progress: Progress | None
+    ) -> None:
         """Wait for every job of ``ids``, calling ``finished`` on each as it ends.
 
         Meanwhile silent workers lose their jobs to the others. With ``progress``,
-        a time budget that runs out cancels the jobs no worker has taken yet
-        (their result is ``{"cancelled": True}``); those running finish.
+        a time budget that runs out cancels the jobs no worker has taken yet;
+        those running finish.
         """
-        left, seen = set(ids), {}
+        left = set(ids)
         while left:
-            for job in self.jobs.wait(left, POLL_S):
+            for job in self.board.wait(left, POLL_S):
                 left.discard(job.id)
-                seen[job.id] = job
-                if finished is not None:
-                    finished(job)
+                finished(job)
             self.service.check_silence()
             if progress is not None and progress.time_up():
-                self.jobs.cancel_waiting()
-        return seen
-
-    def _failed(self, job: Job) -> None:
-        """A job a worker could not do: its trial rows end as failed, with why."""
-        error = (job.result or {}).get("error")
-        if not error:
-            return
-        open_ = (TrialStatus.RUNNING, TrialStatus.SCREENED if job.kind == "finetune" else None)
-        for tid in job.tids:
-            rec = self.store.get(tid)
-            if rec is None:
-                values, origin = job.payload.get("values") or {}, job.payload.get("origin", ORIGIN)
-                self.store.start_trial(tid, values, origin=origin)
-            if rec is None or rec.status in open_:
-                self._end(tid, TrialStatus.FAILED, f"on worker {job.taken[-1]}: {error}")
-
-    @staticmethod
-    def _about(spec: SupernetSpec, net: Subnet, **more: Any) -> dict[str, Any]:
-        return {"width": spec.width, "values": subnet_values(spec, net), **more}
+                self.board.cancel_waiting()
 
 
-def _cancelled(jobs: dict[int, Job]) -> bool:
-    """Whether the time budget cancelled any of ``jobs``."""
-    return any((job.result or {}).get("cancelled") for job in jobs.values())
+@contextlib.contextmanager
+def chief_jobs(run: SearchRun, progress: Progress, wire: Wire) -> Iterator[ChiefJobs]:
+    """Serve a job board (and the store) to the workers for the ``with`` block."""
+    cfg, board = run.config, JobBoard()
+    service = SupernetService(
+        board,
+        run.out_dir / CHECKPOINT,
+        lambda epoch, loss, seconds: False,
+        store=run.store,
+        models_dir=run.out_dir / "models",
+        welcome=welcome(cfg),
+        note=progress.note,
+        timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
+    )
+    with serving(cfg.serve or "", service, progress):
+        try:
+            yield ChiefJobs(board, service, wire)
+        finally:
+            board.close()
+            linger(service)
 
 
 def _sha(data: bytes) -> str:

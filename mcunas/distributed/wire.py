@@ -67,7 +67,7 @@ def parse_address(text: str, option: str = "--connect") -> tuple[str, int]:
 
 
 def open_channel(address: str) -> grpc.Channel:
-    """An insecure channel to the chief (a private network: see README, 'Distributed')."""
+    """An insecure channel to the chief (a private network: see docs/guide/distributed.md)."""
     host, port = parse_address(address)
     return grpc.insecure_channel(f"{host}:{port}", options=CHANNEL_OPTIONS)
 

@@ -16,6 +16,7 @@ import socket
 import tempfile
 import threading
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +30,11 @@ from mcunas.distributed.wire import (
     open_channel,
     parse_address,
 )
+from mcunas.distributed.worker_executor import WorkerExecutor
 from mcunas.errors import UserError
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
-from mcunas.search.session import SearchSession
+from mcunas.search.run import SearchRun, Strategy
 
 __all__ = ["DEFAULT_WAIT_S", "WorkerSettings", "default_name", "run_worker"]
 
@@ -115,47 +117,13 @@ class _Joined:
             call(self.channel, {"op": "leave", "worker": self.settings.name}, timeout_s=5)
 
 
-class WorkerSession(SearchSession):
-    """A local search session whose oracle and store are the chief's."""
-
-    def run(self, progress: Progress) -> str | None:
-        """Run trials until the chief's oracle says stop."""
-        from mcunas.search.oracles import make_oracle
-        from mcunas.search.tuner import SearchFatal
-
-        cfg = self.config
-        self._load_data()
-        space, runner, close = self._components()
-        seed = self._seed_name(space)
-        seeds = self._ladder(space, seed) if seed else []
-        try:
-            tuner = self._tuner(
-                make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs),
-                space,
-                runner,
-                progress,
-                seeds,
-                warm_start=False,  # parent weights stay on the worker that trained them
-                project_name="worker",
-                overwrite=True,
-                worker=True,
-            )
-            tuner.search()
-        except SearchFatal as exc:
-            raise exc.error from None
-        finally:
-            close()
-        return None
-
-    def _ladder(self, space: Any, name: str) -> list[dict[str, Any]]:
-        from mcunas.space.reference import reference_ladder
-
-        ladder = reference_ladder(name, self.dataset.input_shape)
-        return [space.hyperparameters(**v).values for v in ladder]
-
-
-def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
+def run_worker(
+    settings: WorkerSettings, strategy_for: Callable[[SearchConfig], Strategy], stream: Any = None
+) -> None:
     """Join the chief at ``settings.connect`` and run trials until the search is over.
+
+    ``strategy_for`` picks the search's strategy from its settings (the chief's,
+    see :func:`mcunas.engine.strategy_for`).
 
     Raises:
         ChiefUnreachable: no chief answered within ``settings.wait_s``.
@@ -173,13 +141,18 @@ def run_worker(settings: WorkerSettings, stream: Any = None) -> None:
     reply = joined.join()
     joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))  # TensorFlow's import is slow
     try:
-        _work(settings, config, board, joined, stream)
+        _work(settings, config, board, joined, strategy_for(config), stream)
     finally:
         joined.leave()
 
 
 def _work(
-    settings: WorkerSettings, config: SearchConfig, board: Any, joined: _Joined, stream: Any
+    settings: WorkerSettings,
+    config: SearchConfig,
+    board: Any,
+    joined: _Joined,
+    strategy: Strategy,
+    stream: Any,
 ) -> None:
     """Run the chief's trials (or the supernet strategy's jobs) until the search is over."""
     from mcunas.convert import import_tensorflow
@@ -199,18 +172,10 @@ def _work(
     # keras-tuner 1.4.8 prints a condition's value each time it serialises one
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
-            session = _session_class(config)(config, board, Path(work), store)  # type: ignore[arg-type]
-            session.run(progress)
+            executor = WorkerExecutor(store)
+            run = SearchRun(config, board, Path(work), store, strategy, executor)  # type: ignore[arg-type]
+            run.run(progress)
     progress.note(f"Worker {settings.name}: the search is over.")
-
-
-def _session_class(config: SearchConfig) -> type[SearchSession]:
-    """The supernet strategy's jobs, or Keras Tuner's trials."""
-    if config.strategy == "supernet":
-        from mcunas.distributed.supernet_worker import SupernetWorkerSession
-
-        return SupernetWorkerSession
-    return WorkerSession
 
 
 def _local(config: SearchConfig, settings: WorkerSettings) -> SearchConfig:

@@ -11,7 +11,7 @@ with the log tail and the log file's path.
 
 Example::
 
-    project = PioProject(load_board("nucleo_f746zg"), Path("/tmp/fw"))
+    project = PioProject(load_board("nucleo_f746zg"), Path("build/fw"))
     project.generate(model_bytes)
     info = project.build()
     project.upload("/dev/ttyACM0")

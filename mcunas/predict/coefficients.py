@@ -72,7 +72,7 @@ _SCALAR = {core: round(2.56 / cm, 3) for core, cm in _COREMARK_PER_MHZ.items()}
 # per invoke (MicroInterpreter::Invoke, the graph walk, the harness's call) and per
 # op (eval-tensor lookups, the kernel call and its argument setup). They are the
 # interpreter's code, the same under every kernel library, so no kernel scale
-# applies to them. Per op: TFLM on this host (scripts/bench hostcal) spends 76.6 ns
+# applies to them. Per op: TFLM on a 2-core x86_64 VM (scripts/bench hostcal) spends 76.6 ns
 # per op against 0.658 ns per FULLY_CONNECTED MAC, i.e. 116 MACs of the portable-C
 # FC (9.79 LX7 cycles each): 1140 cycles. Per invoke: fitted (scale_fit.fit_dispatch) to
 # the published hello_world figures of eight boards (three FULLY_CONNECTED ops, 288

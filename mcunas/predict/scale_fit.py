@@ -117,8 +117,8 @@ def load_calibration(
     Every row is checked (columns, model file, core, kernels, and a latency and
     clock that are finite and physically possible) and refused with its line.
 
-    Without ``path``: the built-in data, ``measurements.csv`` (as shipped in
-    ``shared/calibration``) followed by ``measurements_extra.csv``.
+    Without ``path``: the built-in data, ``measurements.csv`` (MLPerf Tiny v0.5
+    and Espressif's ESP-NN figures) followed by ``measurements_extra.csv``.
 
     Raises:
         UserError: missing file or columns, unreadable numbers, missing model file.

@@ -1,5 +1,9 @@
 """The search as a library call: ``run_search(SearchConfig(...)) -> SearchResult``.
 
+The folder, its lock, the store and resume are handled here; the strategy and
+the executor come from ``plan`` (:func:`mcunas.engine.run_search` passes its
+registries'; without it, Keras Tuner trials run in this process).
+
 Example::
 
     from mcunas.search import SearchConfig, run_search
@@ -14,6 +18,7 @@ import errno
 import shutil
 import sqlite3
 import sys
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -31,6 +36,7 @@ from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.nofit import check_budget_floor
 from mcunas.search.progress import Progress
 from mcunas.search.result import SearchResult
+from mcunas.search.run import Executor, SearchRun, Strategy
 from mcunas.search.store import TrialStore
 
 __all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
@@ -87,6 +93,7 @@ def run_search(
     stream: TextIO | None | str = "stderr",
     debug: bool = False,
     overwrite: bool = False,
+    plan: Callable[[SearchConfig], tuple[Strategy, Executor]] | None = None,
 ) -> SearchResult:
     """Run (or resume) a hardware-aware search and write its results.
 
@@ -102,6 +109,8 @@ def run_search(
         debug: bool, print each failed trial's traceback (default False).
         overwrite: bool, delete an earlier search's trials, models and report in the
             folder first (default False: a folder with trials needs ``resume``).
+        plan: the strategy and executor for ``config`` (default: Keras Tuner trials in
+            this process; :func:`mcunas.engine.run_search` passes its registries').
 
     Returns:
         The :class:`SearchResult` (``best`` is None when no candidate was feasible;
@@ -114,24 +123,40 @@ def run_search(
         DiskFull: the disk filled up (finished trials are kept; use --resume).
     """
     board = check_search(config)
+    strategy, executor = (plan or _in_process)(config)
     out_dir = Path(config.out or "")
     created = first_missing(out_dir)  # the folder this run makes, removed if it fails early
     ensure_writable(out_dir)
     with FolderLock(out_dir, "mcunas search"):  # one writer per folder, released on death
         if overwrite:
             _clear_earlier_search(out_dir)
-        return _run_locked(config, board, out_dir, created, stream, debug)
+        made = (out_dir, created)
+        return _run_locked(config, board, made, (strategy, executor), stream, debug)
+
+
+def _in_process(config: SearchConfig) -> tuple[Strategy, Executor]:
+    """Keras Tuner trials in this process: what the search layer runs by itself."""
+    from mcunas.search.local import LocalExecutor
+    from mcunas.search.tuner_strategy import TunerStrategy
+
+    if config.strategy == "supernet" or config.serve:
+        raise UserError(
+            "--strategy supernet and --serve run through mcunas.engine.run_search "
+            "(or the mcunas search command)"
+        )
+    return TunerStrategy(), LocalExecutor()
 
 
 def _run_locked(
     config: SearchConfig,
     board: BoardProfile,
-    out_dir: Path,
-    created: Path | None,
+    made: tuple[Path, Path | None],
+    parts: tuple[Strategy, Executor],
     stream: TextIO | None | str,
     debug: bool,
 ) -> SearchResult:
     """:func:`run_search` once the folder is ours; an early failure removes what it made."""
+    out_dir, created = made
     store: TrialStore | None = None
     failed = discard = False
     try:
@@ -140,17 +165,8 @@ def _run_locked(
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
-        if config.serve and config.strategy == "supernet":
-            from mcunas.distributed.supernet_chief import SupernetChiefSession as SearchSession
-        elif config.serve:
-            from mcunas.distributed.session import ChiefSession as SearchSession
-        elif config.strategy == "supernet":
-            from mcunas.supernet.session import SupernetSession as SearchSession
-        else:
-            from mcunas.search.session import SearchSession
-
-        session = SearchSession(config, board, out_dir, store, debug=debug)
-        out = sys.stderr if stream == "stderr" else stream
+        session = SearchRun(config, board, out_dir, store, *parts, debug=debug)
+        out = sys.stderr if isinstance(stream, str) else stream  # "stderr": the current one
         progress = Progress(config.max_trials, config.time_budget_s, stream=out)
         try:
             # keras-tuner and Keras print to stdout; keep stdout for the --json summary.

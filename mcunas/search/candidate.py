@@ -21,6 +21,7 @@ from mcunas.data import Dataset
 from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
 from mcunas.search.isolate import TflmWorker
+from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult
 from mcunas.search.recipe import (
     Recipe,
     compile_for_training,
@@ -28,7 +29,6 @@ from mcunas.search.recipe import (
     steps_per_epoch,
     training_data,
 )
-from mcunas.search.tuner import CheckResult, EvalResult, TrainResult
 
 __all__ = ["KerasRunner"]
 

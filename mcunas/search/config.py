@@ -35,7 +35,8 @@ FINETUNE_SHARE = 0.2  # fine-tuning epochs as a share of --epochs
 # How the supernet's subnets are drawn while it trains (mcunas.supernet.train).
 SUPERNET_SCHEDULES = ("sandwich", "progressive")
 # Defaults measured so that `mcunas search --board esp32s3` finishes in under
-# 10 minutes on 2 cores and reaches >= 95% INT8 accuracy on digits (see README).
+# 10 minutes on 2 cores and reaches >= 95% INT8 accuracy on digits
+# (docs/benchmarks/demo.md).
 DEFAULT_MAX_TRIALS = 15
 DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
@@ -258,10 +259,6 @@ class SearchConfig:
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
             )
         check_objectives(self.objectives)
-        if self.serve is not None:
-            from mcunas.distributed.wire import check_serve
-
-            check_serve(self)
         for name in (
             "max_latency_ms",
             "max_sram_kb",

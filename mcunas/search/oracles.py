@@ -34,10 +34,9 @@ import random
 from typing import Any
 
 import keras_tuner
-from keras_tuner.engine import hyperparameters as hp_module
-from keras_tuner.engine import trial as trial_module
 
 from mcunas.search.config import STRATEGIES
+from mcunas.search.kt_state import hp_module, is_duplicate, next_seed, random_values, trial_module
 
 __all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle", "seed_first_trial"]
 
@@ -90,19 +89,18 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         population = self._population()
         if len(self.end_order) < self.population_size or not population:
             return self._random_response()
-        rng = random.Random(self._seed_state)
-        self._seed_state += 1
+        rng = random.Random(next_seed(self))
         sample = rng.sample(population, min(self.sample_size, len(population)))
         reverse = self.objective.direction == "max"
         parent = sorted(sample, key=lambda t: t.score, reverse=reverse)[0]
         for _ in range(MAX_MUTATION_ATTEMPTS):
             values = self._mutate(parent.hyperparameters.values, rng)
-            if values is not None and not self._duplicate(values):
+            if values is not None and not is_duplicate(self, values):
                 return {"status": trial_module.TrialStatus.RUNNING, "values": values}
         return self._random_response()
 
     def _random_response(self) -> dict[str, Any]:
-        values = self._random_values()
+        values = random_values(self)
         if values is None:
             return {"status": trial_module.TrialStatus.STOPPED, "values": None}
         return {"status": trial_module.TrialStatus.RUNNING, "values": values}
@@ -126,8 +124,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
             elif hp.name in parent:
                 hps.values[hp.name] = parent[hp.name]
             else:
-                hps.values[hp.name] = hp.random_sample(self._seed_state)
-                self._seed_state += 1
+                hps.values[hp.name] = hp.random_sample(next_seed(self))
         return hps.values
 
     def get_state(self) -> dict[str, Any]:

@@ -10,21 +10,32 @@ import base64
 import html
 import io
 from collections.abc import Sequence
+from importlib import resources
 from pathlib import Path
+from string import Template
 from typing import Any
 
 from mcunas.files import write_file
 from mcunas.jsontext import dumps
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
-from mcunas.search.result import SearchResult
+from mcunas.search.result import SearchResult, choice_reason
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.search.summary import energy_mark, estimate_mark, estimate_tag
 
 __all__ = ["plot_energy", "plot_pareto", "write_report"]
 
 
-def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
-    """PNG of INT8 accuracy against latency, colour = peak SRAM, front joined by a line."""
+def plot_pareto(
+    records: Sequence[TrialRecord],
+    front: Sequence[TrialRecord],
+    title: str,
+    chosen: TrialRecord | None = None,
+) -> bytes:
+    """PNG of INT8 accuracy against latency, colour = peak SRAM, front joined by a line.
+
+    The front's points are labelled with their trial, and ``chosen`` (the model
+    exported to ``best/``) is a gold star.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -55,14 +66,8 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
             ms=10,
             label="Pareto front",
         )
-        for r in fr:
-            ax.annotate(
-                r.trial_id,
-                (r.latency_ms, 100 * (r.int8_accuracy or 0)),
-                textcoords="offset points",
-                xytext=(5, 4),
-                fontsize=8,
-            )
+        _label_trials(ax, fr, lambda r: r.latency_ms)
+        _mark_chosen(ax, chosen, chosen.latency_ms if chosen else None)
         ax.legend(loc="lower right")
         lats = [r.latency_ms for r in ok if r.latency_ms]
         if lats and max(lats) > 20 * min(lats):  # latencies span orders of magnitude
@@ -73,8 +78,16 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     return _png(fig, ax, "latency (ms)" + (", simulator estimate" if est else ""), title)
 
 
-def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], title: str) -> bytes:
-    """PNG of INT8 accuracy against energy per inference, with each estimate's stated band."""
+def plot_energy(
+    records: Sequence[TrialRecord],
+    front: Sequence[TrialRecord],
+    title: str,
+    chosen: TrialRecord | None = None,
+) -> bytes:
+    """PNG of INT8 accuracy against energy per inference, with each estimate's stated band.
+
+    The front's points are labelled with their trial; ``chosen`` is a gold star.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -98,6 +111,8 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
             ms=10,
             label="Pareto front",
         )
+        _label_trials(ax, on_front, lambda r: r.energy_uj)
+        _mark_chosen(ax, chosen, chosen.energy_uj if chosen else None)
         ax.legend(loc="best")
         energies = [r.energy_uj or 0 for r in ok]
         if max(energies) > 20 * min(energies):
@@ -106,6 +121,35 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
         ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
     estimated = any(energy_mark(r) for r in ok)
     return _png(fig, ax, "energy per inference (uJ)" + (", estimate" if estimated else ""), title)
+
+
+def _label_trials(ax: Any, front: Sequence[TrialRecord], x: Any) -> None:
+    """Write each front point's trial id beside it."""
+    for r in front:
+        ax.annotate(
+            r.trial_id,
+            (x(r), 100 * (r.int8_accuracy or 0)),
+            textcoords="offset points",
+            xytext=(5, 4),
+            fontsize=8,
+        )
+
+
+def _mark_chosen(ax: Any, chosen: TrialRecord | None, x: float | None) -> None:
+    """The model exported to ``best/`` as a gold star (nothing when it has no such figure)."""
+    if chosen is None or not x:
+        return
+    ax.scatter(
+        [x],
+        [100 * (chosen.int8_accuracy or 0)],
+        marker="*",
+        s=320,
+        c="gold",
+        edgecolors="black",
+        linewidths=0.8,
+        zorder=5,
+        label=f"chosen: trial {chosen.trial_id}",
+    )
 
 
 def _png(fig: Any, ax: Any, xlabel: str, title: str) -> bytes:
@@ -147,22 +191,19 @@ def write_report(result: SearchResult) -> dict[str, str]:
     keys = ("board", "budgets", "hypervolume", "wall_s", "session_wall_s", "sessions")
     pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in result.front]}
     paths = {"pareto_json": write_file(out_dir / "pareto.json", dumps(pareto))}
-    png = plot_pareto(result.trials, result.front, f"{result.board.name}: feasible candidates")
+    name, best = result.board.name, result.best
+    png = plot_pareto(result.trials, result.front, f"{name}: feasible candidates", best)
     paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
-    energy_png = plot_energy(result.trials, result.front, f"{result.board.name}: energy")
+    energy_png = plot_energy(result.trials, result.front, f"{name}: energy", best)
     paths["energy_png"] = write_file(out_dir / "energy.png", energy_png)
     images = [base64.b64encode(p).decode() for p in (png, energy_png)]
-    page = _html(summary, result.trials, result.front, images)
+    why = None if best is None else choice_reason(result.trials, best)
+    page = _html(summary, result.trials, result.front, images, why)
     paths["report_html"] = write_file(out_dir / "report.html", page)
     return {k: str(v) for k, v in paths.items()}
 
 
 NO_TEST = "No test split: the accuracies above are on the validation split."
-_CSS = """body{font-family:sans-serif;margin:2em;max-width:1200px}
-table{border-collapse:collapse;font-size:13px}td,th{border:1px solid #ccc;padding:3px 6px}
-th{background:#eee}td.num{text-align:right}tr.ok{background:#f3fff3}
-tr.infeasible{background:#fff8ee}tr.failed{background:#fff0f0}tr.screened{color:#555}
-.note{color:#555}"""
 
 _COLUMNS = [
     ("trial", lambda r: r.trial_id),
@@ -205,13 +246,18 @@ def _resumes(summary: dict) -> str:
     return "" if n < 2 or this is None else f" over {n} resumes (this one {this:.0f} s)"
 
 
-def _table(records: Sequence[TrialRecord]) -> str:
+def _table(records: Sequence[TrialRecord], chosen_id: str | None) -> str:
+    """Trials as a table the report's script sorts by any column; the chosen row marked."""
     head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
     rows = []
     for r in records:
         cells = "".join(f"<td>{html.escape(str(fn(r)))}</td>" for _, fn in _COLUMNS)
-        rows.append(f'<tr class="{r.status}">{cells}</tr>')
-    return f"<table><tr>{head}</tr>{''.join(rows)}</table>"
+        marked = " chosen" if chosen_id is not None and r.trial_id == chosen_id else ""
+        rows.append(f'<tr class="{r.status}{marked}">{cells}</tr>')
+    return (
+        f'<table class="sortable"><thead><tr>{head}</tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
 
 
 def _layers(rows: list[dict] | None) -> str:
@@ -266,46 +312,77 @@ def _reference(summary: dict) -> str:
     return ", ".join(parts[o] for o in objectives or DEFAULT_OBJECTIVES if o in parts)
 
 
-def _html(
-    summary: dict, records: Sequence[TrialRecord], front: Sequence[TrialRecord], pngs: list[str]
-) -> str:
-    board = summary["board"]
+def _chosen_line(best: dict | None) -> str:
+    """The chosen model's one line: trial, description, figures, where it went."""
+    if best is None:
+        return "none (no feasible candidate)"
+    what = html.escape(best.get("description") or best.get("family") or "")
+    return (
+        f"trial {html.escape(best['trial_id'])} ({what})"
+        f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
+        f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{estimate_tag(best)}, "
+        f"{_energy(best)}exported to best/"
+    )
+
+
+def _chosen_by(summary: dict, why: str | None) -> str:
+    """Which rule chose the model: the summary's ``chosen_by`` where it has one."""
+    rule = summary.get("chosen_by") or (summary.get("best") or {}).get("chosen_by") or why
+    if not rule:
+        return ""
+    return f"<p><b>Chosen by:</b> {html.escape(str(rule))}</p>"
+
+
+def _search_line(summary: dict) -> str:
     esc = html.escape
     counts = ", ".join(f"{v} {k}" for k, v in summary["counts"].items())
-    best = summary.get("best")
-    what = "" if best is None else esc(best.get("description") or best.get("family") or "")
-    best_txt = (
-        "none (no feasible candidate)"
-        if best is None
-        else (
-            f"trial {esc(best['trial_id'])} ({what})"
-            f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
-            f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{estimate_tag(best)}, "
-            f"{_energy(best)}exported to best/"
-        )
+    draws = summary["draws"]
+    return (
+        f"Strategy {esc(summary['strategy'])}, dataset {esc(summary['dataset'])}, {counts} "
+        f"({draws['trained']} trained of {draws['drawn']} drawn, cap {draws['cap']}); "
+        f"wall time {summary['wall_s']:.0f} s{_resumes(summary)}; training time spent on "
+        f"infeasible candidates: {summary['infeasible_train_s']:.1f} s. "
+        f"{esc(summary.get('stopped_reason') or '')}"
     )
-    return f"""<!doctype html><html><head><meta charset="utf-8">
-<title>mcunas search: {esc(board["name"])}</title><style>{_CSS}</style></head><body>
-<h1>mcunas search on {esc(board["name"])}</h1>
-<p>{esc(board.get("title") or "")}: {board["clock_hz"] / 1e6:g} MHz,
-kernels {esc(board["kernels"])}, {board["sram_budget_bytes"] / 1024:.0f} KB SRAM usable,
-{board["flash_budget_bytes"] / 1024:.0f} KB flash for the model.
-User budgets: {esc(summary["budgets_text"])}.</p>
-<p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts}
-({summary["draws"]["trained"]} trained of {summary["draws"]["drawn"]} drawn, cap
-{summary["draws"]["cap"]});
-wall time {summary["wall_s"]:.0f} s{_resumes(summary)}; training time spent on infeasible
-candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
-<p><b>Chosen model:</b> {best_txt}</p>
-<p>{esc(summary.get("test_text") or NO_TEST)}</p>
-<p>Hypervolume of the feasible front over {esc(_objectives(summary))} (normalised,
-reference point: accuracy 0, {esc(_reference(summary))}):
-{summary["hypervolume"]["normalized"]:.4f}</p>
-<h2>Pareto front</h2><img alt="Pareto plot" src="data:image/png;base64,{pngs[0]}">
-<img alt="Accuracy against energy" src="data:image/png;base64,{pngs[1]}">
-{_table(front)}
-<p class="note">{esc(summary["estimate_note"])}</p>
-{_layers(summary.get("layers"))}
-<h2>All trials</h2>{_table(records)}
-</body></html>
-"""
+
+
+def _html(
+    summary: dict,
+    records: Sequence[TrialRecord],
+    front: Sequence[TrialRecord],
+    pngs: list[str],
+    why: str | None = None,
+) -> str:
+    """The report page, from ``templates/report.html.in``."""
+    esc, board, best = html.escape, summary["board"], summary.get("best")
+    chosen_id = None if best is None else best["trial_id"]
+    hv = summary["hypervolume"]
+    return _template().substitute(
+        board_name=esc(board["name"]),
+        board_line=(
+            f"{esc(board.get('title') or '')}: {board['clock_hz'] / 1e6:g} MHz, "
+            f"kernels {esc(board['kernels'])}, {board['sram_budget_bytes'] / 1024:.0f} KB SRAM "
+            f"usable, {board['flash_budget_bytes'] / 1024:.0f} KB flash for the model. "
+            f"User budgets: {esc(summary['budgets_text'])}."
+        ),
+        search_line=_search_line(summary),
+        chosen=_chosen_line(best),
+        chosen_by=_chosen_by(summary, why),
+        test_line=esc(summary.get("test_text") or NO_TEST),
+        hypervolume_line=(
+            f"Hypervolume of the feasible front over {esc(_objectives(summary))} (normalised, "
+            f"reference point: accuracy 0, {esc(_reference(summary))}): {hv['normalized']:.4f}"
+        ),
+        pareto_png=pngs[0],
+        energy_png=pngs[1],
+        front_table=_table(front, chosen_id),
+        estimate_note=esc(summary["estimate_note"]),
+        layers=_layers(summary.get("layers")),
+        trials_table=_table(records, chosen_id),
+    )
+
+
+def _template() -> Template:
+    """The report page's HTML, CSS and sorting script (package data)."""
+    text = resources.files("mcunas").joinpath("templates", "report.html.in").read_text("utf-8")
+    return Template(text)

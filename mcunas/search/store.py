@@ -285,6 +285,9 @@ class TrialStore:
         marks = ", ".join("?" for _ in _COLUMNS)
         self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
 
+    def begin(self, trial_id: str) -> None:
+        """A trial taken up again (a screened subnet's fine-tuning): nothing to do here."""
+
     def update(self, trial_id: str, **values: Any) -> None:
         """Set some columns of one trial."""
         if not values:

@@ -21,22 +21,27 @@ from __future__ import annotations
 
 import contextlib
 import io
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 import keras_tuner
-from keras_tuner.src import config as kt_config
 
-from mcunas.errors import FatalError, McunasError, TrialTakenAway, describe
-from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets, score, violations
+from mcunas.errors import FatalError, McunasError, TrialTakenAway
+from mcunas.search.budgets import Budgets
 from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
+from mcunas.search.kt_state import DeclaredSpace, declare_space_default, set_debug
+from mcunas.search.pareto import DEFAULT_OBJECTIVES
+from mcunas.search.pipeline import (
+    SEED_ORIGIN,
+    CandidateRunner,
+    CheckResult,
+    EvalResult,
+    Outcome,
+    TrainResult,
+    TrialPipeline,
+)
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
+from mcunas.search.store import TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -53,70 +58,6 @@ __all__ = [
 MAX_CONSECUTIVE_FAILURES = 5
 
 
-@dataclass(frozen=True)
-class CheckResult:
-    """Cost of a candidate before training (from its untrained INT8 graph)."""
-
-    cost: Figures
-    params: int | None = None
-    description: str | None = None
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """What training gave: float validation accuracy and epochs actually run."""
-
-    float_accuracy: float | None
-    epochs_run: int
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """The INT8 model on the validation split: accuracy and mean cross-entropy (nats)."""
-
-    accuracy: float
-    loss: float | None = None
-
-
-class CandidateRunner(Protocol):
-    """The stages of one trial; :class:`mcunas.search.candidate.KerasRunner` is the real one."""
-
-    def build(self, hp: Any, seed: int) -> Any:
-        """A compiled, trainable model for ``hp`` (random weights from ``seed``)."""
-        ...
-
-    def check(self, model: Any) -> CheckResult:
-        """Estimate cost from the untrained model's INT8 graph (no training)."""
-        ...
-
-    def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
-        """Train in place, epochs ``initial_epoch`` to ``epochs``, with early stopping.
-
-        ``epochs_run`` of the result counts the epochs of this call only.
-        """
-        ...
-
-    def save_weights(self, model: Any, path: Path) -> None:
-        """Write the model's weights (layers only, no optimizer state) to ``path``."""
-        ...
-
-    def load_weights(self, model: Any, path: Path) -> bool:
-        """Load weights from ``path``; False (model unchanged) if they do not fit it."""
-        ...
-
-    def convert(self, model: Any) -> bytes:
-        """The trained model as INT8 ``.tflite`` bytes (batch size 1)."""
-        ...
-
-    def evaluate(self, model_bytes: bytes) -> EvalResult:
-        """INT8 accuracy and loss on the validation split with the TFLite Micro kernels."""
-        ...
-
-    def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
-        """Measure; ``promising`` says whether a simulated result deserves a board run."""
-        ...
-
-
 class SearchFatal(keras_tuner.errors.FatalError):
     """Carries a :class:`McunasError` through keras-tuner's loop to stop the search."""
 
@@ -125,16 +66,7 @@ class SearchFatal(keras_tuner.errors.FatalError):
         self.error = error
 
 
-@contextlib.contextmanager
-def _timed(timings: dict[str, float], key: str) -> Iterator[None]:
-    start = time.perf_counter()
-    try:
-        yield
-    finally:
-        timings[key] = timings.get(key, 0.0) + time.perf_counter() - start
-
-
-class HardwareAwareTuner(keras_tuner.Tuner):
+class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
     """A ``keras_tuner.Tuner`` whose only override is :meth:`run_trial`.
 
     Args:
@@ -191,6 +123,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
         self.warm = WarmStart(runner, store, self.models_dir, warm_start)
+        self.pipeline = TrialPipeline(runner, store, budgets, self.models_dir, objectives)
         self.stopped_reason: str | None = None
         with contextlib.redirect_stdout(io.StringIO()):  # keras-tuner's "Reloading Tuner from"
             super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)
@@ -201,9 +134,9 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
-        kt_config.DEBUG = debug
+        set_debug(debug)
 
-    def _populate_initial_space(self) -> None:
+    def declare_space(self) -> None:
         """Declare the space to the oracle (not on a worker: the chief's oracle holds it).
 
         keras-tuner's default builds the model once per conditional scope to find
@@ -215,7 +148,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             return
         own = type(self.hypermodel).declare_hyperparameters
         if own is keras_tuner.HyperModel.declare_hyperparameters:
-            super()._populate_initial_space()
+            declare_space_default(self)
             return
         hp = self.oracle.get_space()
         self.hypermodel.declare_hyperparameters(hp)
@@ -237,20 +170,16 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         tid = trial.trial_id
         self.abandoned.discard(tid)  # given to this worker again (after a chief restart)
         values = dict(trial.hyperparameters.values)
-        origin = TrialOrigin.SEED if any(values.items() <= s.items() for s in self.seeds) else None
-        self.store.start_trial(
-            tid, values, family=values.get("family"), started_at=time.time(), origin=origin
+        seeded = any(values.items() <= s.items() for s in self.seeds)
+        self.pipeline.begin(
+            tid, values, family=values.get("family"), origin=SEED_ORIGIN if seeded else None
         )
         fatal = False
         try:
-            return self._run_stages(trial, tid, values)
+            outcome = self._run(trial, tid, values)
         except TrialTakenAway as exc:  # a distributed worker that was silent too long
             self.abandoned.add(tid)
             raise keras_tuner.errors.FailedTrialError(str(exc)) from exc
-        except _Infeasible:
-            return {"score": 0.0, "feasible": 0.0}  # the oracle learns where the limits are
-        except keras_tuner.errors.FailedTrialError:
-            raise
         except (FatalError, SearchFatal) as exc:
             fatal = True
             error = exc.error if isinstance(exc, SearchFatal) else exc
@@ -259,7 +188,8 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             raise SearchFatal(error) from exc
         finally:
             if not fatal and tid not in self.abandoned:
-                self._after_trial(tid)
+                self.after_trial(tid)
+        return _metrics(outcome)
 
     def on_trial_end(self, trial: Any) -> None:
         """Tell the oracle the trial ended, unless the chief already gave it to another worker."""
@@ -268,88 +198,23 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             return
         super().on_trial_end(trial)
 
-    def _run_stages(self, trial: Any, tid: str, values: dict[str, Any]) -> dict[str, float]:
-        timings: dict[str, float] = {}
-        stage = "build"
-        try:
-            with _timed(timings, "build_s"):
-                model = self.runner.build(trial.hyperparameters, self.seed + _index(tid))
-            stage = "check"
-            with _timed(timings, "check_s"):
-                check = self.runner.check(model)
-            self.store.record_figures(tid, check.cost, before_training=True)
-            self.store.update(tid, **timings, params=check.params, description=check.description)
-            reasons = violations(check.cost, self.budgets)
-            if reasons:
-                self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
-            stage = "train"
-            with _timed(timings, "train_s"):
-                start = self.warm.start(model, values)
-                notes = [self.warm.note(tid, check.description, start)]
-                trained = self.warm.train(model, values, start, self.epochs)
-            stage = "convert"
-            with _timed(timings, "convert_s"):
-                model_bytes = self.runner.convert(model)
-            stage = "evaluate"
-            with _timed(timings, "eval_s"):
-                evaluated = self.runner.evaluate(model_bytes)
-                accuracy = evaluated.accuracy
-            stage = "measure"
-            with _timed(timings, "measure_s"):
-                cost = self.runner.measure(model_bytes, self._promising(accuracy))
-        except (
-            keras_tuner.errors.FailedTrialError,
-            FatalError,
-            SearchFatal,
-            _Infeasible,
-            TrialTakenAway,
-        ):
-            raise
-        except Exception as exc:  # noqa: BLE001 - any candidate failure is recorded, search goes on
-            self.store.update(tid, **timings)
-            self._finish(tid, TrialStatus.FAILED, f"{stage} failed: {describe(exc)}")
-        self.store.update(tid, **timings, epochs_run=start.before + trained.epochs_run)
-        self._record_model(tid, model_bytes, cost, trained, evaluated)
-        if self.warm.keeps_weights(values):  # only OK trials can be promoted
-            notes.append(self.warm.save(model, tid))
-        return self._record_ok(tid, accuracy, cost, notes)
+    def _run(self, trial: Any, tid: str, values: dict[str, Any]) -> Outcome:
+        """The trial through the pipeline; Hyperband's promoted ones start warm."""
+        notes: list[str | None] = []
 
-    def _record_model(
-        self, tid: str, model_bytes: bytes, cost: Figures, trained: TrainResult, scores: EvalResult
-    ) -> None:
-        """Keep the trained model and its figures; an over-budget measurement ends the trial."""
-        self.store.record_model(
-            tid,
-            self.models_dir,
-            model_bytes,
-            cost,
-            float_accuracy=trained.float_accuracy,
-            int8_accuracy=scores.accuracy,
-            int8_loss=scores.loss,
-        )
-        reasons = violations(cost, self.budgets)
-        if reasons:  # a measurement broke a budget the estimate met: trained, but infeasible
-            self._finish(tid, TrialStatus.INFEASIBLE, "; ".join(reasons))
+        def build() -> Any:
+            return self.runner.build(trial.hyperparameters, self.seed + _index(tid))
 
-    def _record_ok(
-        self, tid: str, accuracy: float, cost: Figures, notes: list[str | None]
-    ) -> dict[str, float]:
-        """Score a feasible trial, mark it ``ok`` and return keras-tuner's metrics."""
-        result = score(accuracy, cost, self.budgets)
-        self.store.finish_trial(
-            tid,
-            TrialStatus.OK,
-            score=result,
-            finished_at=time.time(),
-            reason="; ".join(filter(None, notes)) or None,
-        )
-        return {
-            "score": result,
-            "int8_accuracy": float(accuracy),
-            "latency_ms": float(cost.latency_ms),
-            "peak_sram_bytes": float(cost.peak_sram_bytes),
-            "feasible": 1.0,
-        }
+        def train(model: Any, check: CheckResult | None) -> TrainResult:
+            start = self.warm.start(model, values)
+            notes.append(self.warm.note(tid, check.description if check else None, start))
+            trained = self.warm.train(model, values, start, self.epochs)
+            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run)
+
+        def keep(model: Any) -> str | None:  # only OK trials can be promoted
+            return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None
+
+        return self.pipeline.run(tid, build, train, keep=keep, notes=notes, passes=(SearchFatal,))
 
     @property
     def warm_start(self) -> bool:
@@ -360,22 +225,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         """Where trial ``trial_id``'s trained weights are kept (Hyperband parents only)."""
         return self.warm.weights_path(trial_id)
 
-    def _finish(self, tid: str, status: TrialStatus, reason: str) -> None:
-        """Record a trial that did not make it, then tell keras-tuner (raises).
-
-        An infeasible candidate completes with score 0 (so Bayesian optimisation
-        models the limits); a failed one is a failed trial.
-        """
-        self.store.finish_trial(tid, status, reason=reason, finished_at=time.time())
-        if status == TrialStatus.INFEASIBLE:
-            raise _Infeasible(reason)
-        raise keras_tuner.errors.FailedTrialError(f"{status}: {reason}")
-
-    def _promising(self, accuracy: float) -> Callable[[Figures], bool]:
-        """A test: would a candidate with these figures join the current Pareto front."""
-        return front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)
-
-    def _after_trial(self, tid: str) -> None:
+    def after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""
         rows = self.store.trials()
         done = sum(r.status != TrialStatus.RUNNING and not _untrained(r) for r in rows)
@@ -419,8 +269,23 @@ class HardwareAwareTuner(keras_tuner.Tuner):
             )
 
 
-class _Infeasible(Exception):  # noqa: N818 - a verdict, not an error
-    """A recorded infeasible candidate: keras-tuner gets score 0, not a failure."""
+def _metrics(outcome: Outcome) -> dict[str, float]:
+    """Keras Tuner's view of a trial: a failure raises, a refusal scores 0, ``ok`` its figures.
+
+    An infeasible candidate completes with score 0 (so Bayesian optimisation
+    models the limits); a failed one is a failed trial.
+    """
+    if outcome.status == TrialStatus.FAILED:
+        raise keras_tuner.errors.FailedTrialError(f"{outcome.status}: {outcome.reason}")
+    if outcome.status != TrialStatus.OK or outcome.cost is None:
+        return {"score": 0.0, "feasible": 0.0}  # the oracle learns where the limits are
+    return {
+        "score": float(outcome.score or 0.0),
+        "int8_accuracy": float(outcome.accuracy or 0.0),
+        "latency_ms": float(outcome.cost.latency_ms),
+        "peak_sram_bytes": float(outcome.cost.peak_sram_bytes),
+        "feasible": 1.0,
+    }
 
 
 def _untrained(rec: Any) -> bool:

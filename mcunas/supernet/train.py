@@ -32,7 +32,13 @@ import numpy as np
 from mcunas.errors import UserError
 from mcunas.files import write_file
 from mcunas.search.config import SUPERNET_SCHEDULES
-from mcunas.search.recipe import COSINE_FLOOR, Recipe, steps_per_epoch, training_data
+from mcunas.search.recipe import (
+    COSINE_FLOOR,
+    Recipe,
+    common_steps,
+    steps_per_epoch,
+    training_data,
+)
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
@@ -75,6 +81,7 @@ class SupernetTrainer:
                 f"unknown supernet schedule {schedule!r}; choose from {SUPERNET_SCHEDULES}"
             )
         keras.utils.set_random_seed(seed)
+        recipe = common_steps(recipe, len(dataset.x_train))  # not small series sets' 4x
         self.spec, self.dataset, self.recipe = spec, dataset, recipe
         self.epochs, self.seed, self.schedule = epochs, seed, schedule
         self.path = Path(out_dir) / CHECKPOINT

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.search import SearchConfig, run_search
+from mcunas.engine import run_search
+from mcunas.search import SearchConfig
 from mcunas.search.store import TrialStatus, TrialStore
 
 pytestmark = pytest.mark.slow

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.search import SearchConfig, run_search
+from mcunas.engine import run_search
+from mcunas.search import SearchConfig
 from mcunas.search.store import TrialStatus, TrialStore
 
 pytestmark = pytest.mark.slow

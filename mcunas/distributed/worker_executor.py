@@ -1,0 +1,128 @@
+"""The worker's executor: the chief's trials or jobs, done here with the chief's store.
+
+``mcunas worker`` runs the search's strategy with :class:`WorkerExecutor`: a
+Keras Tuner strategy runs the same tuner as a local search with Keras Tuner's
+``OracleClient`` for the oracle; a strategy that schedules its own jobs gets
+them from the chief's job board, one at a time, and does them with the same
+code as a local search. Every row goes to the chief through the
+:class:`~mcunas.distributed.remote_store.RemoteStore`.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mcunas.distributed.remote_store import RemoteStore
+from mcunas.distributed.wire import RemoteError
+from mcunas.errors import FatalError, TrialTakenAway
+from mcunas.search.progress import Progress
+from mcunas.search.run import Jobs, SearchRun, Strategy, Wire, Work
+from mcunas.supernet.jobs import Epoch, Finetune, Reference
+
+__all__ = ["WorkerExecutor"]
+
+POLL_S = 0.5  # how long to wait when the chief has no job yet and names no wait
+
+
+class WorkerExecutor:
+    """Where the work runs on a worker: here, with the chief's oracle or jobs and store.
+
+    Args:
+        store: the chief's store as this worker writes it.
+    """
+
+    name = "worker"
+    trains = True
+
+    def __init__(self, store: RemoteStore) -> None:
+        self.store = store
+
+    def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
+        """The strategy's work, until the chief says the search is over."""
+        strategy.work(run, self, progress)
+        return None
+
+    def tuner_options(self) -> dict[str, Any]:
+        """The worker's tuner: the chief keeps the draw cap, time budget and failure streak."""
+        return {
+            "warm_start": False,  # parent weights stay on the worker that trained them
+            "project_name": "worker",
+            "overwrite": True,
+            "worker": True,
+        }
+
+    def drive_tuner(
+        self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
+    ) -> str | None:
+        """Keras Tuner's loop, with the chief's oracle (its ``OracleClient``)."""
+        tuner.search()
+        return None
+
+    def jobs(
+        self, run: SearchRun, progress: Progress, make_work: Callable[[], Work], wire: Wire
+    ) -> contextlib.AbstractContextManager[Jobs]:
+        """A worker schedules no jobs (it does the chief's).
+
+        Raises:
+            FatalError: always.
+        """
+        raise FatalError("a worker schedules no jobs; it does the chief's")
+
+    def serve_jobs(
+        self,
+        run: SearchRun,
+        progress: Progress,
+        make_work: Callable[[Callable[[], bytes] | None], Work],
+        wire: Wire,
+    ) -> None:
+        """Ask for jobs and do them until the search is over."""
+        work = make_work(self._fetch)
+        try:
+            while True:
+                reply = self.store.request("next_job")
+                if reply.get("done"):
+                    return
+                data = reply.get("job")
+                if data is None:
+                    time.sleep(float(reply.get("wait", POLL_S)))
+                    continue
+                result = wire.result_to_wire(self._do(work, wire, data, progress))
+                # handed to another worker meanwhile, or a restarted chief's: it is redone there
+                with contextlib.suppress(RemoteError, TrialTakenAway):
+                    self.store.request("job_done", job=data["id"], result=result)
+        finally:
+            work.close()
+
+    def _do(self, work: Work, wire: Wire, data: dict[str, Any], progress: Progress) -> Any:
+        """One job from the wire, done; an unreadable one is a failure the chief records."""
+        try:
+            job = wire.job_from_wire(data)
+        except (TypeError, ValueError) as exc:
+            return wire.failed(str(exc))
+        tids = wire.trial_ids(job)
+        for tid in tids:
+            self.store.begin(tid)
+
+        def on_epoch(epoch: Epoch) -> bool:
+            reply = self.store.request(
+                "checkpoint",
+                job=data["id"],
+                epoch=epoch.epoch,
+                loss=epoch.loss,
+                seconds=epoch.seconds,
+                data=base64.b64encode(epoch.checkpoint.read_bytes()).decode(),
+            )
+            return bool(reply.get("stop"))
+
+        result = work.do(job, on_epoch)
+        if isinstance(job, Reference | Finetune):  # the long ones; a check or screen is seconds
+            progress.note(f"Did the chief's {job.kind} job, trial {job.tid}.")
+        return result
+
+    def _fetch(self) -> bytes:
+        """The chief's trained supernet checkpoint."""
+        return base64.b64decode(self.store.request("supernet")["data"])

@@ -1,0 +1,102 @@
+"""The local executor: every piece of a search's work runs in this process."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
+
+from mcunas.errors import FatalError
+from mcunas.search.progress import Progress
+from mcunas.search.run import Executor, SearchRun, Strategy, Wire, Work
+
+__all__ = ["LocalExecutor", "LocalJobs"]
+
+
+class LocalJobs:
+    """Runs a strategy's jobs one after the other with this process's :class:`Work`.
+
+    Args:
+        work: does each job.
+    """
+
+    def __init__(self, work: Work) -> None:
+        self.work = work
+
+    def run(
+        self,
+        jobs: Sequence[Any],
+        *,
+        on_done: Callable[[Any, Any], None] | None = None,
+        on_epoch: Callable[[Any], bool] | None = None,
+        progress: Progress | None = None,
+    ) -> list[Any]:
+        """Each job's result, in order (see :class:`mcunas.search.run.Jobs`)."""
+        results = []
+        for job in jobs:
+            if progress is not None and progress.time_up():
+                result = None  # cancelled: the time budget ran out before it
+            else:
+                result = self.work.do(job, on_epoch or _never_stop)
+            results.append(result)
+            if on_done is not None:
+                on_done(job, result)
+        return results
+
+
+class LocalExecutor:
+    """Runs the strategy's plan and every trial or job in this process."""
+
+    name = "local"
+    trains = True
+
+    def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
+        """The strategy's search, here."""
+        return strategy.search(run, self, progress)
+
+    def tuner_options(self) -> dict[str, Any]:
+        """A local search keeps Keras Tuner's defaults."""
+        return {}
+
+    def drive_tuner(
+        self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
+    ) -> str | None:
+        """Keras Tuner's own loop in this process."""
+        tuner.search()
+        return tuner.stopped_reason
+
+    @contextlib.contextmanager
+    def jobs(
+        self,
+        run: SearchRun,
+        progress: Progress,
+        make_work: Callable[[], Work],
+        wire: Wire,
+    ) -> Iterator[LocalJobs]:
+        """Jobs done here, by one :class:`Work` closed at the end (``wire`` is not needed)."""
+        work = make_work()
+        try:
+            yield LocalJobs(work)
+        finally:
+            work.close()
+
+    def serve_jobs(
+        self,
+        run: SearchRun,
+        progress: Progress,
+        make_work: Callable[[Callable[[], bytes] | None], Work],
+        wire: Wire,
+    ) -> None:
+        """A local search has no chief to take jobs from.
+
+        Raises:
+            FatalError: always.
+        """
+        raise FatalError("a local search takes no jobs from a chief")
+
+
+def _never_stop(epoch: Any) -> bool:
+    return False
+
+
+_: type[Executor] = LocalExecutor  # checked against the protocol by type checkers

@@ -1,0 +1,282 @@
+"""The one trial pipeline every strategy runs its trained candidates through.
+
+build -> cost check of the untrained INT8 graph -> record -> train -> convert
+-> evaluate (INT8, TFLite Micro kernels) -> measure -> record the model ->
+score -> finish. A Keras Tuner trial, the supernet search's reference design
+and its fine-tuned finalists all end here, so a new stage or budget rule is
+written once. The cost check (:meth:`TrialPipeline.cost_reasons`) is also the
+one the supernet's subnet screening uses.
+
+Verdicts are values, not exceptions: :meth:`TrialPipeline.run` returns an
+:class:`Outcome` (``ok``, ``infeasible`` or ``failed``, already in the store).
+Only a broken environment (:class:`~mcunas.errors.FatalError`), a trial the
+chief took away (:class:`~mcunas.errors.TrialTakenAway`) and the caller's own
+stop signals (``passes``) leave it as exceptions.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from mcunas.errors import FatalError, TrialTakenAway, describe
+from mcunas.figures import Figures
+from mcunas.search.budgets import Budgets, score, violations
+from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
+from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
+
+__all__ = [
+    "SEED_ORIGIN",
+    "CandidateRunner",
+    "CheckResult",
+    "EvalResult",
+    "Outcome",
+    "TrainResult",
+    "TrialPipeline",
+]
+
+# The origin of the --seed-arch design's rows, in every strategy.
+SEED_ORIGIN = TrialOrigin.SEED
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """Cost of a candidate before training (from its untrained INT8 graph)."""
+
+    cost: Figures
+    params: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    """What training gave: float validation accuracy and epochs actually run."""
+
+    float_accuracy: float | None
+    epochs_run: int
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    """The INT8 model on the validation split: accuracy and mean cross-entropy (nats)."""
+
+    accuracy: float
+    loss: float | None = None
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How a trial ended (its row is already finished in the store)."""
+
+    status: TrialStatus
+    reason: str | None = None
+    score: float | None = None
+    accuracy: float | None = None
+    cost: Figures | None = None
+
+
+class CandidateRunner(Protocol):
+    """The stages of one trial; :class:`mcunas.search.candidate.KerasRunner` is the real one."""
+
+    def build(self, hp: Any, seed: int) -> Any:
+        """A compiled, trainable model for ``hp`` (random weights from ``seed``)."""
+        ...
+
+    def check(self, model: Any) -> CheckResult:
+        """Estimate cost from the untrained model's INT8 graph (no training)."""
+        ...
+
+    def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
+        """Train in place, epochs ``initial_epoch`` to ``epochs``, with early stopping.
+
+        ``epochs_run`` of the result counts the epochs of this call only.
+        """
+        ...
+
+    def save_weights(self, model: Any, path: Path) -> None:
+        """Write the model's weights (layers only, no optimizer state) to ``path``."""
+        ...
+
+    def load_weights(self, model: Any, path: Path) -> bool:
+        """Load weights from ``path``; False (model unchanged) if they do not fit it."""
+        ...
+
+    def convert(self, model: Any) -> bytes:
+        """The trained model as INT8 ``.tflite`` bytes (batch size 1)."""
+        ...
+
+    def evaluate(self, model_bytes: bytes) -> EvalResult:
+        """INT8 accuracy and loss on the validation split with the TFLite Micro kernels."""
+        ...
+
+    def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
+        """Measure; ``promising`` says whether a simulated result deserves a board run."""
+        ...
+
+
+# Trains a model in place: (model, its cost check or None) -> what training gave.
+Train = Callable[[Any, "CheckResult | None"], TrainResult]
+
+
+@dataclass
+class _Trial:
+    """One trial on its way through the pipeline: its id, timings, notes."""
+
+    tid: str
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str | None] = field(default_factory=list)
+    stage: str = "build"
+
+    @contextlib.contextmanager
+    def stage_of(self, name: str, key: str) -> Iterator[None]:
+        """Time stage ``name`` into ``timings[key]`` (a failure inside names the stage)."""
+        self.stage, start = name, time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
+
+
+class TrialPipeline:
+    """Runs trials through the stages and records each in the store (see the module).
+
+    Args:
+        runner: CandidateRunner, the stages' real work.
+        store: TrialStore (or a worker's remote store), where every trial is recorded.
+        budgets: Budgets, the user's limits.
+        models_dir: Path, where each trained trial's ``.tflite`` is kept.
+        objectives: the Pareto front's objectives (which results deserve a board run).
+    """
+
+    def __init__(
+        self,
+        runner: CandidateRunner,
+        store: TrialStore,
+        budgets: Budgets,
+        models_dir: Path,
+        objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
+    ) -> None:
+        self.runner, self.store, self.budgets = runner, store, budgets
+        self.models_dir, self.objectives = Path(models_dir), objectives
+
+    def cost_reasons(self, cost: Figures) -> str | None:
+        """The cost check: why ``cost`` breaks the board or the budgets ("; "-joined), or None."""
+        return "; ".join(violations(cost, self.budgets)) or None
+
+    def begin(
+        self, tid: str, values: dict[str, Any], *, family: str | None, origin: str | None
+    ) -> None:
+        """Start trial ``tid`` as ``running`` with its hyperparameter values."""
+        self.store.start_trial(tid, values, family=family, origin=origin, started_at=time.time())
+
+    def end(self, tid: str, status: TrialStatus, reason: str | None, **values: Any) -> Outcome:
+        """Finish trial ``tid`` as ``status`` with ``reason`` (and further columns)."""
+        self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
+        return Outcome(status, reason)
+
+    def run(
+        self,
+        tid: str,
+        make: Callable[[], Any],
+        train: Train,
+        *,
+        check: bool = True,
+        names: tuple[str, str] = ("build", "train"),
+        keep: Callable[[Any], str | None] | None = None,
+        notes: list[str | None] | None = None,
+        passes: tuple[type[BaseException], ...] = (),
+    ) -> Outcome:
+        """Make, check, train, convert, evaluate, measure, record and score trial ``tid``.
+
+        Args:
+            tid: the trial (already begun).
+            make: builds the model (random weights, or inherited ones).
+            train: trains it in place (``epochs_run`` of its result is what the row keeps).
+            check: run the cost check before training (False: checked before, e.g. a subnet).
+            names: what making and training are called in a failed trial's reason.
+            keep: called with the model of a trial about to be ``ok`` (a note, or None).
+            notes: notes for the ``ok`` row's reason, added to by ``train`` meanwhile.
+            passes: exceptions that leave the pipeline as they are (the caller's stop signals).
+        """
+        trial = _Trial(tid, notes=notes if notes is not None else [])
+        try:
+            done = self._stages(trial, make, train, check, names)
+        except (FatalError, TrialTakenAway):
+            raise
+        except passes:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a failing candidate is recorded, search goes on
+            reason = f"{trial.stage} failed: {describe(exc)}"
+            return self.end(tid, TrialStatus.FAILED, reason, **trial.timings)
+        if isinstance(done, Outcome):
+            return done
+        return self._record(trial, *done, keep)
+
+    def _stages(
+        self, trial: _Trial, make: Callable[[], Any], train: Train, check: bool, names: tuple
+    ) -> Outcome | tuple[Any, bytes, Figures, TrainResult, EvalResult]:
+        """The stages up to the measurement; an Outcome if the cost check refused the model."""
+        with trial.stage_of(names[0], "build_s"):
+            model = make()
+        checked = None
+        if check:
+            with trial.stage_of("check", "check_s"):
+                checked = self.runner.check(model)
+            self.store.record_figures(trial.tid, checked.cost, before_training=True)
+            self.store.update(  # the row shows the check done while the model trains
+                trial.tid, **trial.timings, params=checked.params, description=checked.description
+            )
+            reason = self.cost_reasons(checked.cost)
+            if reason:
+                return self.end(trial.tid, TrialStatus.INFEASIBLE, reason, **trial.timings)
+        with trial.stage_of(names[1], "train_s"):
+            trained = train(model, checked)
+        with trial.stage_of("convert", "convert_s"):
+            model_bytes = self.runner.convert(model)
+        with trial.stage_of("evaluate", "eval_s"):
+            evaluated = self.runner.evaluate(model_bytes)
+        with trial.stage_of("measure", "measure_s"):
+            cost = self.runner.measure(model_bytes, self.promising(evaluated.accuracy))
+        return model, model_bytes, cost, trained, evaluated
+
+    def _record(
+        self,
+        trial: _Trial,
+        model: Any,
+        model_bytes: bytes,
+        cost: Figures,
+        trained: TrainResult,
+        evaluated: EvalResult,
+        keep: Callable[[Any], str | None] | None,
+    ) -> Outcome:
+        """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
+        self.store.record_model(
+            trial.tid,
+            self.models_dir,
+            model_bytes,
+            cost,
+            float_accuracy=trained.float_accuracy,
+            int8_accuracy=evaluated.accuracy,
+            int8_loss=evaluated.loss,
+            epochs_run=trained.epochs_run,
+            **trial.timings,
+        )
+        reason = self.cost_reasons(cost)
+        if reason:  # a measurement broke a budget the estimate met: trained, but infeasible
+            return self.end(trial.tid, TrialStatus.INFEASIBLE, reason)
+        if keep is not None:
+            trial.notes.append(keep(model))
+        result = score(evaluated.accuracy, cost, self.budgets)
+        note = "; ".join(filter(None, trial.notes)) or None
+        self.store.finish_trial(
+            trial.tid, TrialStatus.OK, score=result, finished_at=time.time(), reason=note
+        )
+        return Outcome(TrialStatus.OK, note, result, evaluated.accuracy, cost)
+
+    def promising(self, accuracy: float) -> Callable[[Figures], bool]:
+        """A test: would a candidate with these figures join the current Pareto front."""
+        return front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)

@@ -1,0 +1,349 @@
+"""One search run: what every strategy and executor shares, and the two roles' protocols.
+
+A :class:`SearchRun` is one search in one folder: its settings, board, store,
+data, search space and measurers, and how it ends (result, report, ``best/``).
+What is *tried* is a :class:`Strategy` (Keras Tuner trials under an oracle, or
+the supernet's stages); *where* the work runs is an :class:`Executor` (this
+process, a chief serving workers, or a worker of a chief). Both are chosen by
+name from the registries of :mod:`mcunas.engine`; this module knows neither
+the supernet nor the distributed search.
+
+Every trained candidate goes through the one trial pipeline
+(:mod:`mcunas.search.pipeline`), whichever strategy and executor.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from mcunas.boards import BoardProfile
+from mcunas.search.config import SearchConfig
+from mcunas.search.export import export_best
+from mcunas.search.pipeline import CandidateRunner, TrialPipeline
+from mcunas.search.progress import Progress
+from mcunas.search.report import write_report
+from mcunas.search.result import SearchResult, compute_result
+from mcunas.search.store import TrialStore
+
+__all__ = ["Executor", "Jobs", "SearchRun", "Strategy", "Wire", "Work"]
+
+
+class Work(Protocol):
+    """Does one job of a strategy that schedules its own work (the supernet's)."""
+
+    def do(self, job: Any, on_epoch: Callable[[Any], bool]) -> Any:
+        """The job's typed result; ``on_epoch(epoch)`` returning True stops a training."""
+        ...
+
+    def close(self) -> None:
+        """Release the measurers and the TFLM worker."""
+        ...
+
+
+class Wire(Protocol):
+    """A strategy's jobs and results as JSON for the wire (converted here only)."""
+
+    def job_to_wire(self, job: Any) -> dict[str, Any]:
+        """The job as JSON, with its ``kind``."""
+        ...
+
+    def job_from_wire(self, data: dict[str, Any]) -> Any:
+        """The typed job back."""
+        ...
+
+    def result_to_wire(self, result: Any) -> dict[str, Any]:
+        """The result as JSON."""
+        ...
+
+    def result_from_wire(self, data: dict[str, Any]) -> Any:
+        """The typed result back."""
+        ...
+
+    def trial_ids(self, job: Any) -> tuple[str, ...]:
+        """The trial rows the job writes (its worker may write them)."""
+        ...
+
+    def failed(self, error: str) -> Any:
+        """The result of a job that could not be done."""
+        ...
+
+
+class Jobs(Protocol):
+    """Where a strategy's jobs run: in this process, or on a chief's workers."""
+
+    def run(
+        self,
+        jobs: Sequence[Any],
+        *,
+        on_done: Callable[[Any, Any], None] | None = None,
+        on_epoch: Callable[[Any], bool] | None = None,
+        progress: Progress | None = None,
+    ) -> list[Any]:
+        """Each job's result, in order; ``on_done(job, result)`` as each ends.
+
+        With ``progress``, a time budget that runs out cancels the jobs not yet
+        started: their result is None.
+        """
+        ...
+
+
+class Executor(Protocol):
+    """Where the work runs: ``local``, ``chief`` (serves workers) or ``worker``."""
+
+    name: str
+    trains: bool  # runs candidates in this process (a chief only schedules and records)
+
+    def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
+        """Run ``strategy`` here; why it stopped early, or None."""
+        ...
+
+    def tuner_options(self) -> dict[str, Any]:
+        """What this role changes in the Keras Tuner tuner's settings."""
+        ...
+
+    def drive_tuner(
+        self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
+    ) -> str | None:
+        """Run Keras Tuner's trials (search here, or serve the oracle); the stop reason."""
+        ...
+
+    def jobs(
+        self, run: SearchRun, progress: Progress, make_work: Callable[[], Work], wire: Wire
+    ) -> contextlib.AbstractContextManager[Jobs]:
+        """A place to run jobs for the ``with`` block (``make_work`` where they run here)."""
+        ...
+
+    def serve_jobs(
+        self,
+        run: SearchRun,
+        progress: Progress,
+        make_work: Callable[[Callable[[], bytes] | None], Work],
+        wire: Wire,
+    ) -> None:
+        """A worker: do the chief's jobs until it says stop.
+
+        ``make_work(fetch)`` makes the work; ``fetch`` brings the chief's shared
+        model checkpoint.
+        """
+        ...
+
+
+class Strategy(Protocol):
+    """What is tried: Keras Tuner trials under an oracle, or the supernet's stages."""
+
+    name: str
+
+    def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
+        """Plan and run the search (this process or a chief); why it stopped early, or None."""
+        ...
+
+    def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
+        """A worker's side: do the chief's work until the search is over."""
+        ...
+
+
+class SearchRun:
+    """Runs and finishes one search in ``out_dir`` (see :func:`mcunas.engine.run_search`).
+
+    Args:
+        config: the search's settings.
+        board: the board profile.
+        out_dir: the output folder (a worker's is a temporary one).
+        store: the trial store (a worker's is the chief's, remote).
+        strategy: what is tried.
+        executor: where the work runs.
+        debug: print each failed trial's traceback.
+    """
+
+    def __init__(
+        self,
+        config: SearchConfig,
+        board: BoardProfile,
+        out_dir: Path,
+        store: TrialStore,
+        strategy: Strategy,
+        executor: Executor,
+        debug: bool = False,
+    ) -> None:
+        self.config, self.board, self.out_dir, self.store = config, board, out_dir, store
+        self.strategy, self.executor, self.debug = strategy, executor, debug
+        self.dataset: Any = None
+        self.recipe: Any = None
+
+    def run(self, progress: Progress) -> str | None:
+        """Search until done or out of time; why it stopped early, or None."""
+        return self.executor.execute(self.strategy, self, progress)
+
+    # ---------------------------------------------------------------- set-up
+    def load_data(self) -> Any:
+        """Load the dataset and plan its training recipe (``self.dataset``, ``self.recipe``)."""
+        from mcunas.data import load_dataset
+        from mcunas.search.recipe import plan_recipe
+
+        cfg = self.config
+        frontend = None
+        if cfg.frontend == "tflm":
+            from mcunas.frontend.config import FrontendConfig
+
+            frontend = FrontendConfig()
+        self.dataset = load_dataset(
+            cfg.dataset, seed=cfg.seed, frontend=frontend, cache_dir=self.out_dir / "cache"
+        )
+        self.recipe = plan_recipe(self.dataset, cfg.batch_size, cfg.augment)
+        return self.dataset
+
+    def space(self, families: tuple[str, ...] | None = None) -> Any:
+        """The search space over ``families`` (default: ``--families``, else all)."""
+        from mcunas.space import FAMILIES, McuSearchSpace
+
+        d = self.dataset
+        return McuSearchSpace(
+            d.input_shape, d.num_classes, families or self.config.families or FAMILIES
+        )
+
+    def components(
+        self, families: tuple[str, ...] | None = None
+    ) -> tuple[Any, CandidateRunner, Callable[[], None]]:
+        """The search space, the candidate runner and a clean-up callable (closes both)."""
+        cfg = self.config
+        stack = contextlib.ExitStack()
+        hardware = self._hardware(stack)
+
+        from mcunas.search.candidate import KerasRunner
+        from mcunas.search.isolate import TflmWorker
+
+        space = self.space(families)
+        worker = TflmWorker(self.board)
+        stack.callback(worker.close)
+        runner = KerasRunner(
+            space,
+            self.dataset,
+            self.board,
+            worker,
+            hardware,
+            hybrid=cfg.measure == "hybrid",
+            recipe=self.recipe,
+            seed=cfg.seed,
+        )
+        return space, runner, stack.close
+
+    def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
+        """The board or rack measurer for ``--measure board|hybrid``; None for simulator.
+
+        Its connection is checked now (a missing board fails before TensorFlow
+        loads) and it is closed with ``stack``.
+        """
+        from mcunas.measure.opener import open_measurer
+
+        cfg = self.config
+        if cfg.measure == "simulator":
+            return None
+        kind = "rack" if cfg.rack else "board"
+        return stack.enter_context(
+            open_measurer(kind, self.board, port=cfg.port or "auto", rack=cfg.rack, check=True)
+        )
+
+    def pipeline(self, runner: CandidateRunner | None) -> TrialPipeline:
+        """The trial pipeline over ``runner`` (None: only its cost check is used)."""
+        cfg = self.config
+        return TrialPipeline(
+            runner,  # type: ignore[arg-type]
+            self.store,
+            cfg.budgets,
+            self.out_dir / "models",
+            cfg.objectives,
+        )
+
+    def seed_name(self, space: Any) -> str | None:
+        """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
+
+        ``auto`` (the default) seeds only where a named seed would be accepted:
+        not with hyperband, and only when the space searches the stage family.
+        """
+        from mcunas.space.reference import AUTO, NONE, auto_reference
+
+        cfg = self.config
+        if cfg.seed_arch in (None, NONE):
+            return None
+        if cfg.seed_arch != AUTO:
+            return cfg.seed_arch
+        if cfg.strategy == "hyperband" or "stages" not in getattr(space, "families", ()):
+            return None
+        return auto_reference(self.dataset.kind, self.dataset.input_shape)
+
+    def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
+        """The reference design's variants (hyperparameter values), largest first; [] for none."""
+        from mcunas.space.reference import reference_ladder
+
+        name = self.seed_name(space)
+        if name is None:
+            return []
+        ladder = reference_ladder(name, self.dataset.input_shape)
+        return [space.hyperparameters(**v).values for v in ladder]
+
+    def data_line(self) -> str:
+        """The progress line that says what the data is."""
+        d = self.dataset
+        test = f", {len(d.y_test)} test" if d.x_test is not None else ""
+        return (
+            f"Data: {len(d.y_train)} training, {len(d.y_val)} validation{test} samples of "
+            f"{d.input_shape} ({d.kind}), {d.num_classes} classes."
+        )
+
+    # ---------------------------------------------------------------- the end
+    def finish(self, stopped: str | None) -> SearchResult:
+        """Compute the result, write the report, export the chosen model."""
+        result = compute_result(self.store, self.config, self.board, stopped)
+        result.test = self._test_accuracy(result.best)
+        if result.best is not None:
+            from mcunas.profile import model_layers
+
+            model_bytes = (self.out_dir / (result.best.model_path or "")).read_bytes()
+            result.layers = model_layers(model_bytes, self.board)
+        result.paths = write_report(result)
+        if result.best is not None:
+            context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
+            context["rescore"] = result.rescore
+            front = getattr(self.dataset, "frontend", None)
+            result.paths["best_dir"] = str(
+                export_best(result.best, self.out_dir, context, frontend=front)
+            )
+        result.paths["store"] = str(self.store.path)
+        return result
+
+    def _test_accuracy(self, best: Any) -> dict[str, Any] | None:
+        """The chosen INT8 model's accuracy on the dataset's test split (TFLM kernels).
+
+        None without a test split or a chosen model; a model TFLM cannot run on
+        the test inputs is reported as such, not raised (the search is done).
+        """
+        data = self.dataset
+        if best is None or data is None or getattr(data, "x_test", None) is None:
+            return None
+        from mcunas.errors import CandidateError
+        from mcunas.search.isolate import TflmWorker
+
+        model_bytes = (self.out_dir / (best.model_path or "")).read_bytes()
+        worker = TflmWorker(self.board)
+        try:
+            accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)
+        except CandidateError as exc:
+            return {"samples": len(data.y_test), "int8_accuracy": None, "error": str(exc)}
+        finally:
+            worker.close()
+        return {"samples": len(data.y_test), "int8_accuracy": round(float(accuracy), 6)}
+
+    def _context(self) -> dict[str, Any]:
+        """What ``best.json`` records beside the trial: board, budgets, dataset, strategy."""
+        cfg = self.config
+        return {
+            "board": SearchResult.board_summary_of(self.board),
+            "budgets": cfg.budgets.to_dict(),
+            "dataset": cfg.dataset or "digits (built-in)",
+            "strategy": cfg.strategy,
+            "preprocessing": getattr(self.dataset, "preprocessing", None),
+            "class_names": list(getattr(self.dataset, "class_names", ()) or ()),
+        }

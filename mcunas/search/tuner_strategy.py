@@ -1,0 +1,139 @@
+"""The Keras Tuner strategy: trials drawn by an oracle (random, bayesian, hyperband, evolution).
+
+As in Keras Tuner's own distributed search, the tuner is the same class in
+every role: a local search runs its loop here, a chief serves its oracle to
+workers and runs no trial, and a worker runs the same loop with the chief's
+oracle (Keras Tuner's ``OracleClient``, chosen by its ``KERASTUNER_*``
+variables) and the chief's store. The executor decides which.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcunas.search.kt_state as kt_state
+from mcunas.errors import FatalError
+from mcunas.search.progress import Progress
+from mcunas.search.run import Executor, SearchRun
+from mcunas.search.store import TrialStatus, TrialStore
+
+__all__ = ["TunerStrategy", "make_tuner", "reconcile"]
+
+
+class TunerStrategy:
+    """Keras Tuner trials under the oracle ``config.strategy`` names."""
+
+    name = "keras-tuner"
+
+    def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
+        """Declare the space, seed the oracle, square it with the store, run the trials."""
+        from mcunas.search.oracles import make_oracle, seed_first_trial
+        from mcunas.search.tuner import SearchFatal
+
+        cfg = run.config
+        run.load_data()
+        space, runner, close = run.components() if executor.trains else (run.space(), None, None)
+        if executor.trains:
+            progress.note(f"{run.data_line()} Training: {run.recipe.describe()}.")
+        try:
+            oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
+            seeds = run.seed_ladder(space)
+            if seeds:
+                seed_first_trial(oracle, seeds)
+            tuner = make_tuner(run, oracle, space, runner, progress, seeds)
+            reconcile(run.store, oracle)
+            stopped = executor.drive_tuner(run, tuner, oracle, progress)
+            if runner is not None:  # the front's finalists re-scored where they can train
+                from mcunas.search.rescore import rescore_finalists
+
+                rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
+            return stopped
+        except SearchFatal as exc:
+            raise exc.error from None
+        except RuntimeError as exc:  # keras-tuner's own stop conditions
+            raise FatalError(f"Search stopped: {exc}") from exc
+        finally:
+            if close is not None:
+                close()
+
+    def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
+        """A worker: the same tuner, with the chief's oracle and store, until it says stop."""
+        from mcunas.search.oracles import make_oracle
+        from mcunas.search.tuner import SearchFatal
+
+        cfg = run.config
+        run.load_data()
+        space, runner, close = run.components()
+        seeds = run.seed_ladder(space)  # the chief's oracle holds them; rows still say "seed"
+        try:
+            oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
+            tuner = make_tuner(
+                run, oracle, space, runner, progress, seeds, **executor.tuner_options()
+            )
+            executor.drive_tuner(run, tuner, oracle, progress)
+        except SearchFatal as exc:
+            raise exc.error from None
+        finally:
+            close()
+
+
+def make_tuner(
+    run: SearchRun,
+    oracle: Any,
+    space: Any,
+    runner: Any,
+    progress: Progress,
+    seeds: list[dict[str, Any]],
+    **options: Any,
+) -> Any:
+    """The run's ``HardwareAwareTuner``; ``options`` (the executor's) override the defaults."""
+    from mcunas.search.tuner import HardwareAwareTuner
+
+    cfg = run.config
+    settings: dict[str, Any] = {
+        "runner": runner,
+        "store": run.store,
+        "budgets": cfg.budgets,
+        "progress": progress,
+        "models_dir": run.out_dir / "models",
+        "epochs": cfg.epochs,
+        "seed": cfg.seed,
+        "directory": str(run.out_dir),
+        "project_name": "tuner",
+        "overwrite": not cfg.resume,
+        "max_draws": cfg.draw_cap,
+        "debug": run.debug,
+        "objectives": cfg.objectives,
+        "seeds": seeds,
+        "warm_start": cfg.warm_start,
+    }
+    return HardwareAwareTuner(oracle, space, **{**settings, **options})
+
+
+def reconcile(store: TrialStore, oracle: Any) -> None:
+    """Square the store with keras-tuner's state after a kill.
+
+    A ``running`` row whose trial keras-tuner will re-run stays ``running``
+    (it is redone from scratch); one that finished in the store but not in
+    keras-tuner is handed to the oracle as finished, not redone; any other
+    ``running`` row is marked failed ("interrupted").
+    """
+    for tid in kt_state.retry_queue(oracle):
+        rec = store.get(tid)
+        if rec is None or rec.status == TrialStatus.RUNNING:
+            continue
+        kt_state.dequeue(oracle, tid)
+        trial = oracle.trials[tid]
+        if rec.status in (TrialStatus.OK, TrialStatus.INFEASIBLE):
+            feasible = float(rec.status == TrialStatus.OK)
+            oracle.update_trial(tid, {"score": rec.score or 0.0, "feasible": feasible})
+            trial.status = kt_state.TrialStatus.COMPLETED
+        else:
+            trial.status = kt_state.TrialStatus.FAILED
+        oracle.end_trial(trial)
+    retry = set(kt_state.retry_queue(oracle))
+    for rec in store.trials(TrialStatus.RUNNING):
+        if rec.trial_id not in retry:
+            store.finish_trial(
+                rec.trial_id, TrialStatus.FAILED, reason="interrupted mid-trial; not re-run"
+            )
