@@ -65,6 +65,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcunas.tflite",
             "mcunas.audit",
             "mcunas.csource",
+            "mcunas.deploy",
             "mcunas.convert",
             "mcunas.data",
             "mcunas.data_folder",

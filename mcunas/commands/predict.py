@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import click
@@ -13,7 +14,7 @@ from mcunas.jsontext import dumps
     "predict",
     epilog="""\b
 Examples:
-  mcunas predict out/best clip1.wav clip2.wav
+  mcunas predict out/best clip1.wav clip2.wav   # out/ (the search's folder) works too
   mcunas predict out/best clips/          # class subfolders: also the accuracy
   mcunas predict out/best test.npz --json
 WAV clips go through best/frontend.tflite (when the search exported one) and then
@@ -29,8 +30,12 @@ def cli(best_dir: Path, paths: tuple[Path, ...], as_json: bool) -> None:
     """Print each input's class and score; with labelled inputs also the accuracy."""
     import numpy as np
 
+    from mcunas.errors import UserError
     from mcunas.frontend.pipeline import BestModel, labelled_inputs
+    from mcunas.search.export import find_best_dir
 
+    with contextlib.suppress(UserError):  # a search's folder or its best/; else as given
+        best_dir = find_best_dir(best_dir)
     best = BestModel.load(best_dir)
     rows = []
     for path in paths:

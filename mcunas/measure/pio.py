@@ -55,7 +55,10 @@ _REQUIRED_SYMBOLS = {
     "model_data.h": ("MCUNAS_MODEL_CRC32_U32", "g_model_data"),
     "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
 }
-_TEMPLATE_IGNORE = shutil.ignore_patterns("generated", ".pio", "sdkconfig.*", "__pycache__")
+# PlatformIO writes sdkconfig.<env> beside its build; sdkconfig.defaults* are sources.
+_TEMPLATE_IGNORE = shutil.ignore_patterns(
+    "generated", ".pio", "sdkconfig", "sdkconfig.esp32*", "__pycache__"
+)
 
 # Build output that means the model is the cause: a failed trial, not a broken setup.
 _CANDIDATE_PATTERNS = (
@@ -228,7 +231,8 @@ class PioProject:
         if not ini.is_file() or not (firmware / "src").is_dir():
             raise FatalError(
                 f"Firmware template not found in {self.template_dir} (platformio.ini and "
-                "firmware/): run from a mcunas source checkout or set MCUNAS_FIRMWARE_DIR."
+                "firmware/): reinstall mcunas (its package ships them) or point "
+                "MCUNAS_FIRMWARE_DIR at a folder holding both."
             )
         self.work_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ini, self.work_dir / "platformio.ini")

@@ -308,9 +308,8 @@ class SearchRun:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
             front = getattr(self.dataset, "frontend", None)
-            result.paths["best_dir"] = str(
-                export_best(result.best, self.out_dir, context, frontend=front)
-            )
+            best_dir = export_best(result.best, self.out_dir, context, self.board, frontend=front)
+            result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
 

@@ -34,7 +34,7 @@ class TunerStrategy:
         run.load_data()
         space, runner, close = run.components() if executor.trains else (run.space(), None, None)
         if executor.trains:
-            progress.note(f"{run.data_line()} Training: {run.recipe.describe()}.")
+            progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             seeds = run.seed_ladder(space)
