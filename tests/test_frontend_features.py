@@ -25,10 +25,10 @@ def write_wav(path: Path, samples: np.ndarray, rate: int = 16000) -> None:
         w.writeframes((np.clip(samples, -1, 1) * 32767).astype("<i2").tobytes())
 
 
-def make_tones(root: Path, per_class: int = 3, rate: int = 16000) -> None:
-    """Two classes of half-second tones (low, high) in a little noise."""
+def make_tones(root: Path, per_class: int = 3, rate: int = 16000, seconds: float = 0.5) -> None:
+    """Two classes of tones (low, high; half a second by default) in a little noise."""
     rng = np.random.default_rng(0)
-    t = np.arange(rate // 2) / rate
+    t = np.arange(int(rate * seconds)) / rate
     for name, freq in (("high", 3000.0), ("low", 400.0)):
         for i in range(per_class):
             tone = 0.3 * np.sin(2 * np.pi * freq * (1 + 0.02 * i) * t)

@@ -112,3 +112,18 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
     for expected, args in cases.items():
         code, err = _run_main(["predict", *args], capsys)
         assert code == 2 and expected in err and "Traceback" not in err, (expected, err)
+
+
+def test_predict_inputs_are_the_training_features_bit_for_bit(tmp_path: Path) -> None:
+    """The features a search trains on (read_folder) are the ones predict feeds the model."""
+    from mcunas.data_folder import read_folder
+    from mcunas.frontend.pipeline import BestModel
+
+    cfg = FrontendConfig(mel_bands=10)
+    best = _best(tmp_path)
+    (best / "frontend.tflite").write_bytes(frontend_model(cfg))
+    make_tones(tmp_path / "clips", per_class=3, seconds=1.0)
+    trained = read_folder(tmp_path / "clips", frontend=cfg).x
+    model = BestModel.load(best)
+    files = sorted((tmp_path / "clips").glob("*/*.wav"))
+    assert np.array_equal(np.stack([model.wav_features(f) for f in files]), trained)
