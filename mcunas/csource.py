@@ -20,6 +20,7 @@ from pathlib import Path
 from string import Template
 
 from mcunas.errors import CandidateError
+from mcunas.files import write_file
 from mcunas.paths import package_path
 from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 
@@ -113,5 +114,5 @@ def write_model_sources(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / name for name in ("model_data.h", "model_data.cc", "model_ops.h")]
     for path in paths:
-        path.write_text(texts[path.name], encoding="utf-8")
+        write_file(path, texts[path.name], "C source")
     return paths

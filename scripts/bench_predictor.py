@@ -14,6 +14,7 @@ scripts/bench predictor --emit-defaults   # also print DEFAULT_SCALES / _ERRORS 
 from __future__ import annotations
 
 import argparse
+import math
 import statistics
 import sys
 import time
@@ -37,12 +38,13 @@ from mcunas.predict.scale_fit import (  # noqa: E402
     load_calibration,
     path_band,
     path_bands,
+    predict_row_ms,
     summarize,
 )
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
-def bare_profile(row) -> BoardProfile:  # noqa: ANN001
+def bare_profile(row, setup: dict | None = None) -> BoardProfile:  # noqa: ANN001
     """What a user writes for the row's board: core, clock, memory place, kernels."""
     return BoardProfile(
         name="bare",
@@ -52,6 +54,34 @@ def bare_profile(row) -> BoardProfile:  # noqa: ANN001
         flash_bytes=1 << 22,
         kernels=row.kernels,
         memory=row.memory,
+        setup=setup or {},
+    )
+
+
+def stated_runtime_report(bare: list) -> None:  # noqa: ANN001
+    """Cortex-M rows of runtimes from 2021 on, the profile stating that runtime.
+
+    Stated: the band such a profile prints (STATED_RUNTIME_ERRORS, fitted with every
+    row). Nested: each row's band from the other boards' recent-runtime errors alone.
+    Rows of older runtimes have no held-out check: the factor's only old-runtime
+    board is their own (NUCLEO-L4R5ZI).
+    """
+    recent = [r for r in bare if r.row.recent]
+    rows = [r for r in recent if r.row.core.startswith("cortex-m")]
+    stated = [
+        predict_latency(
+            read_graph(r.row.model), bare_profile(r.row, {"runtime": f"tflm-{r.row.runtime_year}"})
+        ).error_pct
+        for r in rows
+    ]
+    nested = [
+        path_band(r.row.path, [o for o in recent if o.row.board != r.row.board]) for r in rows
+    ]
+    err = statistics.median(abs(r.error_pct) for r in rows)
+    print(
+        f"Cortex-M, runtime stated (2021 on, n={len(rows)}): median |error| {err:.1f}%, "
+        f"median band ±{statistics.median(stated):.0f}%, holds {coverage(rows, stated):.0%}; "
+        f"nested holds {coverage(rows, nested):.0%} (median ±{statistics.median(nested):.0f}%)"
     )
 
 
@@ -70,10 +100,48 @@ def band_report(bare: list) -> None:  # noqa: ANN001
         f"±{statistics.median(stated):.0f}%; nested (other boards' errors): holds "
         f"{coverage(bare, nested):.0%}; median |error| {statistics.median(errs):.1f}%"
     )
+    setup_split(bare, stated, nested)
+    stated_runtime_report(bare)
     tiny = [r for r in bare if sum(op.macs for op in read_graph(r.row.model).ops) < 10_000]
     if tiny:
         inside = sum(abs(r.error_pct) <= 30 for r in tiny)
         print(f"Models under 10k MACs (bare profile): {inside}/{len(tiny)} within ±30%")
+
+
+def setup_split(bare: list, stated: list, nested: list) -> None:  # noqa: ANN001
+    """The Cortex-M rows of the bare-profile check, split by the setup their source states."""
+    print("Cortex-M, bare profile, by stated setup (n, median |error|, median band, nested holds):")
+    groups: dict[str, list[int]] = defaultdict(list)
+    for i, r in enumerate(bare):
+        if r.row.core.startswith("cortex-m"):
+            groups["all Cortex-M"].append(i)
+            year = r.row.runtime_year
+            vintage = "runtime <= 2020" if year is not None and year <= 2020 else "runtime 2021 on"
+            groups[vintage].append(i)
+            groups[f"memory = {r.row.memory}"].append(i)
+    for name, idx in groups.items():
+        rows = [bare[i] for i in idx]
+        err = statistics.median(abs(r.error_pct) for r in rows)
+        print(
+            f"  {name:<18} n={len(idx):<2} {err:5.1f}%"
+            f"  ±{statistics.median(stated[i] for i in idx):.0f}%"
+            f"  {coverage(rows, [nested[i] for i in idx]):.0%}"
+        )
+
+
+def old_runtime_factor(rows: list) -> None:  # noqa: ANN001
+    """Per cycle, boards of a runtime of 2020 or earlier against the recent scale of their path."""
+    recent = fit_scales([r for r in rows if r.recent])
+    logs = []
+    for r in rows:
+        if not r.recent and r.path in recent:
+            logs.append(math.log(r.latency_ms / predict_row_ms(r, recent, None)))
+    if len(logs) > 1:
+        spread = (math.exp(1.645 * statistics.stdev(logs)) - 1) * 100
+        print(
+            f"OLD_RUNTIME_FACTOR = ({math.exp(statistics.fmean(logs)):.2f}, "
+            f"{spread:.0f}%) from {len(logs)} rows (90% band of one model's ratio)"
+        )
 
 
 def _line(name: str, stats: dict[str, float]) -> str:
@@ -90,7 +158,10 @@ def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN00
     print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))
     bands = {p: round(b, 1) for p, b in path_bands(bare).items()}
     print("DEFAULT_ERRORS = " + repr(bands))
+    recent = {p: round(b, 1) for p, b in path_bands([r for r in bare if r.row.recent]).items()}
+    print("STATED_RUNTIME_ERRORS = " + repr(recent))
     print("DEFAULT_CHECKED = " + repr(checked_variants(rows)))
+    old_runtime_factor(rows)
     ratios = {c: round(r, 2) for c, r in core_cycle_ratios(load_runs()).items()}
     print("CORE_FACTORS['cmsis-nn-dsp'] (energy.csv, same library on each core) = " + repr(ratios))
     by_board: dict[tuple[str, str], list] = defaultdict(list)

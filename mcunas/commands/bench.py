@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from mcunas.boards import load_board
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, ranged_help
 from mcunas.figures import Figures
 from mcunas.jsontext import dumps
 from mcunas.measure.board import DEFAULT_TIMEOUT_S
@@ -80,7 +80,7 @@ Exit code 2 with one line on any failure (no board, busy port, timeout, wrong mo
     type=SECONDS,
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
-    help="Seconds to wait for the board's ready and result lines.",
+    help=ranged_help("timeout_s", "Seconds to wait for the board's ready and result lines."),
 )
 @click.option(
     "--power",

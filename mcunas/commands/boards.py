@@ -83,6 +83,7 @@ def _describe(board: BoardProfile) -> list[str]:
         f"  serial            {board.baud} baud, USB ids {', '.join(board.hwids) or '-'}",
         f"  profile file      {board.path}",
     ]
+    lines += _setup_lines(board)
     if board.latency:
         lines += _latency_lines(board.latency)
     lines += [f"  source: {k:<11} {v}" for k, v in board.sources.items()]
@@ -123,4 +124,24 @@ def _latency_lines(latency: dict) -> list[str]:
         if "mac" in entry:
             parts.append(f"{len(entry['mac'])} fitted per-variant costs")
         lines.append(f"    {lib:<14}  " + "; ".join(parts))
+    return lines
+
+
+def _setup_lines(board: BoardProfile) -> list[str]:
+    """The setup keys (stated or their baseline) and how each moved the latency estimate."""
+    from mcunas.predict.setup import BASELINE, combined, setup_effects
+
+    lines = ["  setup             (a key left out means the baseline the defaults were fitted on)"]
+    for key, baseline in BASELINE.items():
+        stated = board.setup.get(key)
+        shown = str(stated).lower() if isinstance(stated, bool) else stated
+        shown = "-" if stated is None else shown
+        lines.append(f"    {key:<18} {shown:<14} baseline: {baseline}")
+    effects = setup_effects(board)
+    for e in effects:
+        lines.append(
+            f"    effect {e.key:<11} x{e.factor:.2f} +/-{e.error_pct:.0f}%  ({e.value}; {e.basis})"
+        )
+    factor, error = combined(effects)
+    lines.append(f"    latency moved      x{factor:.2f}, +/-{error:.0f}% added in quadrature")
     return lines

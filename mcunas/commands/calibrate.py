@@ -7,7 +7,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, Ranged, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 
@@ -35,6 +35,8 @@ def _check_options(ctx: click.Context, timeout_s: float | None) -> None:
         raise UserError(f"give one of --port, --rack and --virtual, not {' and '.join(targets)}")
     if given("truth_seed") and not p["virtual"]:
         raise UserError("--truth-seed only applies with --virtual")
+    if p["quick"] and given("suite_size") and p["suite_size"] != "quick":
+        raise UserError(f"--quick measures the quick suite; drop --suite {p['suite_size']}")
     if p["virtual"] and p["no_flash"]:
         raise UserError("--no-flash cannot measure a suite on the virtual board")
 
@@ -46,6 +48,7 @@ Examples:
   mcunas calibrate --board nucleo_f746zg --port /dev/ttyACM0 --suite full
   mcunas calibrate --board esp32s3 --rack rack.toml   # every esp32s3 of the rack in parallel
   mcunas calibrate --board esp32s3 --virtual          # end to end on the virtual test device
+  mcunas calibrate --board nucleo_f746zg --quick      # few-shot: 3 models
 The refitted profile goes to $MCUNAS_HOME/boards/NAME.toml; profile, search and the
 simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predictor.sqlite."""
 )
@@ -55,21 +58,31 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
 @click.option("--virtual", is_flag=True, help="Measure the virtual board (a test device).")
 @click.option(
     "--truth-seed",
-    type=int,
+    type=Ranged("truth_seed"),
     default=0,
     show_default=True,
-    help="With --virtual: seed of its hidden ground-truth costs (-1: the simulator's own).",
+    help=ranged_help(
+        "truth_seed",
+        "With --virtual: seed of its hidden ground-truth costs (-1: the simulator's own).",
+    ),
 )
 @click.option("--no-flash", is_flag=True, help="Do not flash (the board already runs the model).")
 @click.option(
     "--suite",
     "suite_size",
-    type=click.Choice(["small", "full"]),
+    type=click.Choice(["small", "full", "quick"]),
     default="small",
     show_default=True,
-    help="Calibration suite: small (~40 models) or full (~65).",
+    help="Calibration suite: small (~40 models), full (~65) or quick (3 blocks).",
 )
-@click.option("--timeout", "timeout_s", type=SECONDS, default=None, help="Seconds per model read.")
+@click.option("--quick", is_flag=True, help="Few-shot: the 3-model suite (--suite quick).")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=SECONDS,
+    default=None,
+    help=ranged_help("timeout_s", "Seconds per model read."),
+)
 @click.option("--store", default=None, help="Measurements database (default in MCUNAS_HOME).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def cli(
@@ -80,6 +93,7 @@ def cli(
     truth_seed: int,
     no_flash: bool,
     suite_size: str,
+    quick: bool,
     timeout_s: float | None,
     store: str | None,
     as_json: bool,
@@ -106,6 +120,7 @@ def cli(
         from mcunas.measure.ports import detect_port
 
         port = detect_port(board)  # no board: its one-line error before any header or store
+    suite_size = "quick" if quick else suite_size
     suite = load_suite(suite_size)
     db = RecordStore(Path(store) if store else None)
     if not as_json:
@@ -143,7 +158,13 @@ def _print_result(result: Any, as_json: bool) -> None:
         + (f", {len(failed)} failed and skipped" if failed else "")
     )
     click.echo(f"before calibration: {_pct(result.before)}")
-    click.echo(f"after calibration:  {_pct(result.after)} [5-fold cross-validation]")
+    folds = min(5, int(result.after.get("n", 5)))  # calibrate.CV_FOLDS, or one per model
+    click.echo(f"after calibration:  {_pct(result.after)} [{folds}-fold cross-validation]")
+    if folds < 5:
+        click.echo(
+            f"  (only {folds} models: this error is a weak check; the band a quick calibration "
+            "leaves on other models is in docs/benchmarks/latency.md)"
+        )
     if result.profile_path is None:
         raise UserError("calibration produced no profile")
     click.echo(f"profile written: {result.profile_path}")

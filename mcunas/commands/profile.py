@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from mcunas.commands import Ranged, ranged_help
 from mcunas.jsontext import dumps
 
 KIB = 1024
@@ -32,11 +33,22 @@ planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
     help="Kernel library to assume instead of the board profile's.",
 )
 @click.option(
-    "--clock-mhz", type=float, default=None, help="Core clock to assume instead of the profile's."
+    "--clock-mhz",
+    type=Ranged("clock_mhz"),
+    default=None,
+    help=ranged_help(
+        "clock_mhz", "Core clock to assume, up to the profile's (above it needs --overclock)."
+    ),
 )
+@click.option("--overclock", is_flag=True, help="Allow a --clock-mhz above the profile's clock.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def cli(
-    model: str, board_name: str, kernels: str | None, clock_mhz: float | None, as_json: bool
+    model: str,
+    board_name: str,
+    kernels: str | None,
+    clock_mhz: float | None,
+    overclock: bool,
+    as_json: bool,
 ) -> None:
     """Estimate latency, arena, peak SRAM, flash and fit of MODEL.tflite on a board."""
     from mcunas.boards import load_board
@@ -45,7 +57,7 @@ def cli(
 
     board = load_board(board_name)
     if clock_mhz is not None:
-        board = board.at_clock(clock_mhz)
+        board = board.at_clock(clock_mhz, above_profile=overclock)
     if _profile_frontend(model, board, as_json):
         return
     prof = profile_model(model, board, kernels=kernels)
@@ -118,6 +130,10 @@ def _print_profile(model: str, prof: Any) -> None:
         f"latency (estimate)  {lat.ms:.2f} ms +/- {lat.error_pct:.0f}% "
         f"({basis}; error by op kind, 50%+ where no measurement covers the kind)"
     )
+    if not board.latency_fitted:
+        from mcunas.predict.setup import band_breakdown
+
+        click.echo(f"  band              {band_breakdown(board, lat.error_pct)}")
     click.echo(
         f"lower bound         {lat.lower_bound_ms:.2f} ms at {board.peak_macs_per_cycle:g} "
         f"MACs/cycle; MAC utilisation {lat.mac_utilisation:.1%} of {graph.total_macs:,} MACs"

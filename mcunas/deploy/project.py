@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -222,8 +221,11 @@ def _write_idf_files(out_dir: Path, values: dict[str, Any]) -> list[Path]:
         write_file(out_dir / "main" / "CMakeLists.txt", Template(_IDF_MAIN_CMAKE).substitute()),
     ]
     with storage_errors(out_dir):
-        written.append(Path(shutil.copy2(fw / "src" / "idf_component.yml", out_dir / "main")))
-        written.append(Path(shutil.copy2(fw / "esp-idf" / "partitions.csv", out_dir)))
+        for source, target in (
+            (fw / "src" / "idf_component.yml", out_dir / "main" / "idf_component.yml"),
+            (fw / "esp-idf" / "partitions.csv", out_dir / "partitions.csv"),
+        ):
+            written.append(write_file(target, source.read_bytes()))
         for defaults in sorted((fw / "esp-idf").glob("sdkconfig.defaults*")):
             text = defaults.read_text("utf-8").replace(
                 "firmware/esp-idf/partitions.csv", "partitions.csv"

@@ -30,6 +30,7 @@ from pathlib import Path
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
+from mcunas.files import output_path, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
 from mcunas.paths import firmware_template_dir
 
@@ -196,7 +197,7 @@ class PioProject:
             shutil.rmtree(self.generated_dir)
         write_model_sources(model_bytes, self.generated_dir, op_names)
         self._check_generated(model_bytes)
-        (self.generated_dir / "mcunas_config.h").write_text(self.config_header(), "utf-8")
+        write_file(self.generated_dir / "mcunas_config.h", self.config_header(), "firmware header")
         self.model_crc32 = model_crc32(model_bytes)
         return self.work_dir
 
@@ -357,6 +358,7 @@ class PioProject:
         return found
 
     def _run(self, cmd: list[str], log_path: Path, timeout_s: float, stage: str) -> tuple[int, str]:
+        log_path = output_path(log_path, "build log")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PLATFORMIO_DISABLE_PROGRESSBAR="true")
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:

@@ -11,6 +11,10 @@ it infers, whatever the model)::
 where the model runs from PSRAM or on two cores), scaled linearly to another clock
 (``--clock-mhz``: dynamic current dominates at these clocks). A profile without
 ``active_ma`` takes its core's measured current per MHz (:data:`CORE_UA_PER_MHZ`).
+These are the chip's own supply currents. With ``rail = "board"`` the figure is
+for the board's input instead, as a meter wired there sees it: ``board_ma`` (the
+board's own regulators, LEDs, debug probe, external memories) is added to the
+active and idle currents. The basis text says which rail a figure is for.
 
 The stated error is a 90% band: the latency's band and the power's spread combined
 in log space, ``exp(sqrt(ln(1+a)^2 + ln(1+b)^2)) - 1``.
@@ -147,6 +151,13 @@ def board_power(board: Any) -> PowerFigures:
         basis += ", supply 3.3 V assumed"
     idle = power.get("idle_ma")
     pin = power.get("marker_pin")
+    board_ma = float(power.get("board_ma", 0.0))
+    if power.get("rail", "chip") == "board":  # what a meter on the board's input sees
+        active += board_ma
+        idle = None if idle is None else float(idle) + board_ma
+        basis += f", whole board: + {board_ma:g} mA of its own parts"
+    else:
+        basis += ", chip supply only"
     return PowerFigures(
         supply_v=supply_v,
         active_ma=active,

@@ -43,14 +43,15 @@ from mcunas.predict.coefficients import (
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
     DEFAULT_SCALES,
-    MEMORY_FACTORS,
     MULTICORE_FACTORS,
     PRIOR_TABLES,
+    STATED_RUNTIME_ERRORS,
     PathTable,
     path_for,
 )
 from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
 from mcunas.predict.microbench import microbench_tables
+from mcunas.predict.setup import combined, runtime_stated, setup_effects
 from mcunas.tflite.kernels import is_accelerated
 
 __all__ = [
@@ -165,7 +166,8 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     where = board.path or board.name
     try:
         scale = float(entry.get("scale", DEFAULT_SCALES.get(path, 1.0)))
-        error = float(entry.get("error_pct", DEFAULT_ERRORS.get(path, NO_DATA_ERROR_PCT)))
+        defaults = STATED_RUNTIME_ERRORS if runtime_stated(board) else DEFAULT_ERRORS
+        error = float(entry.get("error_pct", defaults.get(path, NO_DATA_ERROR_PCT)))
         checked = _checked(entry, path) if "error_pct" in entry or not entry else frozenset()
         op_errors = {str(k): float(v) for k, v in entry.get("op_error_pct", {}).items()}
         changes = {k: float(entry[k]) for k in _OVERRIDE_KEYS if k in entry}
@@ -247,6 +249,9 @@ def _version(board: Any) -> str:
     if board.latency:
         board_blob = json.dumps(board.latency, sort_keys=True, default=str).encode()
         version += f".{hashlib.sha1(board_blob).hexdigest()[:6]}"
+    if getattr(board, "setup", None):
+        setup_blob = json.dumps(board.setup, sort_keys=True, default=str).encode()
+        version += f"-s{hashlib.sha1(setup_blob).hexdigest()[:6]}"
     return version
 
 
@@ -271,7 +276,7 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     main = resolve(board, board.kernels)
     ref = resolve(board, "reference") if board.kernels != "reference" else main
     tally = _tally(graph, board, main, ref)
-    slow, slow_error = MEMORY_FACTORS.get(board.memory, (1.0, 0.0))
+    slow, slow_error = combined(setup_effects(board))  # memory placement, caches, vintage
     per_ms = 1000.0 / board.clock_hz * slow
     ms = tally.total * per_ms
     peak = board.peak_macs_per_cycle or 1.0

@@ -24,13 +24,25 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
+from mcunas.files import READ_ERRORS, write_file
 from mcunas.paths import user_path
 from mcunas.tflite.flatnet import FlatNet
 
-__all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
+__all__ = [
+    "QUICK_MODELS",
+    "SUITE_SIZES",
+    "SUITE_VERSION",
+    "SuiteModel",
+    "build_suite",
+    "load_suite",
+]
 
 SUITE_VERSION = "suite-5"
-SUITE_SIZES = ("small", "full")
+SUITE_SIZES = ("small", "full", "quick")
+# The few-shot suite (`mcunas calibrate --quick`): three composite blocks of the small
+# suite whose ops cover the variants most model time is spent in (1x1 and depthwise
+# convolutions, strided and not, residual adds, pooling, a dense head).
+QUICK_MODELS = ("block_ds_24x16", "block_mb_12x16", "block_head_6x64")
 
 
 @dataclass(frozen=True)
@@ -206,13 +218,13 @@ def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
 
 
 def build_suite(size: str = "small") -> list[SuiteModel]:
-    """Build the ``small`` (about 40 models) or ``full`` (about 70) suite."""
+    """Build the ``small`` (about 40 models), ``full`` (about 70) or ``quick`` (3) suite."""
     if size not in SUITE_SIZES:
         raise UserError(f"unknown suite '{size}': choose one of {', '.join(SUITE_SIZES)}")
     return [
         SuiteModel(name, variants, build_model(name, shape, recipe))
         for name, shape, recipe, variants, small in _recipes()
-        if small or size == "full"
+        if (name in QUICK_MODELS if size == "quick" else small or size == "full")
     ]
 
 
@@ -234,12 +246,12 @@ def load_suite(size: str = "small") -> list[SuiteModel]:
                 )
                 for e in entries
             ]
-        except (OSError, ValueError, KeyError):
+        except READ_ERRORS:
             pass  # a damaged cache is rebuilt below
     suite = build_suite(size)
     folder.mkdir(parents=True, exist_ok=True)
     for m in suite:
-        (folder / f"{m.name}.tflite").write_bytes(m.model_bytes)
+        write_file(folder / f"{m.name}.tflite", m.model_bytes, "suite cache")
     entries = [{"name": m.name, "variants": list(m.variants)} for m in suite]
-    index.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    write_file(index, json.dumps(entries, indent=1), "suite cache")
     return suite

@@ -18,9 +18,37 @@ from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
 
-__all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir"]
+__all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
 
 PROJECT_DIR = "project"  # best/project: the deployable project for the search's board
+
+# What to do about a trial's model file that is gone or changed.
+_MODEL_FIX = (
+    "restore the folder from a copy, or start the search over with --overwrite "
+    "(the report and best/ need the chosen trial's model as it was trained)"
+)
+
+
+def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
+    """The bytes of a trial's ``.tflite``, checked against the hash the store kept.
+
+    Raises:
+        ModelError: the file is missing, unreadable, or not the one the trial wrote
+            (one line naming it and what to do).
+    """
+    src = Path(out_dir) / (best.model_path or "")
+    if not src.is_file():
+        raise ModelError(f"Model of trial {best.trial_id} not found at {src}: {_MODEL_FIX}.")
+    try:
+        model_bytes = src.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"Model {src} of trial {best.trial_id}: {exc.strerror}.") from None
+    if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
+        raise ModelError(
+            f"Model file {src} is damaged or changed since trial {best.trial_id} wrote it "
+            f"(its SHA-256 differs): {_MODEL_FIX}."
+        )
+    return model_bytes
 
 
 def export_best(
@@ -52,12 +80,7 @@ def export_best(
         ModelError: the trial's model file is missing or altered.
         DiskFull: the disk filled up while writing.
     """
-    src = Path(out_dir) / (best.model_path or "")
-    if not src.is_file():
-        raise ModelError(f"Model of trial {best.trial_id} not found at {src}.")
-    model_bytes = src.read_bytes()
-    if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
-        raise ModelError(f"Model file {src} changed since trial {best.trial_id} recorded it.")
+    model_bytes = trial_model_bytes(best, out_dir)
     from mcunas.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 

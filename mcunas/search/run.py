@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
-from mcunas.search.export import export_best
+from mcunas.search.export import export_best, trial_model_bytes
 from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
 from mcunas.search.report import write_report
@@ -301,7 +301,7 @@ class SearchRun:
         if result.best is not None:
             from mcunas.profile import model_layers
 
-            model_bytes = (self.out_dir / (result.best.model_path or "")).read_bytes()
+            model_bytes = trial_model_bytes(result.best, self.out_dir)
             result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
@@ -325,7 +325,7 @@ class SearchRun:
         from mcunas.errors import CandidateError
         from mcunas.search.isolate import TflmWorker
 
-        model_bytes = (self.out_dir / (best.model_path or "")).read_bytes()
+        model_bytes = trial_model_bytes(best, self.out_dir)
         worker = TflmWorker(self.board)
         try:
             accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)

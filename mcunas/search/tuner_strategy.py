@@ -13,6 +13,7 @@ from typing import Any
 
 import mcunas.search.kt_state as kt_state
 from mcunas.errors import FatalError
+from mcunas.files import READ_ERRORS, unreadable
 from mcunas.search.progress import Progress
 from mcunas.search.run import Executor, SearchRun
 from mcunas.search.store import TrialStatus, TrialStore
@@ -107,7 +108,17 @@ def make_tuner(
         "seeds": seeds,
         "warm_start": cfg.warm_start,
     }
-    return HardwareAwareTuner(oracle, space, **{**settings, **options})
+    try:
+        return HardwareAwareTuner(oracle, space, **{**settings, **options})
+    except READ_ERRORS as exc:  # keras-tuner's reload of a damaged state file
+        if not cfg.resume:
+            raise
+        raise unreadable(
+            run.out_dir / "tuner",
+            "Keras Tuner state (oracle.json, tuner0.json, trial_*/trial.json)",
+            "restore the folder from a copy, or start over with --overwrite",
+            exc,
+        ) from None
 
 
 def reconcile(store: TrialStore, oracle: Any) -> None:
