@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
     "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),
     "predictor": ("mcunas.commands.predictor", "Fit, import and report the latency predictor."),
+    "predict": ("mcunas.commands.predict", "Run WAV clips, folders or .npz through best/."),
     "space": ("mcunas.commands.space", "Show the search space; write its reference designs."),
 }
 

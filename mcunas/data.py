@@ -32,8 +32,9 @@ one line that names the file or the array at fault.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -67,6 +68,8 @@ class Dataset:
         x_test: float32 test inputs or None; never used for selection.
         y_test: int32 test labels or None.
         noise: log-mel background-noise windows for audio augmentation, or None.
+        frontend: the front-end graph's parameters when its outputs are the WAV
+            features (``load_dataset(frontend=...)``), else None.
     """
 
     name: str
@@ -82,6 +85,7 @@ class Dataset:
     x_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
     noise: np.ndarray | None = None
+    frontend: Any = None  # mcunas.frontend.config.FrontendConfig
 
     def representative(self, n: int = 200, seed: int = 0) -> np.ndarray:
         """A seeded random sample of training inputs for INT8 calibration.
@@ -99,7 +103,12 @@ class Dataset:
 
 
 def load_dataset(
-    spec: str | Path | None = None, *, seed: int = 0, val_fraction: float = 0.2
+    spec: str | Path | None = None,
+    *,
+    seed: int = 0,
+    val_fraction: float = 0.2,
+    frontend: Any = None,
+    cache_dir: Path | None = None,
 ) -> Dataset:
     """Load a dataset and split it reproducibly.
 
@@ -109,6 +118,9 @@ def load_dataset(
         seed: int, seed of the stratified train/validation split (default 0).
         val_fraction: float, share of each class held out for validation when the
             source has no validation part (default 0.2).
+        frontend: FrontendConfig | None, make a WAV folder's features with this
+            front-end graph in the host TFLM runtime instead of the numpy log-mel.
+        cache_dir: Path | None, where the front end's features are cached.
 
     Returns:
         The loaded :class:`Dataset`.
@@ -132,7 +144,7 @@ def load_dataset(
                 "subfolders of images or WAV files, or 'digits')"
             )
         return _npz(path, seed, val_fraction)
-    return _folder(path, seed, val_fraction)
+    return _folder(path, seed, val_fraction, frontend, cache_dir)
 
 
 def stratified_split(
@@ -189,11 +201,13 @@ def _digits(seed: int, val_fraction: float) -> Dataset:
     return _finish(raw, seed, val_fraction)
 
 
-def _folder(path: Path, seed: int, val_fraction: float) -> Dataset:
-    got = read_folder(path)
+def _folder(
+    path: Path, seed: int, val_fraction: float, frontend: Any, cache_dir: Path | None
+) -> Dataset:
+    got = read_folder(path, frontend, cache_dir)
     raw = _Raw(str(path), got.x, got.y, got.class_names, got.preprocessing, got.kind)
     raw.noise = got.noise
-    return _finish(raw, seed, val_fraction)
+    return replace(_finish(raw, seed, val_fraction), frontend=got.frontend)
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:

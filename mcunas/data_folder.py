@@ -11,11 +11,15 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcunas.audio import wav_features
 from mcunas.errors import DatasetError
+
+if TYPE_CHECKING:
+    from mcunas.frontend.config import FrontendConfig
 
 __all__ = ["AUDIO_SUFFIXES", "IMAGE_SUFFIXES", "NOISE_FOLDER", "FolderData", "read_folder"]
 
@@ -36,6 +40,7 @@ class FolderData:
     preprocessing: str
     kind: str
     noise: np.ndarray | None = None
+    frontend: FrontendConfig | None = None  # the front-end graph that made WAV features
 
 
 def _listdir(folder: Path) -> list[Path]:
@@ -49,8 +54,14 @@ def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return [f for f in _listdir(folder) if f.is_file() and f.suffix.lower() in suffixes]
 
 
-def read_folder(path: Path) -> FolderData:
+def read_folder(
+    path: Path, frontend: FrontendConfig | None = None, cache_dir: Path | None = None
+) -> FolderData:
     """Read a folder of class subfolders of images or WAV files.
+
+    WAV features are today's numpy log-mel, or with ``frontend`` the outputs of
+    that front-end graph (at the clips' sample rate: ``FrontendConfig.at_rate``)
+    in the host TFLM runtime, cached in ``cache_dir``.
 
     Raises:
         DatasetError: No classes, an empty class, mixed kinds, an unreadable file.
@@ -79,10 +90,17 @@ def read_folder(path: Path) -> FolderData:
     if kinds == {True}:
         noise_dir = path / NOISE_FOLDER
         noise_paths = _files(noise_dir, AUDIO_SUFFIXES) if noise_dir.is_dir() else None
-        x, note, noise = wav_features(paths, noise_paths)
+        if frontend is None:
+            x, note, noise = wav_features(paths, noise_paths)
+        else:
+            from mcunas.audio import read_wav
+            from mcunas.frontend.features import graph_wav_features
+
+            frontend = frontend.at_rate(read_wav(paths[0])[1])
+            x, note, noise = graph_wav_features(paths, frontend, noise_paths, cache_dir)
         if noise is not None:
             note += f"; {len(noise)} background-noise windows for training"
-        return FolderData(x, y, names, note, "audio", noise)
+        return FolderData(x, y, names, note, "audio", noise, frontend)
     x, note = _read_images(paths)
     return FolderData(x, y, names, note, "image")
 

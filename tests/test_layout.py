@@ -71,6 +71,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcunas.data",
             "mcunas.data_folder",
             "mcunas.audio",
+            "mcunas.frontend",
             "mcunas.evaluate",
         ),
     ),

@@ -58,6 +58,8 @@ def cli(
     board = load_board(board_name)
     if clock_mhz is not None:
         board = board.at_clock(clock_mhz, above_profile=overclock)
+    if _profile_frontend(model, board, as_json):
+        return
     prof = profile_model(model, board, kernels=kernels)
     if not prof.runnable:
         raise ModelError(f"{model}: {'; '.join(prof.reasons[:1])}")
@@ -65,6 +67,38 @@ def cli(
         click.echo(dumps(prof.to_dict()))
         return
     _print_profile(model, prof)
+
+
+def _profile_frontend(model: str, board: Any, as_json: bool) -> bool:
+    """Print an audio front end's estimates; False when MODEL is no front end."""
+    from mcunas.frontend.graph import config_of_model
+    from mcunas.tflite.reader import load_model_bytes
+
+    data = load_model_bytes(model)
+    if config_of_model(data) is None:
+        return False
+    from mcunas.predict.frontend import estimate_frontend
+
+    est = estimate_frontend(data, board)
+    if as_json:
+        click.echo(dumps(est.to_dict()))
+        return True
+    cfg = est.config
+    click.echo(
+        f"{model}: audio front end ({cfg.frame_ms:g} ms frame / {cfg.hop_ms:g} ms hop, "
+        f"{cfg.mel_bands} mel bands, PCAN {'on' if cfg.pcan else 'off'}) on {board.name} "
+        f"({board.clock_hz / 1e6:.0f} MHz) - ESTIMATES ({est.source})"
+    )
+    click.echo(f"{'op':<36} {'loop runs':>9} {'cycles':>9} {'est. ms':>8}")
+    for row in est.rows:
+        click.echo(f"{row.op:<36} {row.iterations:>9,} {row.cycles:>9,.0f} {row.ms:>8.3f}")
+    click.echo(
+        f"latency (estimate)  {est.frame_ms:.3f} ms per frame (with the invoke), "
+        f"{est.per_second_ms:.1f} ms per second of audio ({est.per_second_ms / 10:.1f}% of a core)"
+    )
+    click.echo(f"arena (host planner) {est.arena_bytes / KIB:.1f} KiB")
+    click.echo(f"flash (graph+tables) {est.flash_bytes / KIB:.1f} KiB, without the kernels' code")
+    return True
 
 
 def _shape(shape: tuple[int, ...]) -> str:

@@ -109,6 +109,14 @@ are simulator estimates."""
     "and _background_noise_; series: shift and jitter); flip adds mirrored images.",
 )
 @click.option(
+    "--frontend",
+    type=click.Choice(["numpy", "tflm"]),
+    default="numpy",
+    show_default=True,
+    help="WAV datasets: features by the numpy log-mel, or by the audio front end as a "
+    "TFLite Micro graph (run in the host runtime; exported as best/frontend.tflite).",
+)
+@click.option(
     "--supernet-epochs",
     type=Ranged("supernet_epochs"),
     default=None,

@@ -69,7 +69,9 @@ IDENTITY = (
     "supernet_epochs",
     "supernet_schedule",
     "finetune_epochs",
+    "frontend",
 )
+FRONTENDS = ("numpy", "tflm")  # WAV features: numpy log-mel, or the front-end graph in TFLM
 
 
 def warm_start_default() -> bool:
@@ -121,6 +123,7 @@ class SearchConfig:
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
+    frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:

@@ -52,9 +52,16 @@ def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
 
 
 def export_best(
-    best: TrialRecord, out_dir: Path, context: dict[str, Any], board: BoardProfile | None = None
+    best: TrialRecord,
+    out_dir: Path,
+    context: dict[str, Any],
+    board: BoardProfile | None = None,
+    frontend: Any = None,
 ) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h``, ``best.json``, ``project/``.
+
+    With ``frontend`` also ``frontend.tflite``, its C sources and ``README.md``
+    (:func:`_with_frontend`); ``best.json`` holds its parameters under ``frontend``.
 
     Args:
         best: TrialRecord, the chosen trial (its ``model_path``, relative to ``out_dir``
@@ -64,6 +71,7 @@ def export_best(
         board: BoardProfile | None, the search's board: ``project/`` is written for it
             (a model or board the project cannot be made for is noted in ``best.json``
             as ``project_error``, and the export goes on).
+        frontend: FrontendConfig | None, the front end to export beside the model.
 
     Returns:
         The ``best`` folder.
@@ -81,22 +89,53 @@ def export_best(
     op_names = read_graph(model_bytes).op_names()
     with storage_errors(dest):
         sources = write_model_sources(model_bytes, dest, op_names)
+    lead, context = _with_frontend(frontend, dest, context)
     info = {
         **context,
         "trial": best.to_dict(),
         "ops": op_names,
-        "files": ["model.tflite", *sorted(Path(p).name for p in sources), "best.json"],
+        "files": [*lead, *sorted(Path(p).name for p in sources), "best.json"],
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }
     if board is not None:
-        try:
-            _write_project(model_bytes, board, dest / PROJECT_DIR, _trial_arena(best), info)
-            info["files"].append(f"{PROJECT_DIR}/")
-        except (BoardProfileError, CandidateError, ModelError) as exc:
-            info["project_error"] = str(exc)
+        _add_project(model_bytes, board, dest, best, info)
     write_file(dest / "best.json", dumps(info))
     return dest
+
+
+def _add_project(
+    model_bytes: bytes, board: BoardProfile, dest: Path, best: TrialRecord, info: dict[str, Any]
+) -> None:
+    """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
+    try:
+        _write_project(model_bytes, board, dest / PROJECT_DIR, _trial_arena(best), info)
+        info["files"].append(f"{PROJECT_DIR}/")
+    except (BoardProfileError, CandidateError, ModelError) as exc:
+        info["project_error"] = str(exc)
+
+
+def _with_frontend(
+    frontend: Any, dest: Path, context: dict[str, Any]
+) -> tuple[list[str], dict[str, Any]]:
+    """The files listed before the model's, and the context with the front end's parameters.
+
+    With a front end (a FrontendConfig: the graph that made the training features)
+    ``frontend.tflite``, ``frontend_data.cc/.h``, ``frontend_ops.h`` and a ``README.md``
+    with the call sequence are written.
+    """
+    if frontend is None:
+        return ["model.tflite"], context
+    from mcunas.frontend.csource import write_frontend_sources
+    from mcunas.frontend.graph import frontend_model, readme
+
+    front_bytes = frontend_model(frontend)
+    write_file(dest / "frontend.tflite", front_bytes)
+    write_file(dest / "README.md", readme(frontend))
+    with storage_errors(dest):
+        names = sorted(p.name for p in write_frontend_sources(front_bytes, dest))
+    lead = ["frontend.tflite", *names, "README.md", "model.tflite"]
+    return lead, {**context, "frontend": frontend.to_dict()}
 
 
 def _trial_arena(trial: TrialRecord) -> Any:

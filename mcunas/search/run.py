@@ -184,7 +184,14 @@ class SearchRun:
         from mcunas.search.recipe import plan_recipe
 
         cfg = self.config
-        self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
+        frontend = None
+        if cfg.frontend == "tflm":
+            from mcunas.frontend.config import FrontendConfig
+
+            frontend = FrontendConfig()
+        self.dataset = load_dataset(
+            cfg.dataset, seed=cfg.seed, frontend=frontend, cache_dir=self.out_dir / "cache"
+        )
         self.recipe = plan_recipe(self.dataset, cfg.batch_size, cfg.augment)
         return self.dataset
 
@@ -300,7 +307,8 @@ class SearchRun:
         if result.best is not None:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
-            best_dir = export_best(result.best, self.out_dir, context, self.board)
+            front = getattr(self.dataset, "frontend", None)
+            best_dir = export_best(result.best, self.out_dir, context, self.board, frontend=front)
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result

@@ -3,7 +3,8 @@
 Checked against tensorflow/tflite-micro ``micro_mutable_op_resolver.h``. Most
 names are the CamelCase of the builtin name, but not all (``BATCH_MATMUL`` ->
 ``AddBatchMatMul``, ``CUMSUM`` -> ``AddCumSum``, ``PADV2`` -> ``AddPadV2``,
-``SVDF`` -> ``AddSvdf``...), so the table is explicit rather than derived.
+``SVDF`` -> ``AddSvdf``...), so the table is explicit rather than derived. The
+signal library's custom ops (``CUSTOM:SignalWindow`` ...) have ``Add*`` methods too.
 """
 
 from __future__ import annotations
@@ -108,4 +109,14 @@ RESOLVER_METHODS: dict[str, str] = {
     "VAR_HANDLE": "AddVarHandle",
     "WHILE": "AddWhile",
     "ZEROS_LIKE": "AddZerosLike",
+    # the signal library's custom ops (the audio front end), registered by name
+    "CUSTOM:SignalWindow": "AddWindow",
+    "CUSTOM:SignalFftAutoScale": "AddFftAutoScale",
+    "CUSTOM:SignalRfft": "AddRfft",
+    "CUSTOM:SignalEnergy": "AddEnergy",
+    "CUSTOM:SignalFilterBank": "AddFilterBank",
+    "CUSTOM:SignalFilterBankSquareRoot": "AddFilterBankSquareRoot",
+    "CUSTOM:SignalFilterBankSpectralSubtraction": "AddFilterBankSpectralSubtraction",
+    "CUSTOM:SignalPCAN": "AddPCAN",
+    "CUSTOM:SignalFilterBankLog": "AddFilterBankLog",
 }

@@ -22,6 +22,10 @@ __all__ = ["build_model", "one_op_model"]
 
 def _operator_code(fb: Any, name: str) -> Any:
     code = fb.OperatorCodeT()
+    if not hasattr(fb.BuiltinOperator, name):  # a custom op (TFLM's signal ops: SignalRfft)
+        code.builtinCode = code.deprecatedBuiltinCode = fb.BuiltinOperator.CUSTOM
+        code.customCode, code.version = name.encode(), 1
+        return code
     code.builtinCode = getattr(fb.BuiltinOperator, name)
     code.deprecatedBuiltinCode = min(code.builtinCode, 127)
     code.version = 1
@@ -59,7 +63,9 @@ def build_model(
     Args:
         ops: ``(builtin op name, input indices, output indices)``, optionally
             followed by the builtin options' table name (e.g. ``"Conv2DOptions"``)
-            and a dict of its fields.
+            and a dict of its fields. A name that is no builtin op is a custom
+            op (e.g. ``"SignalRfft"``); its options are ``"custom"`` followed by
+            the flexbuffer bytes.
         tensors: dicts with ``shape``, ``dtype`` ("int8", "float32", ...), and
             optionally ``data`` (bytes or an array: a constant), ``scale`` and
             ``zero_point`` (scalars, or lists for per-channel quantization) and
@@ -109,7 +115,10 @@ def _operator(fb: Any, spec: tuple[Any, ...], names: list[str]) -> Any:
     name, ins, outs, *rest = spec
     op = fb.OperatorT()
     op.opcodeIndex, op.inputs, op.outputs = names.index(name), list(ins), list(outs)
-    if rest and rest[0]:
+    if rest and rest[0] == "custom":
+        op.customOptions = np.frombuffer(bytes(rest[1]), np.uint8)
+        op.customOptionsFormat = fb.CustomOptionsFormat.FLEXBUFFERS
+    elif rest and rest[0]:
         opt_name, fields = rest[0], rest[1] if len(rest) > 1 else {}
         options = getattr(fb, opt_name + "T")()
         for key, value in fields.items():

@@ -1,0 +1,219 @@
+"""Raw inputs through ``frontend.tflite`` then ``model.tflite`` in the host TFLM runtime.
+
+What ``mcunas predict`` runs, the way the board does: a WAV clip is made int16
+PCM, cut or zero-padded to the samples the model's input needs, run frame by
+frame through the exported front-end graph (after a reset), its int16 features
+divided by ``2**output_bits`` and quantised with the model's own input scale,
+then the model is invoked. A ``best/`` without a front end gets today's
+features: the numpy log-mel (:func:`mcunas.audio.log_mel`) for WAV files, and
+``.npz`` features or images as they are.
+
+Example::
+
+    best = BestModel.load(Path("out/best"))
+    rows = best.predict_paths([Path("clips/yes")])
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from mcunas.errors import DatasetError, ModelError
+
+__all__ = ["BestModel", "Prediction", "labelled_inputs"]
+
+WAV = ".wav"
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """One input's class and score; ``label`` is its folder's class when known."""
+
+    source: str
+    index: int
+    name: str
+    score: float
+    label: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready fields."""
+        return {
+            "input": self.source,
+            "class": self.name,
+            "index": self.index,
+            "score": round(self.score, 6),
+            "label": self.label,
+        }
+
+
+class BestModel:
+    """A ``best/`` folder: ``model.tflite``, ``frontend.tflite`` when present, ``best.json``."""
+
+    def __init__(self, folder: Path, model: bytes, frontend: bytes | None, info: dict[str, Any]):
+        from mcunas.frontend.host import FrontendRunner
+        from mcunas.tflite.reader import read_graph
+
+        self.folder, self.model, self.info = folder, model, info
+        self.runner = FrontendRunner(frontend) if frontend is not None else None
+        self.input_shape = tuple(int(d) for d in read_graph(model).inputs[0].shape[1:])
+        self.class_names = [str(c) for c in info.get("class_names") or []]
+
+    @classmethod
+    def load(cls, folder: Path) -> BestModel:
+        """Read a ``best/`` folder.
+
+        Raises:
+            ModelError: no ``model.tflite`` in it, or an unreadable ``best.json``.
+        """
+        model_path = folder / "model.tflite"
+        if not model_path.is_file():
+            raise ModelError(f"{folder} has no model.tflite (give a search's best/ folder)")
+        info: dict[str, Any] = {}
+        if (folder / "best.json").is_file():
+            try:
+                info = json.loads((folder / "best.json").read_text())
+            except (OSError, ValueError) as exc:
+                raise ModelError(f"Cannot read {folder / 'best.json'}: {exc}") from None
+        front = folder / "frontend.tflite"
+        return cls(
+            folder, model_path.read_bytes(), front.read_bytes() if front.is_file() else None, info
+        )
+
+    def name_of(self, index: int) -> str:
+        """The class name of an output index (the index itself without names)."""
+        return self.class_names[index] if index < len(self.class_names) else str(index)
+
+    def wav_features(self, path: Path) -> np.ndarray:
+        """The model's float input for one WAV file, made as on the board."""
+        from mcunas.audio import read_wav
+
+        samples, rate = read_wav(path)
+        frames = self.input_shape[0]
+        if self.runner is not None:
+            cfg = self.runner.cfg
+            if rate != cfg.sample_rate:
+                raise DatasetError(
+                    f"{path} has {rate} Hz, the front end takes {cfg.sample_rate} Hz"
+                )
+            from mcunas.frontend.host import scaled, to_int16
+
+            need = cfg.frame_samples + (frames - 1) * cfg.hop_samples
+            x16 = to_int16(np.pad(samples[:need], (0, max(0, need - len(samples)))))
+            feats = scaled(self.runner.clip(x16), cfg)
+        else:
+            from mcunas.audio import FRAME_MS, HOP_MS, log_mel
+
+            frame, hop = round(rate * FRAME_MS / 1000), round(rate * HOP_MS / 1000)
+            need = frame + (frames - 1) * hop
+            feats = log_mel(np.pad(samples[:need], (0, max(0, need - len(samples)))), rate)
+        if feats.size != int(np.prod(self.input_shape)):
+            raise DatasetError(
+                f"{path}: features of shape {feats.shape} do not fit the model input "
+                f"{self.input_shape}"
+            )
+        return feats.reshape(self.input_shape)
+
+    def run(self, x: np.ndarray, sources: list[str], labels: list[int | None]) -> list[Prediction]:
+        """Invoke the model on float inputs (quantised with its own input scale)."""
+        from mcunas.errors import CandidateError
+        from mcunas.evaluate import int8_outputs
+
+        if not len(x):
+            return []
+        try:
+            probs = int8_outputs(self.model, np.asarray(x, np.float32))
+        except CandidateError as exc:
+            raise ModelError(str(exc)) from None
+        best = np.argmax(probs, axis=-1)
+        return [
+            Prediction(src, int(i), self.name_of(int(i)), float(p[i]), lab)
+            for src, i, p, lab in zip(sources, best, probs, labels, strict=True)
+        ]
+
+
+def _label(best: BestModel, folder_name: str, folders: list[str]) -> int:
+    if best.class_names:
+        if folder_name not in best.class_names:
+            raise DatasetError(
+                f"class folder {folder_name!r} is not one of the model's classes "
+                f"({', '.join(best.class_names)})"
+            )
+        return best.class_names.index(folder_name)
+    return folders.index(folder_name)
+
+
+def labelled_inputs(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[int | None]]:
+    """Float model inputs, their names and labels for one path (WAV, folder or ``.npz``).
+
+    Raises:
+        DatasetError: a missing path, an unknown kind of file, a class folder the
+            model does not know, features that do not fit the model.
+    """
+    if path.is_dir():
+        return _folder(best, path)
+    if not path.is_file():
+        raise DatasetError(f"{path} does not exist")
+    if path.suffix.lower() == WAV:
+        return best.wav_features(path)[None], [str(path)], [None]
+    if path.suffix.lower() == ".npz":
+        return _npz(best, path)
+    raise DatasetError(f"{path}: give WAV files, a folder of class subfolders or an .npz")
+
+
+def _folder(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[int | None]]:
+    from mcunas.data_folder import NOISE_FOLDER, read_folder
+
+    subs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
+    subs = [p for p in subs if p.name != NOISE_FOLDER]
+    if not subs:  # a plain folder of WAV files
+        wavs = sorted(p for p in path.iterdir() if p.suffix.lower() == WAV)
+        if not wavs:
+            raise DatasetError(f"{path} holds no WAV files and no class subfolders")
+        return (
+            np.stack([best.wav_features(p) for p in wavs]),
+            [str(p) for p in wavs],
+            [None] * len(wavs),
+        )
+    names = [p.name for p in subs]
+    files = [(f, _label(best, s.name, names)) for s in subs for f in sorted(s.iterdir())]
+    wavs = [(f, lab) for f, lab in files if f.suffix.lower() == WAV]
+    if wavs:
+        x = np.stack([best.wav_features(f) for f, _ in wavs])
+        return x, [str(f) for f, _ in wavs], [lab for _, lab in wavs]
+    got = read_folder(path)  # images, preprocessed as for training
+    x = got.x
+    if x.shape[1:] != best.input_shape:
+        raise DatasetError(
+            f"{path}: images of shape {x.shape[1:]} do not fit the model input {best.input_shape}"
+        )
+    labels = [_label(best, got.class_names[int(y)], names) for y in got.y]
+    return x, [f"{path}/{got.class_names[int(y)]}#{i}" for i, y in enumerate(got.y)], list(labels)
+
+
+def _npz(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[int | None]]:
+    try:
+        with np.load(path, allow_pickle=False) as f:
+            arrays = {k: f[k] for k in f.files}
+    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
+        raise DatasetError(f"Cannot read {path}: {exc}") from None
+    pairs = (("x_test", "y_test"), ("x", "y"), ("x_val", "y_val"), ("x_train", "y_train"))
+    found = [(xk, yk) for xk, yk in pairs if xk in arrays]
+    if not found:
+        raise DatasetError(f"{path.name} has no x_test, x, x_val or x_train array")
+    xk, yk = found[0]
+    x = arrays[xk]
+    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
+    if int(np.prod(x.shape[1:])) != int(np.prod(best.input_shape)):
+        raise DatasetError(
+            f"{path.name}: {xk} of shape {x.shape[1:]} does not fit the model input "
+            f"{best.input_shape}"
+        )
+    x = x.reshape((len(x), *best.input_shape))
+    y = arrays.get(yk)
+    labels: list[int | None] = [int(v) for v in y.reshape(-1)] if y is not None else [None] * len(x)
+    return x, [f"{path}[{xk}][{i}]" for i in range(len(x))], labels

@@ -1,0 +1,131 @@
+"""Cost of the audio front-end graph on a board: latency per signal op, arena, flash.
+
+All figures are estimates. Latency: each signal op's inner loop runs a number of
+times fixed by the configuration (counted from the kernels' C loops in
+TFLite Micro's ``signal/src/*.cc``), times an assumed cycle count per iteration
+for a Cortex-M4-class core (:data:`CYCLES_PER_ITERATION`, not yet measured on a
+board: good to a factor of two at best), plus TFLM's own per-op dispatch
+(:data:`mcunas.predict.coefficients.DISPATCH_CYCLES`), at the board's clock.
+Arena: the host TFLM planner's report for the graph. Flash: the ``.tflite``
+bytes (tables and graph), not the signal kernels' code.
+
+Example::
+
+    est = estimate_frontend(model_bytes, load_board("nano33ble"))
+    est.frame_ms, est.rows[0].op, est.arena_bytes
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from mcunas.errors import ModelError
+from mcunas.frontend.config import FrontendConfig, filter_bank_tables
+from mcunas.frontend.graph import config_of_model
+from mcunas.predict.coefficients import DISPATCH_CYCLES
+
+__all__ = ["CYCLES_PER_ITERATION", "FrontendEstimate", "FrontendOpCost", "estimate_frontend"]
+
+# Assumed cycles per inner-loop iteration on a Cortex-M4-class core (no SIMD use):
+# a 16x16 multiply-accumulate with its loads and store ~4; a 32x32->64 one ~8; a
+# fixed-point FFT butterfly (4 multiplies, 6 adds, scaling) ~25; Sqrt64's bit loop
+# (32 steps) ~130; PCAN's gain lookup, multiply and Sqrt32 ~120; Log32 ~40.
+CYCLES_PER_ITERATION = {
+    "SignalWindow": 4.0,  # per sample
+    "SignalFftAutoScale": 4.0,  # per sample: max |x| pass, shift pass
+    "SignalRfft": 25.0,  # per butterfly of the half-size complex FFT + per output bin
+    "SignalEnergy": 6.0,  # per bin in [start, end)
+    "SignalFilterBank": 8.0,  # per filter weight: two 32x16 -> 64-bit MACs
+    "SignalFilterBankSquareRoot": 130.0,  # per band
+    "SignalFilterBankSpectralSubtraction": 30.0,  # per band
+    "SignalPCAN": 120.0,  # per band
+    "SignalFilterBankLog": 40.0,  # per band
+}
+
+
+@dataclass(frozen=True)
+class FrontendOpCost:
+    """One signal op's estimated cost per frame."""
+
+    op: str
+    iterations: int
+    cycles: float
+    ms: float
+
+
+@dataclass(frozen=True)
+class FrontendEstimate:
+    """The front end's estimated cost on one board (per frame and per second of audio)."""
+
+    config: FrontendConfig
+    board: str
+    rows: tuple[FrontendOpCost, ...]
+    frame_ms: float
+    per_second_ms: float
+    arena_bytes: int
+    flash_bytes: int
+    source: str = "estimate: loop counts x assumed cycles per iteration (not measured)"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready figures."""
+        out = asdict(self)
+        out["config"] = self.config.to_dict()
+        return out
+
+
+def _iterations(cfg: FrontendConfig) -> dict[str, int]:
+    tables = filter_bank_tables(cfg)
+    half = cfg.fft_length // 2
+    butterflies = half // 2 * int(math.log2(half)) + half  # complex FFT + real split
+    bands = cfg.mel_bands
+    return {
+        "SignalWindow": cfg.frame_samples,
+        "SignalFftAutoScale": cfg.frame_samples,
+        "SignalRfft": butterflies,
+        "SignalEnergy": tables.end_index - tables.start_index,
+        "SignalFilterBank": int(tables.channel_widths.astype(int).sum()),
+        "SignalFilterBankSquareRoot": bands,
+        "SignalFilterBankSpectralSubtraction": bands if cfg.pcan else 0,
+        "SignalPCAN": bands if cfg.pcan else 0,
+        "SignalFilterBankLog": bands,
+    }
+
+
+def _arena_bytes(model_bytes: bytes) -> int:
+    from mcunas.frontend.host import ARENA_BYTES
+    from mcunas.tflite.runtime import arena_report, create_interpreter
+
+    interp, log = create_interpreter(model_bytes, ARENA_BYTES)
+    if interp is None:
+        raise ModelError(f"the host runtime cannot load the front end: {log.strip()[-200:]}")
+    return arena_report(interp).total_bytes
+
+
+def estimate_frontend(model_bytes: bytes, board: Any) -> FrontendEstimate:
+    """Estimate a front-end graph's latency, arena and flash on ``board``.
+
+    Raises:
+        ModelError: the bytes are not an mcunas front end.
+    """
+    cfg = config_of_model(model_bytes)
+    if cfg is None:
+        raise ModelError("the model is not an mcunas audio front end")
+    per_ms = 1000.0 / board.clock_hz
+    rows = []
+    for op, n in _iterations(cfg).items():
+        if n == 0:
+            continue
+        cycles = n * CYCLES_PER_ITERATION[op] + DISPATCH_CYCLES["op"]
+        rows.append(FrontendOpCost(op, n, cycles, cycles * per_ms))
+    frame_ms = sum(r.ms for r in rows) + DISPATCH_CYCLES["invoke"] * per_ms
+    return FrontendEstimate(
+        cfg,
+        board.name,
+        tuple(rows),
+        frame_ms,
+        frame_ms * 1000.0 / cfg.hop_ms,
+        _arena_bytes(model_bytes),
+        len(model_bytes),
+    )
