@@ -29,6 +29,7 @@ from typing import Any
 
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.jobs import Job, JobBoard
+from mcunas.distributed.server import open_door
 from mcunas.distributed.session import DEFAULT_WORKER_TIMEOUT_S, linger, serving, welcome
 from mcunas.errors import FatalError
 from mcunas.files import write_file
@@ -104,6 +105,9 @@ class SupernetService(ChiefService):
             self.note(f"The supernet's training goes to the next worker, after epoch {done}.")
         return [tid for job in lost for tid in job.tids]
 
+    def _waiting(self) -> list[str]:
+        return [f"{job.kind} job {job.id}" for job in self.jobs.handed_back()]
+
 
 @dataclass(frozen=True)
 class _Trained:
@@ -130,7 +134,8 @@ class SupernetChiefSession(SupernetSession):
             note=progress.note,
             timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
         )
-        with serving(cfg.serve or "", self.service, progress):
+        door = open_door(cfg, self.out_dir, self.service, progress.note)
+        with serving(cfg.serve or "", self.service, progress, door=door):
             try:
                 return super().run(progress)
             finally:

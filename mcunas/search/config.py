@@ -101,6 +101,10 @@ class SearchConfig:
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
     worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
+    wait_s: float | None = None  # chief: how long work handed back waits for a worker
+    token_file: str | None = None  # chief: the shared token workers must show
+    tls_cert: str | None = None  # chief: TLS certificate (PEM)
+    tls_key: str | None = None  # chief: TLS private key (PEM)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -212,6 +216,11 @@ class SearchConfig:
             from mcunas.distributed.wire import check_serve
 
             check_serve(self)
+        door = (self.token_file, self.tls_cert, self.tls_key, self.wait_s)
+        if self.serve is not None or any(door):
+            from mcunas.distributed.auth import check_door
+
+            check_door(self)
         for name in (
             "max_latency_ms",
             "max_sram_kb",
