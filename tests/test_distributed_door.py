@@ -76,6 +76,7 @@ def chief(tmp_path):
         ctx.__enter__()
         started.append((ctx, store))
         service.address, service.log = address, log
+        service.stop = lambda: ctx.__exit__(None, None, None)
         return service
 
     started = []
@@ -150,15 +151,27 @@ def test_a_flood_of_garbage_connections_and_calls_leaves_the_chief_serving(chief
     assert service.log.getvalue().count("Refused a call") <= 2  # no line per call
 
 
-def test_the_rate_limit_refuses_a_burst_and_a_worker_waits_it_out(chief):
+def test_the_rate_limit_refuses_a_burst_and_a_worker_waits_it_out(chief, monkeypatch):
+    import functools
+
+    import mcunas.distributed.session as session
+
+    # a slow gate for the test: two calls a second from one address, bursts of three
+    monkeypatch.setattr(session, "Gate", functools.partial(Gate, rate_per_s=2.0, burst=3.0))
     service = chief(Door(TOKEN, None, ""))
-    # a slow gate for the test: one call a second after a burst of two
-    gate = Gate(TOKEN, service.log.write, rate_per_s=1.0, burst=2.0)
-    assert gate._allow("10.0.0.9") and gate._allow("10.0.0.9")
-    assert not gate._allow("10.0.0.9") and gate._allow("10.0.0.8")  # per address
-    time.sleep(1.1)
-    assert gate._allow("10.0.0.9")
-    assert "Refused a call from 10.0.0.9: too many calls." in service.log.getvalue()
+    channel = open_channel(service.address, TOKEN)
+    stub = channel.unary_unary(METHOD)
+    hello = json.dumps({"op": "hello"}).encode()
+    codes = []
+    for _ in range(6):
+        try:
+            stub(hello, timeout=5)
+            codes.append("OK")
+        except grpc.RpcError as exc:
+            codes.append(exc.code().name)
+    assert codes[:3] == ["OK"] * 3 and "RESOURCE_EXHAUSTED" in codes[3:]
+    assert call(channel, {"op": "hello"}, timeout_s=10)["ok"]  # wire.call waits it out
+    assert "Refused a call from 127.0.0.1: too many calls." in service.log.getvalue()
     assert peer_host("ipv4:10.1.2.3:5555") == "10.1.2.3"
     assert peer_host("ipv6:[::1]:5555") == "::1"
 
@@ -252,3 +265,22 @@ def test_a_refused_worker_is_one_line_and_exit_2(chief, tmp_path):
     assert "Refused a call from 127.0.0.1: wrong token." in service.log.getvalue()
     with pytest.raises(RemoteError):  # Refused is a RemoteError: old handlers still catch it
         call(open_channel(service.address, "nope"), {"op": "hello"}, timeout_s=5)
+
+
+def test_a_worker_whose_chief_stops_says_it_waits_then_stops(chief):
+    from mcunas.distributed.worker import WorkerSettings, _Joined
+
+    service = chief(Door(TOKEN, None, ""))
+    joined = _Joined(WorkerSettings(service.address, "w1", token=TOKEN), CONFIG, "digits")
+    assert joined.join()["ok"]
+    joined.wait_s, notes = 8.0, []
+    joined.start_heartbeat(0.5, notes.append)
+    time.sleep(1.5)
+    assert notes == [] and service.connected == 1  # heartbeats through the door
+    service.stop()  # the chief stops (Ctrl-C)
+    with pytest.raises(KeyboardInterrupt):  # the heartbeat ends the main thread's wait
+        for _ in range(600):
+            time.sleep(0.1)  # (a gRPC call, as a worker's main thread makes, is woken alike)
+    assert len(notes) == 1 and "w1: the chief at" in notes[0] and "does not answer" in notes[0]
+    assert "waits up to 8 s" in notes[0] and "Ctrl-C stops this worker now" in notes[0]
+    assert "did not come back within 8 s" in joined.gone
