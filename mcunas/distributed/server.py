@@ -66,13 +66,16 @@ def patient_servicer(oracle: Any, note: Callable[[str], None] | None = None) -> 
         told: set[str] = set()
 
         def CreateTrial(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
-            deadline = time.monotonic() + HOLD_S
-            while True:
-                trial = self.oracle.create_trial(request.tuner_id)
-                others = running_elsewhere(self.oracle, request.tuner_id)
-                if trial.status != stopped or not others or time.monotonic() >= deadline:
-                    break
+            tuner_id, deadline = request.tuner_id, time.monotonic() + HOLD_S
+            trial = self.oracle.create_trial(tuner_id)
+            others = running_elsewhere(self.oracle, tuner_id)
+            while trial.status == stopped and others and time.monotonic() < deadline:
                 time.sleep(POLL_S)
+                now = running_elsewhere(self.oracle, tuner_id)
+                if now != others:  # one ended or came back to the queue: ask the oracle again
+                    trial = self.oracle.create_trial(tuner_id)
+                    now = running_elsewhere(self.oracle, tuner_id)
+                others = now
             if trial.status == stopped and others:
                 trial.status = idle  # a fresh trial object: the oracle keeps no stopped one
                 if note is not None and request.tuner_id not in self.told:
@@ -99,8 +102,6 @@ def build_server(
         max_send_bytes: int, the largest reply.
         oracle_servicer: Keras Tuner's servicer to add, or None.
     """
-    from keras_tuner.src import protos
-
     server = grpc.server(
         futures.ThreadPoolExecutor(max_workers=THREADS),
         interceptors=(gate,),
@@ -108,6 +109,8 @@ def build_server(
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
     )
     if oracle_servicer is not None:
+        from keras_tuner.src import protos
+
         protos.get_service_grpc().add_OracleServicer_to_server(oracle_servicer, server)
     server.add_generic_rpc_handlers(tuple(handlers))
     return server
