@@ -284,3 +284,16 @@ def test_a_worker_whose_chief_stops_says_it_waits_then_stops(chief):
     assert len(notes) == 1 and "w1: the chief at" in notes[0] and "does not answer" in notes[0]
     assert "waits up to 8 s" in notes[0] and "Ctrl-C stops this worker now" in notes[0]
     assert "did not come back within 8 s" in joined.gone
+
+
+def test_a_request_over_the_size_limit_is_refused_at_once(chief, monkeypatch):
+    import mcunas.distributed.gate as gate
+
+    monkeypatch.setattr(gate, "MAX_REQUEST_BYTES", 4096)
+    service = chief(Door(TOKEN, None, ""))
+    channel = open_channel(service.address, TOKEN)
+    start = time.monotonic()
+    with pytest.raises(RemoteError, match="RESOURCE_EXHAUSTED"):  # not waited out as "busy"
+        call(channel, {"op": "hello", "pad": "x" * 10_000}, timeout_s=30)
+    assert time.monotonic() - start < 10
+    assert call(channel, {"op": "hello"}, timeout_s=5)["ok"]  # and the chief serves on

@@ -249,7 +249,10 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
             )
         else:
             click.secho(
-                "Interrupted before the first trial; nothing was kept.", err=True, fg="yellow"
+                "Interrupted before the first trial; nothing was kept"
+                + (_workers_wait(config) or "."),
+                err=True,
+                fg="yellow",
             )
         raise click.exceptions.Exit(130) from None  # the line above is the whole message
     if as_json:

@@ -90,17 +90,20 @@ def call(
         ChiefUnreachable: no answer within ``timeout_s``.
         RemoteError: the chief answered with an error.
     """
-    stub = channel.unary_unary(METHOD)
+    stub, request = channel.unary_unary(METHOD), json.dumps(payload).encode()
     deadline = time.monotonic() + timeout_s
     while True:
         try:
             left = max(0.01, deadline - time.monotonic())
-            raw = stub(json.dumps(payload).encode(), timeout=left, wait_for_ready=True)
+            raw = stub(request, timeout=left, wait_for_ready=True)
             break
         except grpc.RpcError as exc:
             code = exc.code()
-            if code == grpc.StatusCode.RESOURCE_EXHAUSTED and time.monotonic() < deadline:
-                time.sleep(BUSY_PAUSE_S)  # the chief's rate or call limit: wait it out
+            busy = code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" not in str(
+                exc.details()
+            )  # the chief's rate or call limit, not a message over the size limit
+            if busy and time.monotonic() < deadline:
+                time.sleep(BUSY_PAUSE_S)
                 continue
             if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
                 raise ChiefUnreachable(
