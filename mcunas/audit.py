@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mcunas.graph import Graph, Op
-from mcunas.kernels import is_accelerated, is_supported
+from mcunas.tflite.kernels import is_accelerated, is_supported
+from mcunas.tflite.reader import Graph, Op
 
 __all__ = ["HEAVY_OPS", "AuditReport", "audit_graph", "is_float_model"]
 

@@ -42,7 +42,7 @@ TABLE_KEYS = {
     "platformio": ("env", "platform", "board"),
     "serial": ("baud", "hwids"),
 }
-# [power] (read by mcunas/power.py): supply voltage, currents in mA at the profile's clock,
+# [power] (read by mcunas/predict/energy.py): supply voltage, currents in mA at the profile's clock,
 # the stated spread of the active current (90%, %) and the GPIO of the energy marker.
 POWER_KEYS = (
     "supply_v",

@@ -128,7 +128,7 @@ class BoardProfile:
     baud: int = 115200
     hwids: tuple[str, ...] = ()
     latency: dict[str, Any] = field(default_factory=dict)
-    power: dict[str, Any] = field(default_factory=dict)  # [power], see mcunas/power.py
+    power: dict[str, Any] = field(default_factory=dict)  # [power], see mcunas/predict/energy.py
     power_clock_hz: int = 0  # the clock [power] currents are given at (the profile's)
     sources: dict[str, str] = field(default_factory=dict)
     path: str = ""

@@ -4,7 +4,7 @@
 (:mod:`mcunas.predict.suite`) through any :class:`~mcunas.measure.base.Measurer`
 (a board on a port, a rack, the virtual board), stores each whole-model and
 per-op time in the :class:`~mcunas.predict.records.RecordStore`, refits the
-board's kernel tables from the per-op times (:mod:`mcunas.predict.opfit`),
+board's kernel tables from the per-op times (:mod:`mcunas.predict.kernel_fit`),
 states the refitted model's error by K-fold cross-validation over the suite's
 models, and writes the profile into the user boards folder, where every
 later ``profile``, ``search`` and simulator run picks it up.
@@ -51,6 +51,7 @@ class ModelOutcome:
     predicted_ms: float | None = None  # with the board's profile before calibration
     ops: int = 0  # per-op times stored
     error: str | None = None
+    calibration_source: str = ""  # the measurement's stable name, if it has one
 
     @property
     def ok(self) -> bool:
@@ -118,8 +119,8 @@ def calibration_board(board: BoardProfile, virtual: bool) -> BoardProfile:
 
 
 def _predict_before(board: BoardProfile, model: SuiteModel) -> float:
-    from mcunas.graph import read_graph
     from mcunas.predict.latency import predict_latency
+    from mcunas.tflite.reader import read_graph
 
     return predict_latency(read_graph(model.model_bytes), board).ms
 
@@ -144,7 +145,7 @@ class _Deferred:
 def _store_one(
     store: Any, board: BoardProfile, model: SuiteModel, m: Figures, source: str | None
 ) -> int:
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     graph = read_graph(model.model_bytes)
     ops = [(o.index, o.op, o.ms) for o in m.ops]
@@ -159,7 +160,7 @@ def _store_one(
         board.kernels,
         board.clock_hz,
         m.latency_ms,
-        f"calibrate:{source or m.source}",
+        f"calibrate:{source or m.calibration_source or m.source}",
         label=f"suite:{model.name}",
         ops=ops,
     )
@@ -177,7 +178,8 @@ def measure_suite(
     """Measure and store every suite model; a model that fails is recorded and skipped.
 
     ``source`` names where the figures come from in the store (default: the
-    measurement's own, ``board:<port>``); a new measurement of the same model
+    measurement's ``calibration_source``, else its ``source``, ``board:<port>``);
+    a new measurement of the same model
     from the same source replaces the old one.
 
     Raises:
@@ -191,7 +193,9 @@ def measure_suite(
             if m.latency_ms <= 0:
                 raise MeasurementError(f"non-positive latency {m.latency_ms} ms")
             n_ops = _store_one(store, board, model, m, source)
-            outcome = ModelOutcome(model.name, m.latency_ms, predicted, n_ops)
+            outcome = ModelOutcome(
+                model.name, m.latency_ms, predicted, n_ops, calibration_source=m.calibration_source
+            )
         except (CandidateError, MeasurementError, UserError) as exc:
             outcome = ModelOutcome(model.name, predicted_ms=predicted, error=str(exc))
         outcomes.append(outcome)
@@ -206,22 +210,10 @@ def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, fl
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.opfit import cross_validate
-    from mcunas.predict.refit import fit_base, refit_board
+    from mcunas.predict.store_refit import refit_store
 
-    board = fit_base(board)  # the store holds every earlier run: start from the priors
-    rows, ops = store.model_rows(board.name), store.op_records(board.name)
-
-    def graph_of(key: str) -> Any:
-        return _graph(store.model_path(key))
-
-    table = refit_board(board, rows, ops, graph_of)
-    mine = [r for r in rows if r.kernels == board.kernels]
-    cv = cross_validate(
-        board, [o for o in ops if o.kernels == board.kernels], mine, graph_of, folds=CV_FOLDS
-    )
-    return table, error_summary([(p, r.latency_ms) for r, p in cv])
+    fitted = refit_store(board, store, folds=CV_FOLDS)
+    return fitted.table, error_summary([(p, r.latency_ms) for r, p in fitted.cv])
 
 
 def calibrate(
@@ -239,7 +231,7 @@ def calibrate(
         UserError: no model could be measured.
         FatalError: the setup broke.
     """
-    from mcunas.predict.refit import write_user_board
+    from mcunas.predict.board_refit import write_user_board
 
     outcomes = measure_suite(board, measurer, suite, store, progress, source)
     measured = [o for o in outcomes if o.ok]
@@ -249,7 +241,8 @@ def calibrate(
     before = error_summary([(o.predicted_ms, o.measured_ms) for o in measured])
     table, after = refit(board, store)
     path = write_user_board(board, table) if write else None
-    source = source or getattr(measurer, "name", type(measurer).__name__)
+    stable = next((o.calibration_source for o in measured if o.calibration_source), "")
+    source = source or stable or getattr(measurer, "name", type(measurer).__name__)
     return CalibrationResult(board.name, source, outcomes, before, after, table, path)
 
 
@@ -259,8 +252,8 @@ def check_models(
     models: Sequence[tuple[str, bytes]],
 ) -> list[tuple[str, float, float]]:
     """``(name, predicted_ms, true_ms)`` of held-out models against a ground truth."""
-    from mcunas.graph import read_graph
     from mcunas.predict.latency import predict_latency
+    from mcunas.tflite.reader import read_graph
 
     out = []
     for name, data in models:

@@ -53,7 +53,7 @@ def tensorflow_chatter_dropped() -> Iterator[None]:
 
     Everything else TensorFlow writes to standard error is passed on after the block.
     """
-    from mcunas.tflm import capture_fd2
+    from mcunas.tflite.runtime import capture_fd2
 
     log: list[str] = []
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from string import Template
 
 from mcunas.errors import CandidateError
-from mcunas.resolver_ops import RESOLVER_METHODS
+from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 
 __all__ = ["ARRAY_NAME", "model_crc32", "resolver_methods", "write_model_sources"]
 
@@ -105,7 +105,7 @@ def write_model_sources(
         CandidateError: The model uses an op TFLite Micro cannot register.
     """
     if op_names is None:
-        from mcunas.graph import read_graph
+        from mcunas.tflite.reader import read_graph
 
         op_names = read_graph(model_bytes).op_names()
     texts = model_sources(model_bytes, list(op_names))

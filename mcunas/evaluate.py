@@ -64,7 +64,7 @@ def check_runtime_loads(model_bytes: bytes, arena_size: int = HOST_ARENA_BYTES) 
     Raises:
         CandidateError: The runtime crashed while loading the model.
     """
-    from mcunas.tflm import NativeCrash, run_forked
+    from mcunas.tflite.runtime import NativeCrash, run_forked
 
     try:
         run_forked(_load_only, bytes(model_bytes), arena_size)
@@ -84,7 +84,7 @@ def _load_only(model_bytes: bytes, arena_size: int) -> None:
 
 def _crash_hint(model_bytes: bytes) -> str:
     """Name the known cause of a Prepare abort when the graph shows it."""
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     for op in read_graph(model_bytes).ops:
         scale = op.inputs[0].scale if op.inputs and op.inputs[0] is not None else None
@@ -100,7 +100,7 @@ def _load(model_bytes: bytes) -> Any:
     """A TFLite Micro interpreter for ``model_bytes`` (one readable line if it cannot load)."""
     from tflite_micro.python.tflite_micro import runtime
 
-    from mcunas.tflm import capture_fd2, missing_ops_in_log
+    from mcunas.tflite.runtime import capture_fd2, missing_ops_in_log
 
     check_runtime_loads(model_bytes)
     try:

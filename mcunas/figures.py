@@ -60,9 +60,12 @@ class Figures:
     which then carry ``latency_error_pct``, the latency model's stated error.
     For a board measurement in ``--measure hybrid``, ``sim_latency_ms`` keeps
     the simulator's estimate and ``latency_error_pct`` its error against the
-    board. ``reasons`` says why the model cannot run or does not fit the
-    board (empty: it fits). ``details`` holds what a particular source adds
-    (audit, memory methods, stack and static RAM, stage timings).
+    board. ``calibration_source`` is the stable name a calibration stores these
+    figures under when ``source`` (a port) would change from run to run (the
+    virtual device's ``virtual:truth-<seed>``; empty: ``source``). ``reasons``
+    says why the model cannot run or does not fit the board (empty: it fits).
+    ``details`` holds what a particular source adds (audit, memory methods,
+    stack and static RAM, stage timings).
     """
 
     source: str
@@ -81,6 +84,7 @@ class Figures:
     energy_uj: float | None = None
     energy_error_pct: float | None = None
     energy_source: str = ""
+    calibration_source: str = ""
     details: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -23,8 +23,8 @@ from typing import Any
 from mcunas.audit import AuditReport, audit_graph, is_float_model
 from mcunas.errors import ModelError
 from mcunas.figures import Figures, OpTiming
-from mcunas.graph import Graph, load_model_bytes, read_graph
 from mcunas.predict.memory import MemoryEstimate, estimate_memory, live_bytes_per_op
+from mcunas.tflite.reader import Graph, load_model_bytes, read_graph
 
 __all__ = ["ModelProfile", "layer_rows", "load_int8_model", "model_layers", "profile_model"]
 
@@ -66,8 +66,8 @@ class ModelProfile:
 
     @property
     def energy(self) -> Any:
-        """Energy per inference (:class:`mcunas.power.EnergyEstimate`) from the latency estimate."""
-        from mcunas.power import estimate_energy
+        """Energy per inference (:class:`~mcunas.predict.energy.EnergyEstimate`), from latency."""
+        from mcunas.predict.energy import estimate_energy
 
         return estimate_energy(self.latency.ms, self.latency.error_pct, self.board)
 
@@ -77,7 +77,7 @@ class ModelProfile:
         Args:
             model_crc32: str, the model's CRC-32 as the firmware reports it (optional).
         """
-        from mcunas.power import with_energy
+        from mcunas.predict.energy import with_energy
 
         return with_energy(self._figures(model_crc32), self.board)
 
@@ -145,7 +145,7 @@ def layer_rows(graph: Graph, latency: Any) -> list[dict[str, Any]]:
     """One row per op: kind, output shape, MACs, estimated time and error, live arena bytes.
 
     Args:
-        graph: the model's :class:`~mcunas.graph.Graph`.
+        graph: the model's :class:`~mcunas.tflite.reader.Graph`.
         latency: its ``LatencyEstimate`` on the board (per-op estimates).
     """
     est = {o.index: o for o in latency.ops}

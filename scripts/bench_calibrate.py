@@ -68,9 +68,7 @@ def main() -> int:
             truth = GroundTruth.from_seed(seed)
             before = check_models(board, truth, models)
             with open_measurer("virtual", board, truth_seed=seed) as m:
-                res = calibrate(
-                    board, m, load_suite(args.suite), RecordStore(), source=m.calibration_source
-                )
+                res = calibrate(board, m, load_suite(args.suite), RecordStore())
             after = check_models(load_board(args.board), truth, models)
             took = time.perf_counter() - start
         print(

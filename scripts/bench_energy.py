@@ -14,7 +14,7 @@ Tables:
      row's board, current from the other chips).
 
 scripts/bench energy                  # both tables and the medians quoted in the README
-scripts/bench energy --emit-defaults  # also print CORE_UA_PER_MHZ / FAMILY_* for mcunas/power.py
+scripts/bench energy --emit-defaults  # also print CORE_UA_PER_MHZ / FAMILY_* for predict/energy.py
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.graph import read_graph  # noqa: E402
-from mcunas.power import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
-from mcunas.predict.fit import leave_one_board_out, load_calibration  # noqa: E402
+from mcunas.predict.energy import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
 from mcunas.predict.latency import predict_latency  # noqa: E402
+from mcunas.predict.scale_fit import leave_one_board_out, load_calibration  # noqa: E402
+from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ENERGY_CSV = ROOT / "mcunas" / "calibration" / "energy.csv"
 MODELS = ROOT / "mcunas" / "calibration" / "models"
@@ -174,7 +174,7 @@ def tflm_table(rows: list[EnergyRow], chips: dict[str, tuple[str, float]]) -> No
 
 
 def emit_defaults(chips: dict[str, tuple[str, float]], band: float) -> None:
-    """Print the constants of mcunas/power.py fitted on these rows."""
+    """Print the constants of mcunas/predict/energy.py fitted on these rows."""
     by_core: dict[str, list[float]] = defaultdict(list)
     for core, ua in chips.values():
         by_core[core].append(ua)

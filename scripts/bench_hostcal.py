@@ -8,7 +8,7 @@ No microcontroller here, but the host CPU runs the real TensorFlow Lite Micro
 reference kernels (the tflite-micro Python package), so it is treated as a
 board "host-cpu" with kernels = reference and clock 1 GHz (a unit only:
 cycles = ms * 1e6). Models are timed in ``--repeat`` interleaved rounds: in
-each round every model runs in a forked child (:func:`mcunas.tflm.run_forked`,
+each round every model runs in a forked child (:func:`mcunas.tflite.runtime.run_forked`,
 so a TFLM abort is contained): interpreter created, random int8 input,
 warm-up, then one batch of individually timed invokes (``time.perf_counter_ns``).
 Statistic: the median over rounds of each batch's minimum invoke time; the
@@ -16,8 +16,8 @@ spread is (max - min) of those minima over their median. The per-invoke cost
 (Python binding, interpreter loop) is the same statistic on a RESHAPE-only
 model; a single-op model's op time is its time minus that.
 
-The op fit uses the library's own code (RecordStore, opfit.fit_op_tables,
-refit.refit_board, opfit.cross_validate) on the single-op suite models only.
+The op fit uses the library's own code (RecordStore, kernel_fit.fit_op_tables,
+board_refit.refit_board, kernel_fit.cross_validate) on the single-op suite models only.
 The multi-op suite blocks and the 5 real models are held out: they are
 predicted, never fitted. Figures are host timings (a desktop CPU with caches
 and out-of-order execution, not an MCU): they test whether the predictor's
@@ -46,8 +46,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from hostcal_report import op_report, report, summary_line  # noqa: E402
 
-from mcunas.graph import read_graph  # noqa: E402
 from mcunas.predict.records import RecordStore, model_hash  # noqa: E402
+from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ARENA_BYTES = 16 * 1024 * 1024
 SOURCE = "host:tflite-micro-python"
@@ -90,7 +90,7 @@ def host_board() -> Any:
 
 def reshape_model() -> bytes:
     """A RESHAPE-only model: what one invoke costs with (almost) no kernel work."""
-    from mcunas.tflm import build_model
+    from mcunas.tflite.writer import build_model
 
     act = {"dtype": "int8", "scale": 0.05, "zero_point": 0}
     tensors = [
@@ -106,7 +106,7 @@ def reshape_model() -> bytes:
 def _time_in_child(model_bytes: bytes, batches: int, batch_ms: float) -> tuple:
     """(batch minima in ns, all invoke times in ns); runs in a forked child."""
     from mcunas.errors import CandidateError
-    from mcunas.tflm import create_interpreter
+    from mcunas.tflite.runtime import create_interpreter
 
     try:
         interp, log = create_interpreter(model_bytes, ARENA_BYTES)
@@ -141,9 +141,9 @@ def time_model(model_bytes: bytes, batches: int = 5, batch_ms: float = 40.0) -> 
     """Time one model's invoke on the host (in a forked child, so a TFLM abort is contained).
 
     Raises:
-        mcunas.tflm.NativeCrash: the runtime died; CandidateError: it could not load.
+        mcunas.tflite.runtime.NativeCrash: the runtime died; CandidateError: it could not load.
     """
-    from mcunas.tflm import run_forked
+    from mcunas.tflite.runtime import run_forked
 
     return _timing(*run_forked(_time_in_child, bytes(model_bytes), batches, batch_ms))
 
@@ -251,12 +251,12 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
     """Fit on the single-op models' records only; the library's own fit code.
 
     Returns:
-        ``tables`` (opfit.fit_op_tables, scale 1), ``report``, ``refit`` (the
-        ``[latency]`` table ``mcunas calibrate`` would write, refit.refit_board),
-        ``cv`` (opfit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
+        ``tables`` (kernel_fit.fit_op_tables, scale 1), ``report``, ``refit`` (the
+        ``[latency]`` table ``mcunas calibrate`` would write, board_refit.refit_board),
+        ``cv`` (kernel_fit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.predict.opfit import cross_validate, fit_op_tables
-    from mcunas.predict.refit import refit_board
+    from mcunas.predict.board_refit import refit_board
+    from mcunas.predict.kernel_fit import cross_validate, fit_op_tables
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
     single = {model_hash(m.model_bytes) for m in models if m.kind == "single"}
@@ -319,7 +319,7 @@ def measure_all(
     A model the host runtime cannot run is reported, not fatal.
     """
     from mcunas.errors import McunasError
-    from mcunas.tflm import NativeCrash, run_forked
+    from mcunas.tflite.runtime import NativeCrash, run_forked
 
     got: dict[str, tuple[list, list]] = {m.name: ([], []) for m in models}
     failed: dict[str, str] = {}
@@ -402,7 +402,7 @@ def _equal_clock_fit(
     print(summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
     print(
         summary_line(
-            "held-out, refit.refit_board",
+            "held-out, board_refit.refit_board",
             [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
         )
     )

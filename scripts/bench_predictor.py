@@ -23,9 +23,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.graph import read_graph  # noqa: E402
-from mcunas.predict.corefit import core_cycle_ratios, load_runs  # noqa: E402
-from mcunas.predict.fit import (  # noqa: E402
+from mcunas.predict.core_fit import core_cycle_ratios, load_runs  # noqa: E402
+from mcunas.predict.latency import predict_latency  # noqa: E402
+from mcunas.predict.scale_fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     checked_variants,
@@ -39,7 +39,7 @@ from mcunas.predict.fit import (  # noqa: E402
     path_bands,
     summarize,
 )
-from mcunas.predict.latency import predict_latency  # noqa: E402
+from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
 def bare_profile(row) -> BoardProfile:  # noqa: ANN001
@@ -60,7 +60,7 @@ def band_report(bare: list) -> None:  # noqa: ANN001
 
     Stated: the band a bare profile prints today (the defaults were fitted with
     every row). Nested: each row's band from the other boards' errors alone
-    (fit.path_band), so no row sets its own band.
+    (scale_fit.path_band), so no row sets its own band.
     """
     stated = [predict_latency(read_graph(r.row.model), bare_profile(r.row)).error_pct for r in bare]
     nested = [path_band(r.row.path, [o for o in bare if o.row.board != r.row.board]) for r in bare]

@@ -6,7 +6,7 @@ import dataclasses
 from typing import Any
 
 from mcunas.calibrate import error_summary
-from mcunas.graph import read_graph
+from mcunas.tflite.reader import read_graph
 
 
 def err_pct(pred: float, meas: float) -> float:
@@ -108,8 +108,8 @@ def _error_summaries(
     )
     for label, key in (
         ("before: default tables x factor", "before"),
-        ("after: opfit.fit_op_tables", "opfit"),
-        ("after: refit.refit_board (calibrate)", "refit"),
+        ("after: kernel_fit.fit_op_tables", "opfit"),
+        ("after: board_refit.refit_board (calibrate)", "refit"),
     ):
         print(f" {label}")
         for group, ms in (

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from mcunas.audit import audit_graph, is_float_model
 from mcunas.boards import load_board
-from mcunas.graph import read_graph
-from mcunas.tflm import build_model
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.writer import build_model
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 Q = {"scale": 0.05, "zero_point": 0}

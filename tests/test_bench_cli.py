@@ -12,7 +12,7 @@ from mcunas.commands import bench
 from mcunas.csource import model_crc32
 from mcunas.errors import MeasurementError
 from mcunas.measure.virtual_board.project import VirtualProject
-from mcunas.tflm import build_model
+from mcunas.tflite.writer import build_model
 
 
 @pytest.fixture

@@ -15,13 +15,13 @@ from mcunas.calibrate import calibrate, check_models
 from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming
-from mcunas.graph import read_graph
 from mcunas.measure.virtual_board.truth import GroundTruth
 from mcunas.predict import suite as suite_mod
 from mcunas.predict.features import op_features
 from mcunas.predict.records import RecordStore
 from mcunas.predict.suite import build_model, build_suite, load_suite
-from mcunas.tflm import create_interpreter
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.runtime import create_interpreter
 
 CAL_MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 COVERED = {
@@ -161,15 +161,15 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
     # the report predicts each suite model from per-op tables refitted without it,
     # not from the profile's tables (fitted on all of them)
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.refit import board_loo, report_loo
+    from mcunas.predict.board_refit import board_loo, report_loo
+    from mcunas.predict.scale_fit import cached_graph
 
     board, rows, ops = (
         load_board("esp32s3-virtual"),
         store.model_rows("esp32s3-virtual"),
         store.op_records("esp32s3-virtual"),
     )
-    honest = report_loo(board, rows, ops, lambda k: _graph(store.model_path(k)))
+    honest = report_loo(board, rows, ops, lambda k: cached_graph(store.model_path(k)))
     in_sample = board_loo(board, rows)
     assert len(honest) == len(rows) == len(in_sample)
 

@@ -13,9 +13,9 @@ from mcunas.convert import convert_int8, to_inference_model
 from mcunas.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.errors import CandidateError
 from mcunas.evaluate import int8_accuracy, int8_predict, int8_scores, quantize_inputs
-from mcunas.graph import read_graph
-from mcunas.kernels import TFLM_OPS
-from mcunas.resolver_ops import RESOLVER_METHODS
+from mcunas.tflite.kernels import TFLM_OPS
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 
 keras = pytest.importorskip("keras")
 

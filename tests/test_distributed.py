@@ -126,10 +126,10 @@ def test_a_restarted_chief_takes_a_rejoin_from_both_threads_of_one_worker(servic
     service.adopt("w1", "1")  # the trial w1 ran when the chief stopped
     update = {"op": "update", "worker": "w1", "tid": "1", "values": {"train_s": 1.0}}
     assert "unknown worker" in ask(service, **update)["error"]  # the store call: rejoin
-    assert ask(service, **join_request("w1", session="s1"))["ok"]  # the heartbeat got there first
-    assert ask(service, **join_request("w1", session="s1"))["ok"]  # the store call's rejoin
+    assert ask(service, **join_request("w1", token="s1"))["ok"]  # the heartbeat got there first
+    assert ask(service, **join_request("w1", token="s1"))["ok"]  # the store call's rejoin
     assert ask(service, **update)["ok"] and service.connected == 1
-    other = ask(service, **join_request("w1", session="s2"))  # another process, same name
+    other = ask(service, **join_request("w1", token="s2"))  # another process, same name
     assert "already connected" in other["error"]
     assert sum("joined" in n for n in service.notes) == 1
 

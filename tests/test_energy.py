@@ -11,7 +11,7 @@ from mcunas.boards import load_board
 from mcunas.errors import BoardProfileError, ImplausibleFigure, UserError
 from mcunas.figures import Figures
 from mcunas.measure.board import BoardMeasurer
-from mcunas.measure.power_meter import (
+from mcunas.measure.power.meter import (
     MeterError,
     Trace,
     energy_between,
@@ -19,7 +19,7 @@ from mcunas.measure.power_meter import (
     parse_meter,
     run_energy,
 )
-from mcunas.power import (
+from mcunas.predict.energy import (
     CORE_UA_PER_MHZ,
     board_power,
     combine_errors,

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from mcunas import kernels
 from mcunas.errors import ModelError
-from mcunas.graph import read_graph
-from mcunas.tflm import build_model, runtime_has_op
+from mcunas.tflite import kernels
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.runtime import runtime_has_op
+from mcunas.tflite.writer import build_model
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 

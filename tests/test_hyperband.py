@@ -13,6 +13,7 @@ import pytest
 from test_tuner import FakeRunner, make_tuner
 
 from mcunas.search.budgets import Budgets
+from mcunas.search.config import SearchConfig
 from mcunas.search.store import TrialStatus
 from mcunas.search.tuner import WARM_START_ENV, HardwareAwareTuner, SearchFatal
 
@@ -127,9 +128,13 @@ def test_other_strategies_write_no_weights(tmp_path: Path, strategy: str) -> Non
 def test_warm_start_off_trains_every_trial_from_scratch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(WARM_START_ENV, "0")
+    monkeypatch.setenv(WARM_START_ENV, "0")  # the switch a config takes when not given
+    warm = SearchConfig(board="esp32s3").warm_start
+    assert warm is False and SearchConfig(board="esp32s3", warm_start=True).warm_start
     runner = FakeRunner()
-    tuner, store = make_tuner(tmp_path, runner, strategy="hyperband", budgets=Budgets())
+    tuner, store = make_tuner(
+        tmp_path, runner, strategy="hyperband", budgets=Budgets(), warm_start=warm
+    )
     assert tuner.warm_start is False
     tuner.search()
     child = _promoted(store)

@@ -7,7 +7,6 @@ import pytest
 
 from mcunas.boards import load_board
 from mcunas.errors import BoardProfileError, UserError
-from mcunas.graph import read_graph
 from mcunas.predict.coefficients import (
     CORE_FACTORS,
     DEFAULT_CHECKED,
@@ -17,9 +16,11 @@ from mcunas.predict.coefficients import (
     PRIOR_TABLES,
     path_for,
 )
-from mcunas.predict.corefit import core_cycle_ratios, load_runs
+from mcunas.predict.core_fit import core_cycle_ratios, load_runs
 from mcunas.predict.features import op_features
-from mcunas.predict.fit import (
+from mcunas.predict.latency import op_cycles, predict_latency
+from mcunas.predict.microbench import load_microbench, microbench_tables
+from mcunas.predict.scale_fit import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     LooResult,
@@ -34,8 +35,7 @@ from mcunas.predict.fit import (
     predict_row_ms,
     summarize,
 )
-from mcunas.predict.latency import op_cycles, predict_latency
-from mcunas.predict.microbench import load_microbench, microbench_tables
+from mcunas.tflite.reader import read_graph
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 

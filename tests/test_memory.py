@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from mcunas.boards import load_board
-from mcunas.graph import read_graph
 from mcunas.predict.memory import STRUCT_BYTES, estimate_memory
-from mcunas.tflm import create_interpreter, parse_allocations
+from mcunas.tflite.reader import read_graph
+from mcunas.tflite.runtime import create_interpreter, parse_allocations
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 
@@ -63,7 +63,7 @@ def test_struct_table_matches_host_sizes() -> None:
     # The 64-bit sizes in the table must be what the host allocator records.
     data = _load("vww_96_int8")
     interp, _ = create_interpreter(data, 1 << 20)
-    from mcunas.tflm import arena_report
+    from mcunas.tflite.runtime import arena_report
 
     kinds = arena_report(interp).kinds
     for kind, (host_size, _mcu, per_struct) in STRUCT_BYTES.items():
@@ -123,7 +123,7 @@ def test_native_crash_in_runtime_becomes_a_reason(monkeypatch):
 
     from mcunas.boards import load_board
     from mcunas.predict import memory
-    from mcunas.tflm import NativeCrash, run_forked
+    from mcunas.tflite.runtime import NativeCrash, run_forked
 
     with pytest.raises(NativeCrash, match="SIGABRT"):
         run_forked(os.abort)

@@ -118,19 +118,22 @@ def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
     from mcunas.search.result import LOSS_TIE, choose_best
     from mcunas.search.store import TrialRecord, TrialStatus
 
-    def rec(tid, lat, loss):
+    def rec(tid, lat, loss, sram=1000):
         return TrialRecord(
             tid, status=TrialStatus.OK, score=1.0, int8_accuracy=1.0, int8_loss=loss,
-            latency_ms=lat, peak_sram_bytes=1000, model_path="m.tflite",
+            latency_ms=lat, peak_sram_bytes=sram, model_path="m.tflite",
         )  # fmt: skip
 
-    # every candidate scores 100% on a small split: the confident one wins...
-    assert choose_best([rec("small", 1.0, 0.60), rec("big", 9.0, 0.25)]).trial_id == "big"
+    # every candidate on the front scores 100% on a small split: the confident one wins...
+    small = rec("small", 1.0, 0.60, sram=2000)
+    assert choose_best([small, rec("big", 9.0, 0.25)]).trial_id == "big"
     # ...unless the losses tie too: then the faster one
-    close = [rec("small", 1.0, 0.25 + LOSS_TIE / 2), rec("big", 9.0, 0.25)]
+    close = [rec("small", 1.0, 0.25 + LOSS_TIE / 2, sram=2000), rec("big", 9.0, 0.25)]
     assert choose_best(close).trial_id == "small"
     # a trial from before losses were recorded stays in the tie
     assert choose_best([rec("old", 0.5, None), rec("big", 9.0, 0.25)]).trial_id == "old"
+    # a lower loss does not save a model that another is as accurate as and cheaper than
+    assert choose_best([rec("small", 1.0, 0.60), rec("big", 9.0, 0.25)]).trial_id == "small"
 
 
 def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
@@ -144,6 +147,7 @@ def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
         )  # fmt: skip
 
     top, calm = rec("11", 0.992, 5.65, 0.40), rec("13", 0.989, 6.40, 0.30)
+    calm.peak_sram_bytes = 900  # smaller: on the front beside the top
     assert choose_best([top, calm]) is calm
     why = choice_reason([top, calm], calm)
     assert "tied with trial 11 (99.2%, within 0.5 points)" in why
@@ -164,6 +168,7 @@ def test_the_seed_design_is_kept_within_the_tie() -> None:
         )  # fmt: skip
 
     seed, small = rec("0", 1.0, 2.3, 0.09, "seed"), rec("05", 1.0, 0.6, 0.07)
+    small.peak_sram_bytes = 3000  # faster but larger: both on the front
     assert choose_best([seed, small]) is seed
     assert "the --seed-arch design, within 0.5 points of trial 05" in choice_reason(
         [seed, small], seed

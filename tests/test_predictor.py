@@ -10,11 +10,11 @@ from click.testing import CliRunner
 from mcunas.boards import load_board
 from mcunas.commands.predictor import cli
 from mcunas.errors import UserError
-from mcunas.graph import read_graph
+from mcunas.predict.board_refit import fit_op_costs
 from mcunas.predict.features import op_features
 from mcunas.predict.latency import predict_latency
 from mcunas.predict.records import RecordStore
-from mcunas.predict.refit import fit_op_costs
+from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
 
@@ -30,6 +30,7 @@ def test_import_fit_report_round_trip(isolated_home, tmp_path):
     data = tomllib.loads(written.read_text())
     assert data["name"] == "esp32s3" and data["kernels"] == "esp-nn"
     assert data["latency"]["esp-nn"]["error_pct"] == pytest.approx(13.9)
+    assert "esp32s3: esp-nn: scale " in result.output and "error 13.9%" in result.output
     board = load_board("esp32s3")  # the user folder wins over the built-in profile
     assert board.path == str(written)
     plot = tmp_path / "p.png"
@@ -114,8 +115,8 @@ def test_import_refuses_bad_rows_and_stores_nothing(isolated_home, tmp_path, bod
 
 
 def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
-    from mcunas.predict.fit import load_calibration
     from mcunas.predict.records import board_for_row
+    from mcunas.predict.scale_fit import load_calibration
 
     folder = isolated_home / "boards"
     folder.mkdir(parents=True)
@@ -178,10 +179,26 @@ def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp
 
 def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
     from mcunas.errors import BoardProfileError
-    from mcunas.predict.refit import write_user_board
+    from mcunas.predict.board_refit import write_user_board
 
     board = load_board("esp32s3")
     for bad in (4.8e306, float("nan"), -1.0):
         with pytest.raises(BoardProfileError, match="scale must be a positive number"):
             write_user_board(board, {"esp-nn": {"scale": bad}})
     assert not (isolated_home / "boards" / "esp32s3.toml").exists()
+
+
+def test_refit_store_returns_a_typed_refit(isolated_home):
+    from mcunas.predict.store_refit import LibraryFit, refit_store
+
+    store = RecordStore()
+    store.import_csv(CAL / "measurements.csv")
+    fitted = refit_store(load_board("esp32s3"), store, folds=3)
+    assert fitted.board == "esp32s3" and fitted.table["source"].startswith("mcunas predictor fit")
+    esp = next(lib for lib in fitted.libraries if lib.kernels == "esp-nn")
+    assert esp.error_pct == pytest.approx(13.9) and esp.scale and esp.scale > 0
+    assert fitted.cv == ()  # the K-fold refits per-op tables: these rows have none
+    assert LibraryFit("x", None, None).text() == "x: scale -, error not measured"
+    nobody = dataclasses.replace(load_board("esp32s3"), name="nobody")
+    with pytest.raises(UserError, match="No measurements for board 'nobody'"):
+        refit_store(nobody, store)

@@ -17,7 +17,7 @@ from mcunas.cli import cli, main
 from mcunas.errors import CandidateError, ModelError
 from mcunas.measure.base import get_measurer
 from mcunas.profile import profile_model
-from mcunas.tflm import build_model
+from mcunas.tflite.writer import build_model
 
 REPO = Path(__file__).resolve().parent.parent
 MODELS = REPO / "mcunas" / "calibration" / "models"

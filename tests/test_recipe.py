@@ -84,6 +84,7 @@ def test_training_uses_smoothing_and_a_decaying_rate() -> None:
     assert float(model.optimizer._learning_rate(0)) == pytest.approx(0.01)
 
 
+@pytest.mark.slow  # trains a Keras model
 def test_early_stopping_waits_for_the_second_half_of_the_schedule() -> None:
     import keras
 

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import mcunas
-from mcunas.graph import read_graph
 from mcunas.space.reference import LADDER, REFERENCES, reference_hyperparameters
+from mcunas.tflite.reader import read_graph
 
 MODELS = Path(mcunas.__file__).parent / "calibration" / "models"
 

@@ -167,11 +167,12 @@ def test_no_feasible_candidate_says_what_smallest_needs(
         str(tmp_path / "o"),
         "--max-trials",
         "4",
-        "--max-sram-kb",
+        "--max-latency-ms",
         "1",
     )
     assert code == 2
-    assert "No candidate met the limits (peak SRAM <= 1 KB" in err and "smallest need" in err
+    assert "No candidate met the limits (latency <= 1 ms" in err
+    assert "the smallest latency of any design tried is 2.0 ms" in err
     assert fake_runner.trained == []  # none was trained
     assert (tmp_path / "o" / "report.html").is_file()
 

@@ -118,6 +118,7 @@ def _space_of(hps: kt.HyperParameters) -> set:
     }
 
 
+@pytest.mark.slow  # builds every family's Keras model (TensorFlow)
 def test_keras_tuner_discovers_every_conditional_hyperparameter(tmp_path: Path) -> None:
     space = McuSearchSpace((8, 8, 1), 10)
     tuner = kt.RandomSearch(

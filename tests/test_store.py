@@ -2,13 +2,15 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import pytest
 
 from mcunas import files as files_mod
 from mcunas.files import DiskFull, write_file
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
 
 
 def test_round_trip_and_status(tmp_path: Path) -> None:
@@ -112,3 +114,15 @@ def test_store_disk_full_is_fatal(tmp_path: Path) -> None:
     st._db = real
     assert st.get("0").status is TrialStatus.RUNNING
     assert os.path.exists(tmp_path / "trials.sqlite")
+
+
+def test_trial_origin_is_stored_as_its_old_text(tmp_path: Path) -> None:
+    store = TrialStore(tmp_path / "trials.sqlite")
+    store.start_trial("t1", {}, origin=TrialOrigin.SEED)
+    store.start_trial("t2", {}, origin=TrialOrigin.SUPERNET)
+    store.start_trial("t3", {})
+    with closing(sqlite3.connect(tmp_path / "trials.sqlite")) as db:
+        raw = dict(db.execute("SELECT trial_id, origin FROM trials").fetchall())
+    assert raw == {"t1": "seed", "t2": "supernet", "t3": None}  # the values older stores hold
+    origins = {r.trial_id: r.origin for r in TrialStore(tmp_path / "trials.sqlite").trials()}
+    assert origins["t1"] == TrialOrigin.SEED and origins["t2"] == TrialOrigin.SUPERNET

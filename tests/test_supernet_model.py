@@ -71,9 +71,9 @@ def test_a_smaller_kernel_is_the_transformed_centre_of_the_larger(supernet) -> N
 
 def test_the_cost_graph_is_the_converters_graph(tmp_path: Path) -> None:
     from mcunas.convert import convert_int8, import_tensorflow
-    from mcunas.graph import read_graph
     from mcunas.search.isolate import TflmWorker
     from mcunas.supernet.costgraph import subnet_tflite
+    from mcunas.tflite.reader import read_graph
 
     import_tensorflow()
     spec, space = plan_supernet(SHAPE, 3), _space()

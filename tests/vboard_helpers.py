@@ -7,7 +7,7 @@ import contextlib
 from mcunas.boards import load_board
 from mcunas.measure.virtual_board.device import VirtualBoard
 from mcunas.measure.virtual_board.figures import fixed_figures
-from mcunas.tflm import build_model
+from mcunas.tflite.writer import build_model
 
 
 def tiny_int8_model(op: str = "RELU", width: int = 4) -> bytes:

@@ -10,7 +10,8 @@ from mcunas.boards import load_board
 from mcunas.commands import SECONDS
 from mcunas.figures import Figures
 from mcunas.jsontext import dumps
-from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
+from mcunas.measure.board import DEFAULT_TIMEOUT_S
+from mcunas.measure.opener import open_measurer
 from mcunas.measure.ports import check_port
 
 # The firmware project builder; None means mcunas.measure.pio.PioProject. Tests swap in a double.
@@ -107,20 +108,12 @@ def cli(
     model_bytes, _ = load_int8_model(model)
     check_port(port)
     if power:
-        from mcunas.measure.power_meter import parse_meter
+        from mcunas.measure.power.meter import parse_meter
 
         parse_meter(power)  # a misspelt meter fails before any build
-    measurer = BoardMeasurer(
-        board,
-        port=port,
-        flash=not no_flash,
-        timeout_s=timeout_s,
-        project_factory=PROJECT_FACTORY,
-        pio=pio,
-        trace=trace,
-        power=power,
-    )
-    with measurer:
+    options = {"port": port, "flash": not no_flash, "timeout_s": timeout_s, "pio": pio}
+    options |= {"trace": trace, "power": power, "project_factory": PROJECT_FACTORY}
+    with open_measurer("board", board, **options) as measurer:
         m = measurer.measure(model_bytes)
     if as_json:
         click.echo(dumps(m.to_dict()))

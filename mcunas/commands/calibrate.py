@@ -114,9 +114,8 @@ def cli(
     options = {"port": port, "rack": rack_path, "flash": not no_flash, "timeout_s": timeout_s}
     seed = None if truth_seed < 0 else truth_seed
     with open_measurer(kind, board, truth_seed=seed, **options) as measurer:
-        source = getattr(measurer, "calibration_source", None)
         progress = None if as_json else _print_progress
-        result = calibrate(board, measurer, suite, db, progress=progress, source=source)
+        result = calibrate(board, measurer, suite, db, progress=progress)
     _print_result(result, as_json)
 
 

@@ -111,8 +111,8 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
     """Refit boards from the store; write them into the user boards folder."""
     from mcunas.boards import load_board
     from mcunas.errors import UnknownBoard
-    from mcunas.predict.fit import _graph
-    from mcunas.predict.refit import refit_board, write_user_board
+    from mcunas.predict.board_refit import write_user_board
+    from mcunas.predict.store_refit import refit_store
 
     db = _store(store)
     names = [board_name] if board_name else db.boards()
@@ -131,17 +131,9 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
             )
             continue
         fitted += 1
-        rows, ops = db.model_rows(name), db.op_records(name)
-        if not rows and not ops:
-            raise UserError(f"No measurements for board '{name}' in {db.path}")
-        table = refit_board(board, rows, ops, lambda key: _graph(db.model_path(key)))
-        out = write_user_board(board, table)
-        libs = ", ".join(
-            f"{k}: scale {v.get('scale', '-')}, "
-            + (f"error {v['error_pct']}%" if "error_pct" in v else "error not measured")
-            for k, v in table.items()
-            if isinstance(v, dict)
-        )
+        refit = refit_store(board, db)
+        out = write_user_board(board, refit.table)
+        libs = ", ".join(lib.text() for lib in refit.libraries)
         click.echo(f"{name}: {libs} -> {out}")
     if not fitted:
         raise UserError(f"None of the boards in {db.path} has a profile to fit.")
@@ -156,9 +148,10 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
 def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards import load_board
-    from mcunas.predict.fit import _graph, load_calibration, summarize
+    from mcunas.predict.board_refit import report_loo
     from mcunas.predict.records import board_for_row
-    from mcunas.predict.refit import report_loo
+    from mcunas.predict.scale_fit import load_calibration, summarize
+    from mcunas.predict.store_refit import store_graphs
 
     board = load_board(board_name)
     if plot and not Path(plot).expanduser().absolute().parent.is_dir():
@@ -171,7 +164,7 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     if not rows:
         raise UserError(f"No whole-model measurements for board '{board.name}'.")
     ops = db.op_records(board.name) if db is not None else []
-    graph_of = (lambda key: _graph(db.model_path(key))) if db is not None else None
+    graph_of = store_graphs(db) if db is not None else None
     results = report_loo(board, list(rows.values()), ops, graph_of)
     stats = summarize(results)
     click.echo(

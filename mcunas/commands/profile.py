@@ -112,7 +112,7 @@ def _print_profile(model: str, prof: Any) -> None:
 
 def _print_energy(prof: Any) -> None:
     """Energy per inference, and what it means for a battery at one inference a second."""
-    from mcunas.power import board_power
+    from mcunas.predict.energy import board_power
 
     energy, power = prof.energy, board_power(prof.board)
     click.echo(

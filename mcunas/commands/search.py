@@ -15,6 +15,7 @@ from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
+    DEFAULT_FINALISTS,
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
     DEFAULT_SUBNETS,
@@ -127,6 +128,16 @@ are simulator estimates."""
     help="--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
     "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
 )
+@click.option(
+    "--finalists",
+    type=click.IntRange(min=0),
+    default=DEFAULT_FINALISTS,
+    show_default=True,
+    help="Top models of the Pareto front re-trained and re-scored before export "
+    "(k-fold cross-validation under 2,000 training samples, else 3 seeds); the choice "
+    "uses their mean accuracy and its standard error. 0: choose on the search's scores.",
+)
+@click.option("--no-rescore", is_flag=True, help="Same as --finalists 0.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--dataset",
@@ -226,8 +237,12 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
     if overwrite and options["resume"]:
         raise UserError("--overwrite starts over and --resume continues: give one of them.")
     config = _config(ctx, options)
-    if _keras_tuner_worker(config):
-        return
+    import os
+
+    from mcunas.distributed.role import apply_role, role_from_env
+
+    if apply_role(role_from_env(os.environ), config):
+        return  # this process was a worker of a distributed search
     from mcunas.search.api import check_search
 
     check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
@@ -275,46 +290,9 @@ def _workers_wait(config: SearchConfig) -> str:
     )
 
 
-def _keras_tuner_worker(config: SearchConfig) -> bool:
-    """Keras Tuner's distributed variables: be the chief, or run as a worker (True).
-
-    ``KERASTUNER_TUNER_ID`` containing "chief" makes this search the chief on
-    ``KERASTUNER_ORACLE_IP:KERASTUNER_ORACLE_PORT``; any other id makes it a worker
-    of that name, whose own settings the chief checks against its own.
-    """
-    import os
-    import sys
-
-    ip = os.environ.get("KERASTUNER_ORACLE_IP")
-    if not ip:
-        return False
-    port = os.environ.get("KERASTUNER_ORACLE_PORT", "")
-    tuner_id = os.environ.get("KERASTUNER_TUNER_ID", "")
-    if not port or not tuner_id:
-        raise UserError(
-            "KERASTUNER_ORACLE_IP is set: also set KERASTUNER_ORACLE_PORT and KERASTUNER_TUNER_ID"
-        )
-    if "chief" in tuner_id:
-        config.serve = config.serve or f"{ip}:{port}"
-        return False
-    from mcunas.distributed.auth import TLS_CA_ENV, read_pem, worker_token
-    from mcunas.distributed.worker import WorkerSettings, run_worker
-
-    settings = WorkerSettings(
-        f"{ip}:{port}",
-        tuner_id,
-        config.dataset,
-        config.port,
-        config.rack,
-        config=config,
-        token=worker_token(config.token_file),
-        tls_ca=read_pem(os.environ.get(TLS_CA_ENV), TLS_CA_ENV),
-    )
-    run_worker(settings, stream=sys.stderr)
-    return True
-
-
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
+    if options.pop("no_rescore"):
+        options["finalists"] = 0
     options["objectives"] = tuple(o.strip() for o in options["objectives"].split(",") if o.strip())
     families = options.pop("families")
     if families is not None:
@@ -329,28 +307,14 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         return SearchConfig(**options)
     if not options["out"]:
         raise UserError("--resume needs --out: the folder of the search to continue.")
-    from mcunas.search.store import TrialStore
-
-    stored: dict[str, Any] = {}
-    if TrialStore.exists_in(Path(options["out"])):
-        store = TrialStore.open(Path(options["out"]))
-        stored = store.get_meta("config") or {}
-        store.close()
     given = {
-        k for k in options if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
+        k: v
+        for k, v in options.items()
+        if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
     }
-    if not stored:
-        raise UserError(
-            f"Nothing to resume: {options['out']} holds no mcunas search. "
-            "Start one with --board (and this --out)."
-        )
-    merged = {**stored, **{k: options[k] for k in given if k in options}}
-    merged["resume"], merged["out"] = True, options["out"]
-    if "families" in options:
-        merged["families"] = options["families"]
-    if "objectives" not in given and stored.get("objectives"):
-        merged["objectives"] = tuple(stored["objectives"])
-    return SearchConfig.from_dict(merged)
+    if options["finalists"] == 0:
+        given["finalists"] = 0  # --no-rescore
+    return SearchConfig.resumed(options["out"], given)
 
 
 @contextlib.contextmanager

@@ -95,7 +95,7 @@ def reference_cmd(
     model_bytes = _untrained_int8(shape, classes or ref.num_classes, name)
     fit = _fit_text(name, model_bytes, profile) if profile else ""
     from mcunas.files import write_file
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     write_file(Path(out_path), model_bytes)
     graph = read_graph(model_bytes)

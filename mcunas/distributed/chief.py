@@ -77,7 +77,7 @@ class ChiefService:
         self.lock = threading.RLock()
         self.seen: dict[str, float] = {}  # worker -> last heard from (monotonic)
         self.verified: set[str] = set()
-        self.sessions: dict[str, str] = {}  # worker -> the token of the process that joined
+        self.tokens: dict[str, str] = {}  # worker -> the token of the process that joined
         self.owner: dict[str, str] = {}  # running trial -> its worker
         self.alone: AloneWatch | None = None  # set by the session: stop if no worker comes
 
@@ -107,14 +107,14 @@ class ChiefService:
         if why:
             self.note(f"Refused worker {name}: {why}")
             raise McunasError(f"the chief refused this worker: {why}")
-        session = str(payload.get("session") or "")
+        token = str(payload.get("token") or "")
         again = name in self.verified and name in self.seen  # the same process rejoining
-        if again and (not session or self.sessions.get(name) != session):
+        if again and (not token or self.tokens.get(name) != token):
             raise McunasError(f"a worker named {name} is already connected: give --name")
         self.seen[name] = time.monotonic()
         if not again:
             self.verified.add(name)
-            self.sessions[name] = session
+            self.tokens[name] = token
             self.note(f"Worker {name} joined ({len(self.verified)} connected).")
         return {"heartbeat_s": HEARTBEAT_S}
 

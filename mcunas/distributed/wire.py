@@ -134,5 +134,8 @@ def check_serve(config: Any) -> None:
             "measures nothing."
         )
     parse_address(config.serve or "", "--serve")
+    from mcunas.distributed.auth import check_door
+
+    check_door(config)  # token and TLS files, --wait
     if config.worker_timeout_s is not None and config.worker_timeout_s <= 0:
         raise UserError("--worker-timeout must be > 0 seconds")

@@ -76,14 +76,14 @@ class WorkerSettings:
 class _Joined:
     """The connection to the chief: join, rejoin after a chief restart, heartbeats.
 
-    Every join carries this process's session token, so the chief tells a rejoin
+    Every join carries this process's token, so the chief tells a rejoin
     (the heartbeat thread and a trial's store call may both rejoin after a chief
     restart, in either order) from a second process under the same name.
     """
 
     def __init__(self, settings: WorkerSettings, config: SearchConfig, dataset_sha: str) -> None:
         self.settings, self.config, self.dataset_sha = settings, config, dataset_sha
-        self.session = uuid.uuid4().hex
+        self.token = uuid.uuid4().hex
         self.channel = open_channel(settings.connect, settings.token, settings.tls_ca)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -94,7 +94,7 @@ class _Joined:
         request = {
             "op": "join",
             "worker": self.settings.name,
-            "session": self.session,
+            "token": self.token,
             "version": mcunas.__version__,
             "identity_sha256": identity_sha256(self.config.to_dict(), IDENTITY),
             "dataset_sha256": self.dataset_sha,

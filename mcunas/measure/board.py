@@ -23,11 +23,12 @@ from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures, OpTiming
+from mcunas.measure.base import MeasureOptions
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.paths import user_path
-from mcunas.power import board_power, with_energy
+from mcunas.predict.energy import board_power, with_energy
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -99,11 +100,36 @@ class BoardMeasurer:
         pio: str, the PlatformIO executable.
         trace: str | None, log raw serial bytes with timings to this file.
         lister: callable listing serial ports (for ``port="auto"``; tests inject one).
-        power: str | None, a power meter spec (:mod:`mcunas.measure.power_meter`): the
+        power: str | None, a power meter spec (:mod:`mcunas.measure.power.meter`): the
             energy of each measurement is then measured, not estimated.
+        calibration_source: str, the stable name a calibration stores these figures
+            under (the figures' ``calibration_source``; empty: their ``source``).
     """
 
     name = "board"
+
+    @classmethod
+    def open(
+        cls, board: BoardProfile, options: MeasureOptions, stack: contextlib.ExitStack
+    ) -> BoardMeasurer:
+        """One board on ``options.port`` (registered as ``board``).
+
+        Raises:
+            UserError: a port named that does not exist.
+        """
+        from mcunas.measure.ports import check_port
+
+        check_port(options.port)
+        return cls(
+            board,
+            port=options.port,
+            flash=options.flash,
+            timeout_s=options.timeout_s or DEFAULT_TIMEOUT_S,
+            project_factory=options.project_factory,
+            pio=options.pio,
+            trace=options.trace,
+            power=options.power,
+        )
 
     def __init__(
         self,
@@ -118,6 +144,7 @@ class BoardMeasurer:
         trace: str | None = None,
         lister: Lister | None = None,
         power: str | None = None,
+        calibration_source: str = "",
     ) -> None:
         self.board = board
         self.flash = flash
@@ -130,6 +157,7 @@ class BoardMeasurer:
         self._pio = pio
         self._lister = lister
         self.power = power
+        self.calibration_source = calibration_source
         self._meter: Any = None
         self._meter_stack = contextlib.ExitStack()
 
@@ -148,7 +176,7 @@ class BoardMeasurer:
     def _power_meter(self) -> Any:
         """The power meter, opened on first use (None without ``power``)."""
         if self.power and self._meter is None:
-            from mcunas.measure.power_meter import open_meter
+            from mcunas.measure.power.meter import open_meter
 
             supply_v = board_power(self.board).supply_v
             self._meter = self._meter_stack.enter_context(
@@ -209,7 +237,7 @@ class BoardMeasurer:
 
     def _metered(self, figures: Figures, trace: Any, marks: list, runs: int) -> Figures:
         """``figures`` with the meter's energy per inference."""
-        from mcunas.measure.power_meter import run_energy
+        from mcunas.measure.power.meter import run_energy
 
         uj, method = run_energy(trace, marks, runs, self._meter.name)
         details = {**figures.details, "energy_window": method, "meter_samples": len(trace.t_s)}
@@ -274,6 +302,8 @@ class BoardMeasurer:
         build: Any,
         stages: dict[str, float],
     ) -> Figures:
+        static_ram: int | None
+        flash: int | None
         if build is not None:
             static_ram, ram_from = int(build.static_ram_bytes), "elf"
             flash, flash_from = int(build.flash_bytes), "elf"
@@ -314,5 +344,6 @@ class BoardMeasurer:
             flash_bytes=flash,
             model_crc32=result.model_crc32,
             ops=tuple(OpTiming(i, o.op, o.us / 1000.0) for i, o in enumerate(result.ops)),
+            calibration_source=self.calibration_source,
             details=details,
         )

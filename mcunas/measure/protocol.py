@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from mcunas.errors import MeasurementError
 
@@ -253,7 +253,12 @@ def _number(payload: dict[str, Any], key: str, where: str = "") -> float:
     return float(value)
 
 
+@overload
+def _size(payload: dict[str, Any], key: str) -> int: ...
+@overload
+def _size(payload: dict[str, Any], key: str, *, required: bool) -> int | None: ...
 def _size(payload: dict[str, Any], key: str, *, required: bool = True) -> int | None:
+    """A non-negative integer field (``required``: never None)."""
     value = _get(payload, key, int, required=required)
     if value is not None and value < 0:
         raise ProtocolError(f"result: {key} must be >= 0, got {value}")

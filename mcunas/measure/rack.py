@@ -14,6 +14,7 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -25,6 +26,7 @@ from typing import Any
 from mcunas.boards import BoardProfile
 from mcunas.errors import CandidateError, FatalError, McunasError
 from mcunas.figures import Figures
+from mcunas.measure.base import MeasureOptions
 from mcunas.measure.board import DEFAULT_TIMEOUT_S, BoardMeasurer
 from mcunas.measure.rack_file import (
     DEFAULT_MAX_FAILURES,
@@ -104,6 +106,18 @@ class RackMeasurer:
     """
 
     name = "rack"
+
+    @classmethod
+    def open(
+        cls, board: BoardProfile, options: MeasureOptions, stack: contextlib.ExitStack
+    ) -> RackMeasurer:
+        """Every board of ``board``'s profile in the ``rack.toml`` (registered as ``rack``)."""
+        return cls(
+            board,
+            rack=options.rack or "rack.toml",
+            flash=options.flash,
+            timeout_s=options.timeout_s or DEFAULT_TIMEOUT_S,
+        )
 
     def __init__(
         self,

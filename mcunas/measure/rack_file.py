@@ -48,7 +48,7 @@ class RackBoard:
     name: str
     profile: BoardProfile
     port: str
-    power: str | None = None  # a power meter spec (mcunas.measure.power_meter)
+    power: str | None = None  # a power meter spec (mcunas.measure.power.meter)
 
 
 @dataclass(frozen=True)
@@ -119,7 +119,7 @@ def load_rack(path: str | Path) -> Rack:
 
 def _power(entry: dict[str, Any], where: str) -> str | None:
     """The board's power meter spec, checked (not opened) here."""
-    from mcunas.measure.power_meter import MeterError, parse_meter
+    from mcunas.measure.power.meter import MeterError, parse_meter
 
     power = entry.get("power")
     if power is None:

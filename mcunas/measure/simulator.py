@@ -10,11 +10,13 @@ Example::
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from mcunas.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, ModelError
 from mcunas.figures import Figures
+from mcunas.measure.base import MeasureOptions
 
 __all__ = ["SimulatorMeasurer"]
 
@@ -31,6 +33,13 @@ class SimulatorMeasurer:
 
     def __init__(self, board: Any, kernels: str | None = None, **_options: Any) -> None:
         self.board = board.with_kernels(kernels) if kernels else board
+
+    @classmethod
+    def open(
+        cls, board: Any, options: MeasureOptions, stack: contextlib.ExitStack
+    ) -> SimulatorMeasurer:
+        """The simulator for ``board`` (registered as ``simulator``)."""
+        return cls(board, kernels=options.kernels)
 
     def test_connection(self) -> None:
         """Check that the TFLM runtime and the latency model import.

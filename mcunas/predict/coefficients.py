@@ -5,7 +5,7 @@ reference C kernels, ESP-NN's portable C, ESP-NN's ESP32-S3 SIMD assembly,
 CMSIS-NN's DSP-extension (Cortex-M4/M7/M33), Helium (M55/M85) or plain C
 (M0+) builds. Each path has per-variant cycles per unit of work on its
 *anchor core*; another core scales them by a core factor. A path's ``scale``
-(fitted to whole-model measurements, see :mod:`mcunas.predict.fit`) multiplies
+(fitted to whole-model measurements, see :mod:`mcunas.predict.scale_fit`) multiplies
 the lot. Where the figures come from is in each table's ``source``.
 """
 
@@ -74,7 +74,7 @@ _SCALAR = {core: round(2.56 / cm, 3) for core, cm in _COREMARK_PER_MHZ.items()}
 # interpreter's code, the same under every kernel library, so no kernel scale
 # applies to them. Per op: TFLM on this host (scripts/bench hostcal) spends 76.6 ns
 # per op against 0.658 ns per FULLY_CONNECTED MAC, i.e. 116 MACs of the portable-C
-# FC (9.79 LX7 cycles each): 1140 cycles. Per invoke: fitted (fit.fit_dispatch) to
+# FC (9.79 LX7 cycles each): 1140 cycles. Per invoke: fitted (scale_fit.fit_dispatch) to
 # the published hello_world figures of eight boards (three FULLY_CONNECTED ops, 288
 # MACs: almost all overhead; mcunas/calibration/measurements_extra.csv), printed
 # by scripts/bench_predictor.py --emit-defaults.
@@ -116,7 +116,7 @@ CORE_FACTORS: dict[str, dict[str, float]] = {
     "cmsis-nn-c": _SCALAR,
     "esp-nn-s3": {"xtensa-lx7": 1.0},
     # DSP extension: cycles of the same int8 SIMD work against an M4F's, measured
-    # (corefit.core_cycle_ratios): one vendor library, the four MLPerf Tiny models, in
+    # (core_fit.core_cycle_ratios): one vendor library, the four MLPerf Tiny models, in
     # five rounds, on STM32L4R5 (M4F), STM32U575 (M33) and STM32H7A3 (M7). The M7's
     # dual issue gives 0.57 (1.1-1.3x faster per MHz than the M33's 0.83, which CoreMark
     # (4.02 vs 3.42 per MHz) also puts ahead of the M4).
@@ -222,7 +222,7 @@ DEFAULT_SCALES: dict[str, float] = {
     "tflm-ref": 5.4967,  # TFLM's reference conv kernels vs ESP-NN's portable C
 }
 # Stated error of a profile without measurements: a 90% prediction interval of a new
-# board's error (fit.path_band over the leave-one-board-out errors of the same rows:
+# board's error (scale_fit.path_band over the leave-one-board-out errors of the same rows:
 # no row of the board's own informs its prediction). A path seen on few boards leans
 # on its kernel library's spread, so one lucky board does not make a narrow band.
 DEFAULT_ERRORS: dict[str, float] = {
@@ -233,7 +233,7 @@ DEFAULT_ERRORS: dict[str, float] = {
     "esp-nn-s3": 23.8,
     "tflm-ref": 39.0,
 }
-# Variants those errors were measured on (fit.checked_variants of the same rows);
+# Variants those errors were measured on (scale_fit.checked_variants of the same rows);
 # any other variant is stated at 50% at least.
 DEFAULT_CHECKED: dict[str, tuple[str, ...]] = {
     "cmsis-nn-c": ("conv_1x1", "dw_3x3_s1", "dw_3x3_s2", "dw_mult"),

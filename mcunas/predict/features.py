@@ -10,7 +10,7 @@ cost (bias, 32-bit multiplier, shift, clamp) that dominates thin layers.
 
 Example::
 
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
     feats = op_features(read_graph("model.tflite"))
     [(f.op, f.variant, f.units) for f in feats]
 """
@@ -126,7 +126,7 @@ def _is_float(op: Any) -> bool:
 
 
 def classify(op: Any) -> str:
-    """Return the kernel variant of one :class:`mcunas.graph.Op`."""
+    """Return the kernel variant of one :class:`mcunas.tflite.reader.Op`."""
     name = op.name
     opts = op.options or {}
     if name in {"CONV_2D", "TRANSPOSE_CONV", "CONV_3D"}:
@@ -191,7 +191,7 @@ def _units(op: Any, variant: str) -> float:
 
 
 def op_features(graph: Any) -> list[OpFeatures]:
-    """Features of every op of a :class:`mcunas.graph.Graph`, in graph order."""
+    """Features of every op of a :class:`mcunas.tflite.reader.Graph`, in graph order."""
     feats = []
     for op in graph.ops:
         variant = classify(op)

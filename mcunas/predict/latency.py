@@ -1,7 +1,7 @@
 """The latency model: per-op cycles from kernel variant, work and the board.
 
 For each op, with ``p`` the kernel code path the board runs it on (its
-library's optimized kernel if :func:`mcunas.kernels.is_accelerated`, else
+library's optimized kernel if :func:`mcunas.tflite.kernels.is_accelerated`, else
 TFLite Micro's reference kernel)::
 
     cycles = core_factor[p, core] * (scale[p] * (mac[p, variant] * units
@@ -17,7 +17,7 @@ FULLY_CONNECTED, not 4-D indexed ones, as CONV_2D) run at their table cost.
 
 The tables come from :mod:`mcunas.predict.coefficients` (priors) and
 :mod:`mcunas.predict.microbench` (ESP-NN kernel cycles); ``scale`` is fitted
-to whole-model measurements (:mod:`mcunas.predict.fit`). A board profile's
+to whole-model measurements (:mod:`mcunas.predict.scale_fit`). A board profile's
 ``[latency.<kernels>]`` table overrides ``scale``, ``error_pct``,
 ``requant``, ``op_overhead``, ``invoke_overhead``, ``byte`` and, in a
 ``mac`` sub-table, any variant's cycles.
@@ -38,7 +38,6 @@ from functools import lru_cache
 from typing import Any
 
 from mcunas.errors import BoardProfileError
-from mcunas.kernels import is_accelerated
 from mcunas.predict.coefficients import (
     CORE_FACTORS,
     DEFAULT_CHECKED,
@@ -52,6 +51,7 @@ from mcunas.predict.coefficients import (
 )
 from mcunas.predict.features import MAC_VARIANTS, OpFeatures, op_features
 from mcunas.predict.microbench import microbench_tables
+from mcunas.tflite.kernels import is_accelerated
 
 __all__ = [
     "MODEL_VERSION",
@@ -140,7 +140,7 @@ class _Resolved:
 
 
 def _checked(entry: dict[str, Any], path: str) -> frozenset[str]:
-    """Variants the stated error was measured on (see :func:`fit.checked_variants`)."""
+    """Variants the stated error was measured on (see :func:`scale_fit.checked_variants`)."""
     if "checked_variants" in entry:
         if not isinstance(entry["checked_variants"], list):
             raise TypeError("checked_variants must be a list of variant names")
@@ -211,7 +211,7 @@ def split_cycles(feat: OpFeatures, table: PathTable) -> tuple[float, float]:
 
 
 # Keys of :func:`base_cycles` for cycles no path scale multiplies: the per-invoke
-# overhead (fitted on its own, see fit.fit_dispatch) and everything else fixed.
+# overhead (fitted on its own, see scale_fit.fit_dispatch) and everything else fixed.
 INVOKE, FIXED = "invoke", "fixed"
 
 
@@ -254,7 +254,7 @@ def predict_latency(graph: Any, board: Any) -> LatencyEstimate:
     """Estimate one invoke of ``graph`` on ``board`` (its kernel library and clock).
 
     Args:
-        graph: a :class:`mcunas.graph.Graph`.
+        graph: a :class:`mcunas.tflite.reader.Graph`.
         board: a :class:`mcunas.boards.BoardProfile` (use ``with_kernels`` to try
             another kernel library).
 

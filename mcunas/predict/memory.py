@@ -29,10 +29,10 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from mcunas.graph import Graph
-from mcunas.kernels import is_accelerated
 from mcunas.predict.scratch import largest_scratch_bytes
-from mcunas.tflm import (
+from mcunas.tflite.kernels import is_accelerated
+from mcunas.tflite.reader import Graph
+from mcunas.tflite.runtime import (
     ArenaReport,
     NativeCrash,
     arena_report,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from mcunas.errors import UserError
 from mcunas.paths import predictor_store_path
-from mcunas.predict.fit import CalibrationRow, load_calibration
+from mcunas.predict.scale_fit import CalibrationRow, load_calibration
 
 __all__ = ["OpRecord", "RecordStore", "model_hash"]
 

@@ -18,7 +18,7 @@ Formulas mirror the libraries' ``*_get_buffer_size`` / ``*_scratch_size``:
 
 from __future__ import annotations
 
-from mcunas.graph import Graph, Op
+from mcunas.tflite.reader import Graph, Op
 
 __all__ = ["largest_scratch_bytes", "op_scratch_bytes"]
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
-from mcunas.flatnet import FlatNet
 from mcunas.paths import user_path
+from mcunas.tflite.flatnet import FlatNet
 
 __all__ = ["SUITE_SIZES", "SUITE_VERSION", "SuiteModel", "build_suite", "load_suite"]
 

@@ -28,6 +28,7 @@ from mcunas.files import (
 )
 from mcunas.measure.ports import check_port
 from mcunas.search.config import IDENTITY, SearchConfig
+from mcunas.search.nofit import check_budget_floor
 from mcunas.search.progress import Progress
 from mcunas.search.result import SearchResult
 from mcunas.search.store import TrialStore
@@ -67,6 +68,7 @@ def check_search(config: SearchConfig) -> BoardProfile:
     board = load_board(config.board)
     if config.clock_mhz is not None:
         board = board.at_clock(config.clock_mhz)
+    check_budget_floor(config.budgets, board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
     if config.resume and not TrialStore.exists_in(out_dir):
@@ -103,7 +105,7 @@ def run_search(
 
     Returns:
         The :class:`SearchResult` (``best`` is None when no candidate was feasible;
-        ``wall_s`` sums every session of the search).
+        ``wall_s`` sums every resume of the search).
 
     Raises:
         UnknownBoard, DatasetError, UserError: bad input, before any training; the
@@ -134,7 +136,7 @@ def _run_locked(
     failed = discard = False
     try:
         store = _open_store(out_dir, config, threads=bool(config.serve))
-        store.begin_session()
+        store.begin_resume()
         from mcunas.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
@@ -165,7 +167,7 @@ def _run_locked(
         raise
     finally:
         if store is not None:
-            if failed and not discard:  # a failed or interrupted session's time counts too
+            if failed and not discard:  # a failed or interrupted resume's time counts too
                 with contextlib.suppress(McunasError, sqlite3.Error):
                     store.checkpoint_wall()
             store.close()

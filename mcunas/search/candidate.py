@@ -112,6 +112,16 @@ class KerasRunner:
         _quiet_tensorflow()
         _deterministic_tensorflow()
 
+    def for_data(self, dataset: Dataset, seed: int) -> KerasRunner:
+        """A runner of the same space, board, worker and recipe on other data (no board).
+
+        Re-scoring (:mod:`mcunas.search.rescore`) trains finalists on other folds
+        with it: the same build, training, conversion and INT8 scoring as a trial.
+        """
+        return KerasRunner(
+            self.space, dataset, self.board, self.worker, recipe=self.recipe, seed=seed
+        )
+
     @property
     def recipe(self) -> Recipe:
         """How candidates train (planned from the dataset when none was given)."""

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, fields
+import os
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
 from typing import Any
 
 from mcunas.errors import UserError
@@ -12,13 +14,16 @@ from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
 __all__ = [
     "DEFAULT_EPOCHS",
+    "DEFAULT_FINALISTS",
     "DEFAULT_MAX_TRIALS",
     "DEFAULT_SUBNETS",
     "MEASURES",
     "STRATEGIES",
     "SUPERNET_SCHEDULES",
     "SearchConfig",
+    "WARM_START_ENV",
     "default_finetune_epochs",
+    "warm_start_default",
 ]
 
 STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
@@ -34,10 +39,14 @@ SUPERNET_SCHEDULES = ("sandwich", "progressive")
 DEFAULT_MAX_TRIALS = 15
 DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
+# Finalists re-scored before export (--finalists; 0 or --no-rescore: none).
+DEFAULT_FINALISTS = 3
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
 MEASURES = ("simulator", "board", "hybrid")
+# Set to "0" to train Hyperband's promoted trials from scratch (for comparisons).
+WARM_START_ENV = "MCUNAS_WARM_START"
 # Settings that must match when resuming (the rest, e.g. --max-trials, may change).
 IDENTITY = (
     "board",
@@ -60,6 +69,11 @@ IDENTITY = (
     "supernet_schedule",
     "finetune_epochs",
 )
+
+
+def warm_start_default() -> bool:
+    """``warm_start`` when not given: on unless ``MCUNAS_WARM_START`` is "0"."""
+    return os.environ.get(WARM_START_ENV, "1").strip() != "0"
 
 
 def default_finetune_epochs(epochs: int) -> int:
@@ -105,6 +119,10 @@ class SearchConfig:
     token_file: str | None = None  # chief: the shared token workers must show
     tls_cert: str | None = None  # chief: TLS certificate (PEM)
     tls_key: str | None = None  # chief: TLS private key (PEM)
+    # Hyperband's promoted trials start from their parent's weights (no flag: the
+    # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
+    warm_start: bool = field(default_factory=warm_start_default)
+    finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -159,6 +177,33 @@ class SearchConfig:
             clean["objectives"] = tuple(clean["objectives"])
         return cls(**clean)
 
+    @classmethod
+    def resumed(cls, out: str, given: dict[str, Any]) -> SearchConfig:
+        """The settings of the search in ``out``, with the ``given`` options over them.
+
+        ``given`` holds only the options the user set (the rest keep the stored
+        values); a ``MCUNAS_WARM_START`` in the environment counts as given.
+
+        Raises:
+            UserError: ``out`` holds no mcunas search.
+        """
+        from mcunas.search.store import TrialStore
+
+        stored: dict[str, Any] = {}
+        if TrialStore.exists_in(Path(out)):
+            store = TrialStore.open(Path(out))
+            stored = store.get_meta("config") or {}
+            store.close()
+        if not stored:
+            raise UserError(
+                f"Nothing to resume: {out} holds no mcunas search. "
+                "Start one with --board (and this --out)."
+            )
+        merged = {**stored, **given, "resume": True, "out": out}
+        if WARM_START_ENV in os.environ:
+            merged["warm_start"] = warm_start_default()
+        return cls.from_dict(merged)
+
     def _check_seed_arch(self) -> None:
         from mcunas.space.reference import get_reference
 
@@ -205,6 +250,8 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
+        if self.finalists < 0:
+            raise UserError("--finalists must be 0 (no re-scoring) or more.")
         if self.max_trials < 1 or self.epochs < 1:
             raise UserError("--max-trials and --epochs must be at least 1.")
         if self.max_draws is not None and self.max_draws < self.max_trials:
@@ -216,11 +263,11 @@ class SearchConfig:
             from mcunas.distributed.wire import check_serve
 
             check_serve(self)
-        door = (self.token_file, self.tls_cert, self.tls_key, self.wait_s)
-        if self.serve is not None or any(door):
-            from mcunas.distributed.auth import check_door
-
-            check_door(self)
+        door = {"token-file": self.token_file, "tls-cert": self.tls_cert}
+        door.update({"tls-key": self.tls_key, "wait": self.wait_s})
+        if self.serve is None and any(door.values()):
+            given = ", ".join(f"--{k}" for k, v in door.items() if v)
+            raise UserError(f"{given}: only with --serve (the chief's options)")
         for name in (
             "max_latency_ms",
             "max_sram_kb",

@@ -37,7 +37,7 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
     if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
         raise ModelError(f"Model file {src} changed since trial {best.trial_id} recorded it.")
     from mcunas.csource import write_model_sources
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
 
     dest = Path(out_dir) / "best"
     write_file(dest / "model.tflite", model_bytes)

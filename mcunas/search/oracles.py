@@ -10,7 +10,8 @@
 - ``hyperband``: :class:`keras_tuner.oracles.HyperbandOracle` with ``max_epochs``
   = ``--epochs``; a promoted trial starts from its parent's weights and trains
   epochs ``tuner/initial_epoch`` to ``tuner/epochs`` (see
-  :mod:`mcunas.search.tuner`; ``MCUNAS_WARM_START=0`` retrains from scratch).
+  :mod:`mcunas.search.tuner`; ``SearchConfig.warm_start`` off, e.g. by
+  ``MCUNAS_WARM_START=0``, retrains from scratch).
   ``--max-trials`` caps it.
 - ``evolution``: :class:`AgingEvolutionOracle` below (Real et al., "Regularized
   Evolution for Image Classifier Architecture Search", AAAI 2019).
@@ -212,15 +213,22 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
     def populate_space(trial_id: str) -> dict[str, Any]:
         done = [oracle.trials[t] for t in sorted(oracle.trials, key=_creation_order)]
         rung = len(done)
-        seeds_refused = all(
-            t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
-            for i, t in enumerate(done)
-        )
-        if rung < len(ladder) and seeds_refused:
+        if rung < len(ladder) and _all_refused(done, ladder):
             return {"status": trial_module.TrialStatus.RUNNING, "values": dict(ladder[rung])}
-        return own(trial_id)
+        return own(trial_id)  # past the ladder (every rung refused): the oracle's own draws
 
     oracle.populate_space = populate_space
+
+
+def _all_refused(done: list[Any], ladder: list[dict[str, Any]]) -> bool:
+    """True while trial ``i`` of ``done`` is rung ``i`` of ``ladder`` and was refused.
+
+    ``done`` must not be longer than ``ladder``.
+    """
+    return all(
+        t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
+        for i, t in enumerate(done)
+    )
 
 
 def _creation_order(trial_id: str) -> tuple[int, str]:

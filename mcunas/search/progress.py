@@ -46,7 +46,7 @@ class Progress:
 
     @property
     def elapsed_s(self) -> float:
-        """Seconds since this search session started."""
+        """Seconds since this resume of the search started."""
         return self.clock() - self.started
 
     def time_up(self) -> bool:

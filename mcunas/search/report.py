@@ -34,7 +34,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=100)
     if ok:
         sc = ax.scatter(
-            [r.latency_ms for r in ok],
+            [r.latency_ms or 0.0 for r in ok],
             [100 * (r.int8_accuracy or 0) for r in ok],
             c=[(r.peak_sram_bytes or 0) / 1024 for r in ok],
             cmap="viridis",
@@ -46,7 +46,7 @@ def plot_pareto(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
         _error_bars(ax, ok)
         fr = sorted(front, key=lambda r: r.latency_ms or 0)
         ax.plot(
-            [r.latency_ms for r in fr],
+            [r.latency_ms or 0.0 for r in fr],
             [100 * (r.int8_accuracy or 0) for r in fr],
             "o--",
             mfc="none",
@@ -85,11 +85,12 @@ def plot_energy(records: Sequence[TrialRecord], front: Sequence[TrialRecord], ti
     if ok:
         acc = [100 * (r.int8_accuracy or 0) for r in ok]
         err = [(r.energy_uj or 0) * (r.energy_error_pct or 0) / 100 for r in ok]
-        ax.errorbar([r.energy_uj for r in ok], acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
-        ax.scatter([r.energy_uj for r in ok], acc, s=36, label="feasible trials")
+        uj = [r.energy_uj or 0.0 for r in ok]  # every one set: ok holds trials with energy
+        ax.errorbar(uj, acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
+        ax.scatter(uj, acc, s=36, label="feasible trials")
         on_front = sorted((r for r in front if r.energy_uj), key=lambda r: r.energy_uj or 0)
         ax.plot(
-            [r.energy_uj for r in on_front],
+            [r.energy_uj or 0.0 for r in on_front],
             [100 * (r.int8_accuracy or 0) for r in on_front],
             "o--",
             mfc="none",
@@ -198,10 +199,10 @@ def _kb(v: int | None) -> str:
     return "" if v is None else f"{v / 1024:.1f}"
 
 
-def _sessions(summary: dict) -> str:
-    """`` over 2 sessions (this one 40 s)`` for a resumed search, else nothing."""
+def _resumes(summary: dict) -> str:
+    """`` over 2 resumes (this one 40 s)`` for a resumed search, else nothing."""
     n, this = summary.get("sessions") or 1, summary.get("session_wall_s")
-    return "" if n < 2 or this is None else f" over {n} sessions (this one {this:.0f} s)"
+    return "" if n < 2 or this is None else f" over {n} resumes (this one {this:.0f} s)"
 
 
 def _table(records: Sequence[TrialRecord]) -> str:
@@ -293,7 +294,7 @@ User budgets: {esc(summary["budgets_text"])}.</p>
 <p>Strategy {esc(summary["strategy"])}, dataset {esc(summary["dataset"])}, {counts}
 ({summary["draws"]["trained"]} trained of {summary["draws"]["drawn"]} drawn, cap
 {summary["draws"]["cap"]});
-wall time {summary["wall_s"]:.0f} s{_sessions(summary)}; training time spent on infeasible
+wall time {summary["wall_s"]:.0f} s{_resumes(summary)}; training time spent on infeasible
 candidates: {summary["infeasible_train_s"]:.1f} s. {esc(summary.get("stopped_reason") or "")}</p>
 <p><b>Chosen model:</b> {best_txt}</p>
 <p>{esc(summary.get("test_text") or NO_TEST)}</p>

@@ -18,15 +18,24 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.boards import BoardProfile
+from mcunas.search.choice import (
+    ACCURACY_TIE,
+    LOSS_TIE,
+    choice_reason,
+    choose_best,
+    chosen_by,
+    front_of,
+    tie_width,
+    trial_points,
+)
 from mcunas.search.config import SearchConfig
+from mcunas.search.finalists import RESCORE_META, rescored_choice
+from mcunas.search.nofit import no_feasible_message
 from mcunas.search.pareto import (
-    DEFAULT_OBJECTIVES,
     Point,
     hypervolume,
     normalized_hypervolume,
     objectives_text,
-    pareto_front,
-    record_point,
     reference_point,
 )
 from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
@@ -38,84 +47,14 @@ __all__ = [
     "SearchResult",
     "choice_reason",
     "choose_best",
+    "chosen_by",
     "compute_result",
     "front_of",
     "infeasible_train_s",
+    "no_feasible_message",
+    "tie_width",
     "trial_points",
 ]
-
-# Scores this close to the top count as a tie (0.5 percentage points is under two
-# samples of digits' 360-sample validation split)...
-ACCURACY_TIE = 0.005
-# ...and among those, INT8 validation cross-entropies this close to the lowest (in
-# nats: about 2% more probability on the right class). A small validation split
-# often scores several candidates 100%; the loss still tells them apart.
-LOSS_TIE = 0.02
-
-
-def trial_points(
-    records: Sequence[TrialRecord], objectives: Sequence[str] = DEFAULT_OBJECTIVES
-) -> list[Point]:
-    """Objective-space points of the feasible (``ok``) trials."""
-    return [record_point(r, objectives) for r in records if r.status == TrialStatus.OK]
-
-
-def front_of(
-    records: Sequence[TrialRecord], objectives: Sequence[str] = DEFAULT_OBJECTIVES
-) -> list[TrialRecord]:
-    """The feasible trials on the Pareto front, most accurate first."""
-    by_id = {r.trial_id: r for r in records}
-    return [by_id[p.key] for p in pareto_front(trial_points(records, objectives))]
-
-
-def choose_best(records: Sequence[TrialRecord]) -> TrialRecord | None:
-    """The feasible trial with the highest score.
-
-    Scores within :data:`ACCURACY_TIE` of the top tie. If the ``--seed-arch``
-    design (or a smaller variant of it) is among them, the choice stays with it:
-    a searched candidate has to beat the known design by more than validation
-    noise. Among the rest, the ones whose INT8 validation loss is within
-    :data:`LOSS_TIE` of the lowest stay tied (a trial without a recorded loss
-    stays too); of these the lowest latency wins, then the lowest peak SRAM,
-    then the higher score (a Hyperband round often re-trains the same
-    architecture: same costs, better accuracy).
-    """
-    ok = [r for r in records if r.feasible and r.model_path]
-    if not ok:
-        return None
-    top = max(r.score or 0.0 for r in ok)
-    near = [r for r in ok if (r.score or 0.0) >= top - ACCURACY_TIE]
-    near = [r for r in near if r.origin == "seed"] or near
-    losses = [r.int8_loss for r in near if r.int8_loss is not None]
-    if losses:
-        near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
-    return min(
-        near,
-        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
-    )
-
-
-def choice_reason(records: Sequence[TrialRecord], best: TrialRecord) -> str | None:
-    """Why ``best`` was chosen over a higher-scoring trial, or None if it scored highest."""
-    ok = [r for r in records if r.feasible and r.model_path]
-    top = max(ok, key=lambda r: (r.score or 0.0, -(r.latency_ms or 0.0)), default=None)
-    if top is None or top is best:
-        return None
-    tied = f"within {100 * ACCURACY_TIE:g} points of trial {top.trial_id} "
-    tied += f"({100 * (top.score or 0):.1f}%)"
-    if best.origin == "seed":
-        return f"the --seed-arch design, {tied}: a candidate must beat it by more"
-    if (top.score or 0.0) <= (best.score or 0.0):
-        return None
-    why = f"tied with trial {top.trial_id} ({100 * (top.score or 0):.1f}%, within "
-    why += f"{100 * ACCURACY_TIE:g} points)"
-    if (
-        best.int8_loss is not None
-        and top.int8_loss is not None
-        and best.int8_loss < top.int8_loss - LOSS_TIE
-    ):
-        return f"{why}; lower INT8 validation loss ({best.int8_loss:.3f} vs {top.int8_loss:.3f})"
-    return f"{why}; faster ({best.latency_ms or 0:.2f} vs {top.latency_ms or 0:.2f} ms)"
 
 
 def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
@@ -163,14 +102,16 @@ class SearchResult:
     front: list[TrialRecord]
     best: TrialRecord | None
     hypervolume: dict[str, Any]
-    wall_s: float  # every session of this search (first run and resumes)
-    session_wall_s: float | None = None  # this session only
-    sessions: int = 1
+    wall_s: float  # every resume of this search (the first run counted)
+    resume_wall_s: float | None = None  # this resume only
+    resumes: int = 1
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
     test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
     layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
+    chosen_by: str | None = None  # the rule that chose ``best``, in a few words
+    rescore: dict[str, Any] | None = None  # the re-scored finalists (mcunas.search.rescore)
 
     def test_text(self) -> str | None:
         """The chosen model's test accuracy line, when the dataset has a test split."""
@@ -225,12 +166,14 @@ class SearchResult:
             "counts": self.counts(),
             "draws": self.draws(),
             "wall_s": round(self.wall_s, 2),
-            "session_wall_s": round(self.session_wall_s or 0.0, 2),
-            "sessions": self.sessions,
+            "session_wall_s": round(self.resume_wall_s or 0.0, 2),
+            "sessions": self.resumes,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "stopped_reason": self.stopped_reason,
             "hypervolume": self.hypervolume,
             "best": None if self.best is None else self.best.to_dict(),
+            "chosen_by": self.chosen_by,
+            "rescore": self.rescore,
             "estimate_note": estimate_note(self.trials),
             "test": self.test,
             "test_text": self.test_text(),
@@ -242,8 +185,8 @@ class SearchResult:
         """The terminal summary: counts and time, the front, the hypervolume, the choice."""
         counts = ", ".join(f"{v} {k}" for k, v in self.counts().items())
         wall = f"{self.wall_s:.0f} s"
-        if self.sessions > 1 and self.session_wall_s is not None:
-            wall += f" over {self.sessions} sessions (this session {self.session_wall_s:.0f} s)"
+        if self.resumes > 1 and self.resume_wall_s is not None:
+            wall += f" over {self.resumes} resumes (this one {self.resume_wall_s:.0f} s)"
         stopped = f" ({self.stopped_reason})" if self.stopped_reason else ""
         d = self.draws()
         drawn = (
@@ -256,8 +199,9 @@ class SearchResult:
             f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
         ]
         if self.best is not None:
-            reason = choice_reason(self.trials, self.best)
-            lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), reason))
+            if self.rescore:
+                lines.append("\n" + self.rescore["text"])
+            lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), self.chosen_by))
             if self.test_text():
                 lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")
@@ -272,12 +216,14 @@ class SearchResult:
             "counts": self.counts(),
             "draws": self.draws(),
             "best": None if self.best is None else self.best.to_dict(),
+            "chosen_by": self.chosen_by,
+            "rescore": self.rescore,
             "front": [r.to_dict() for r in self.front],
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "wall_s": round(self.wall_s, 2),
-            "session_wall_s": _round(self.session_wall_s),
-            "sessions": self.sessions,
+            "session_wall_s": _round(self.resume_wall_s),
+            "sessions": self.resumes,
             "stopped_reason": self.stopped_reason,
             "message": self.message,
             "test": self.test,
@@ -290,11 +236,11 @@ def compute_result(
 ) -> SearchResult:
     """Read the store once and compute the front, the chosen model and the hypervolume.
 
-    The wall time is the store's: every session of this search, written back to it.
+    The wall time is the store's: every resume of this search, written back to it.
     """
     wall_s = store.checkpoint_wall()
     records = store.trials()
-    best = choose_best(records)
+    best, rule, rescore = _choice(store, records, config)
     return SearchResult(
         out_dir=Path(config.out or "."),
         board=board,
@@ -304,28 +250,24 @@ def compute_result(
         best=best,
         hypervolume=_hypervolume(trial_points(records, config.objectives), config, board),
         wall_s=wall_s,
-        session_wall_s=wall_s - store.earlier_wall_s,
-        sessions=max(1, store.sessions),
+        resume_wall_s=wall_s - store.earlier_wall_s,
+        resumes=max(1, store.resumes),
         stopped_reason=stopped,
         message=None if best else no_feasible_message(records, config, board),
+        chosen_by=rule,
+        rescore=rescore,
     )
 
 
-def no_feasible_message(
-    records: Sequence[TrialRecord], cfg: SearchConfig, board: BoardProfile
-) -> str:
-    """Say that nothing was feasible, and what the smallest candidates seen need."""
-    seen = [r for r in records if r.peak_sram_bytes is not None]
-    head = f"No candidate met the limits ({cfg.budgets.describe()}; board {board.name})"
-    if not seen:
-        return head + ", and none got as far as a cost estimate: see the trial reasons."
-    lat = min(seen, key=lambda r: r.latency_ms or 0.0)
-    sram = min(seen, key=lambda r: r.peak_sram_bytes or 0)
-    flash = min(seen, key=lambda r: r.flash_bytes or 0)
-    return (
-        f"{head}. Of {len(seen)} candidates costed, the smallest need "
-        f"{lat.latency_ms:.2f} ms latency (trial {lat.trial_id}), "
-        f"{(sram.peak_sram_bytes or 0) / 1024:.1f} KB peak SRAM (trial {sram.trial_id}), "
-        f"{(flash.flash_bytes or 0) / 1024:.1f} KB flash (trial {flash.trial_id}). "
-        "Relax the budgets or search smaller families."
-    )
+def _choice(
+    store: TrialStore, records: Sequence[TrialRecord], config: SearchConfig
+) -> tuple[TrialRecord | None, str | None, dict[str, Any] | None]:
+    """The chosen trial, the rule that chose it, and the re-scored finalists (if any)."""
+    best = choose_best(records, config.objectives)
+    if best is None:
+        return None, None, None
+    if config.finalists > 0:
+        rescored = rescored_choice(records, config.objectives, store.get_meta(RESCORE_META))
+        if rescored is not None:
+            return rescored
+    return best, chosen_by(records, best, config.objectives), None

@@ -115,6 +115,9 @@ class SearchSession:
             tuner = self._tuner(oracle, space, runner, progress, seeds)
             self._reconcile(oracle)
             tuner.search()
+            from mcunas.search.rescore import rescore_finalists
+
+            rescore_finalists(cfg, self.store, space, runner, self.dataset, progress)
         except SearchFatal as exc:
             raise exc.error from None
         except RuntimeError as exc:  # keras-tuner's own stop conditions
@@ -145,6 +148,7 @@ class SearchSession:
             "debug": self.debug,
             "objectives": cfg.objectives,
             "seeds": seeds,
+            "warm_start": cfg.warm_start,
         }
         return HardwareAwareTuner(oracle, space, **{**settings, **options})
 
@@ -219,7 +223,8 @@ class SearchSession:
             result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
-            context = {**self._context(), "test": result.test}
+            context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
+            context["rescore"] = result.rescore
             result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
         result.paths["store"] = str(self.store.path)
         return result

@@ -30,7 +30,14 @@ from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import storage_errors, write_file
 
-__all__ = ["TrialRecord", "TrialStatus", "TrialStore", "figure_columns", "record_from_dict"]
+__all__ = [
+    "TrialOrigin",
+    "TrialRecord",
+    "TrialStatus",
+    "TrialStore",
+    "figure_columns",
+    "record_from_dict",
+]
 
 STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
@@ -48,6 +55,13 @@ class TrialStatus(enum.StrEnum):
     SCREENED = "screened"  # a subnet scored with inherited supernet weights, not fine-tuned
 
 
+class TrialOrigin(enum.StrEnum):
+    """Where a trial's architecture came from (no origin: the search's own proposal)."""
+
+    SEED = "seed"  # a --seed-arch design: a tuner trial drawing it, or a supernet reference rung
+    SUPERNET = "supernet"  # a subnet of the trained supernet
+
+
 @dataclass
 class TrialRecord:
     """One row of the store (every field but ``trial_id`` may be empty)."""
@@ -55,7 +69,7 @@ class TrialRecord:
     trial_id: str
     hyperparameters: dict[str, Any] = field(default_factory=dict)
     family: str | None = None
-    origin: str | None = None  # "seed": a --seed-arch rung; "supernet": a subnet
+    origin: str | None = None  # a TrialOrigin value (stored as its text), or None
     status: TrialStatus = TrialStatus.RUNNING
     reason: str | None = None
     description: str | None = None
@@ -165,7 +179,7 @@ class TrialStore:
                     raise
                 raise UserError(f"{self.path} is not an mcunas trial store ({exc})") from None
         self._set_meta_default("schema_version", SCHEMA_VERSION)
-        self._session_start: float | None = None
+        self._resume_start: float | None = None
         self._wall_before = 0.0
 
     def _add_missing_columns(self) -> None:
@@ -220,43 +234,46 @@ class TrialStore:
         rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
         return default if not rows else json.loads(rows[0][0])
 
-    # --- wall time over sessions ---------------------------------------
-    def begin_session(self) -> None:
-        """Start this session's clock; its time is added to the run's ``wall_s`` meta.
+    # --- wall time over resumes (the first run counts as one) ----------
+    def begin_resume(self) -> None:
+        """Start this resume's clock; its time is added to the search's ``wall_s`` meta.
+
+        A resume is one stretch of running: the first run is the first resume.
 
         The total is written after every finished trial (and by :meth:`checkpoint_wall`),
         so a search killed with ``kill -9`` loses at most the time since its last trial.
         """
         self._wall_before = float(self.get_meta("wall_s", 0.0) or 0.0)
-        self._session_start = time.monotonic()
+        self._resume_start = time.monotonic()
+        # the meta key keeps its first name, so that older stores resume
         self.set_meta("sessions", int(self.get_meta("sessions", 0) or 0) + 1)
 
     @property
     def earlier_wall_s(self) -> float:
-        """Wall time of the earlier sessions, as read by :meth:`begin_session`."""
+        """Wall time of the earlier resumes, as read by :meth:`begin_resume`."""
         return self._wall_before
 
     @property
-    def session_wall_s(self) -> float:
-        """Seconds since :meth:`begin_session` (0 before it)."""
-        return 0.0 if self._session_start is None else time.monotonic() - self._session_start
+    def resume_wall_s(self) -> float:
+        """Seconds since :meth:`begin_resume` (0 before it)."""
+        return 0.0 if self._resume_start is None else time.monotonic() - self._resume_start
 
     @property
     def wall_s(self) -> float:
-        """Wall time of every session of this search, this one up to now."""
-        if self._session_start is None:
+        """Wall time of every resume of this search, this one up to now."""
+        if self._resume_start is None:
             return float(self.get_meta("wall_s", 0.0) or 0.0)
-        return self._wall_before + self.session_wall_s
+        return self._wall_before + self.resume_wall_s
 
     @property
-    def sessions(self) -> int:
-        """How many sessions (first run and resumes) this search has had."""
+    def resumes(self) -> int:
+        """How many resumes (the first run counted) this search has had."""
         return int(self.get_meta("sessions", 0) or 0)
 
     def checkpoint_wall(self) -> float:
         """Write the run's total wall time so far into the ``wall_s`` meta; return it."""
         total = self.wall_s
-        if self._session_start is not None:
+        if self._resume_start is not None:
             self.set_meta("wall_s", total)
         return total
 

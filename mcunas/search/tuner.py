@@ -36,7 +36,7 @@ from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.config import DRAWS_PER_TRIAL
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -148,7 +148,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         epochs: int, training epochs (Hyperband's ``tuner/epochs`` wins).
         seed: int, base seed; trial ``i`` uses ``seed + i``.
         warm_start: bool | None, Hyperband's promoted trials start from their parent's
-            weights (default: True unless the environment sets ``MCUNAS_WARM_START=0``).
+            weights (``SearchConfig.warm_start``; default True).
             Runners without ``save_weights``/``load_weights`` always train from scratch.
         max_draws: int | None, candidates drawn at most (default ``DRAWS_PER_TRIAL`` x the
             oracle's ``max_trials``): a draw refused before training is drawn again, so
@@ -176,7 +176,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         models_dir: Path,
         epochs: int,
         seed: int = 0,
-        warm_start: bool | None = None,
+        warm_start: bool = True,
         max_draws: int | None = None,
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,
@@ -237,7 +237,7 @@ class HardwareAwareTuner(keras_tuner.Tuner):
         tid = trial.trial_id
         self.abandoned.discard(tid)  # given to this worker again (after a chief restart)
         values = dict(trial.hyperparameters.values)
-        origin = "seed" if any(values.items() <= s.items() for s in self.seeds) else None
+        origin = TrialOrigin.SEED if any(values.items() <= s.items() for s in self.seeds) else None
         self.store.start_trial(
             tid, values, family=values.get("family"), started_at=time.time(), origin=origin
         )

@@ -29,12 +29,11 @@ import keras_tuner
 
 from mcunas.errors import FatalError, describe
 from mcunas.files import storage_errors
+from mcunas.search.config import WARM_START_ENV
 from mcunas.search.store import TrialStore
 
 __all__ = ["WARM_START_ENV", "WEIGHTS_SUFFIX", "Start", "WarmStart"]
 
-# Set to "0" to train Hyperband's promoted trials from scratch (for comparisons).
-WARM_START_ENV = "MCUNAS_WARM_START"
 # A Hyperband parent's weights: models/trial_<id>.weights.npz.
 WEIGHTS_SUFFIX = ".weights.npz"
 
@@ -62,14 +61,12 @@ class WarmStart:
             optional: without them every trial trains from scratch).
         store: TrialStore, for the parent's ``epochs_run`` and descriptions.
         models_dir: the run's models folder.
-        enabled: None reads ``MCUNAS_WARM_START`` (on unless "0").
+        enabled: keep and load parents' weights (``SearchConfig.warm_start``).
     """
 
     def __init__(
-        self, runner: Any, store: TrialStore, models_dir: Path, enabled: bool | None = None
+        self, runner: Any, store: TrialStore, models_dir: Path, enabled: bool = True
     ) -> None:
-        if enabled is None:
-            enabled = os.environ.get(WARM_START_ENV, "1").strip() != "0"
         self.runner, self.store, self.models_dir, self.enabled = runner, store, models_dir, enabled
 
     def weights_path(self, trial_id: str) -> Path:

@@ -11,8 +11,8 @@ always comes from the real conversion of the trained weights.
 
 from __future__ import annotations
 
-from mcunas.flatnet import FlatNet
 from mcunas.supernet.spec import SHRINK_FROM, Subnet, SupernetSpec
+from mcunas.tflite.flatnet import FlatNet
 
 __all__ = ["subnet_tflite"]
 
@@ -39,7 +39,7 @@ def subnet_tflite(spec: SupernetSpec, net: Subnet) -> bytes:
 
 def _downsample(g: FlatNet, x: int, factor: int) -> int:
     _, h, w, _ = g.shape(x)
-    pool = tuple(factor if side >= SHRINK_FROM else 1 for side in (h, w))
+    pool = (factor if h >= SHRINK_FROM else 1, factor if w >= SHRINK_FROM else 1)
     if factor == 1 or pool == (1, 1):
         return x
     return g.pool(x, "AVERAGE_POOL_2D", pool, pool, same=True)

@@ -33,12 +33,20 @@ __all__ = ["ElasticDepthwise", "ElasticMB", "SuperBatchNorm"]
 BN_EPSILON = 1e-3  # keras.layers.BatchNormalization's default: extracted subnets use it
 
 
+def _channels(input_shape: tuple[int | None, ...]) -> int:
+    """The channels of a layer's input (its last dimension, always known here)."""
+    channels = input_shape[-1]
+    if channels is None:
+        raise ValueError("the input's channel dimension must be known")
+    return int(channels)
+
+
 class SuperBatchNorm(layers.Layer):
     """Batch normalisation with statistics a subnet can recalibrate exactly."""
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         """gamma, beta and the moving statistics for the input's channels."""
-        c = (int(input_shape[-1]),)
+        c = (_channels(input_shape),)
         self.gamma = self.add_weight(shape=c, initializer="ones", name="gamma")
         self.beta = self.add_weight(shape=c, initializer="zeros", name="beta")
         self.moving_mean = self.add_weight(
@@ -95,7 +103,7 @@ class ElasticDepthwise(layers.Layer):
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         """The largest kernel and one transform per smaller size."""
         kh, kw = self._shape(self.kernels[-1])
-        self.channels = int(input_shape[-1])
+        self.channels = _channels(input_shape)
         self.kernel = self.add_weight(
             shape=(kh, kw, self.channels, 1), initializer=INIT, name="kernel"
         )
@@ -127,7 +135,7 @@ class ElasticDepthwise(layers.Layer):
     def call(self, x: Any, choice: Any, n: Any = None) -> Any:
         """Convolve the first ``n`` channels with the kernel ``choice`` (one-hot) selects."""
         kh, kw = self._shape(self.kernels[-1])
-        chosen = 0.0
+        chosen: Any = 0.0  # a tensor after the first kernel
         for j, k in enumerate(self.kernels):
             small = self.kernel_for(k)
             sh, sw = self._shape(k)
@@ -164,7 +172,7 @@ class ElasticMB(layers.Layer):
 
     def build(self, input_shape: tuple[int | None, ...]) -> None:
         """The 1x1 expansion and projection at the largest expansion."""
-        self.in_channels = int(input_shape[-1])
+        self.in_channels = _channels(input_shape)
         self.residual = self.stride == 1 and self.in_channels == self.width
         hidden = self.in_channels * self.max_expansion
         self.expand = self.add_weight(

@@ -82,9 +82,9 @@ def _downsample(x: Any, factor: int) -> Any:
     return ops.average_pool(x, pool, strides=pool, padding="same")
 
 
-def controls(spec: SupernetSpec, net: Subnet) -> dict[str, dict[str, np.ndarray]]:
+def controls(spec: SupernetSpec, net: Subnet) -> dict[str, dict[str, np.ndarray | np.generic]]:
     """Per block: its kernel one-hot, hidden-channel count and depth gate for ``net``."""
-    ctrl: dict[str, dict[str, np.ndarray]] = {}
+    ctrl: dict[str, dict[str, np.ndarray | np.generic]] = {}
     in_ch = spec.stem_width
     for i, stage in enumerate(spec.stages):
         onehot = np.array([float(k == net.kernels[i]) for k in stage.kernels], np.float32)

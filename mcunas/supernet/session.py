@@ -34,10 +34,11 @@ from mcunas.errors import CandidateError
 from mcunas.search.budgets import violations
 from mcunas.search.progress import Progress, format_duration
 from mcunas.search.session import SearchSession
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.store import TrialOrigin, TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.spec import (
     PROBES,
+    WIDTHS,
     Subnet,
     SupernetSpec,
     choose_width,
@@ -50,7 +51,7 @@ from mcunas.supernet.trained import TrainedStages
 
 __all__ = ["SupernetSession", "TimeUp", "epoch_line"]
 
-ORIGIN = "supernet"
+ORIGIN = TrialOrigin.SUPERNET
 REPORT_EVERY = 25  # subnets between two progress lines of the search
 POPULATION = 40
 
@@ -86,7 +87,7 @@ class SupernetSession(TrainedStages, SearchSession):
             f"scored, the best {cfg.max_trials} fine-tuned for {finetune} epochs."
         )
         try:
-            stopped = self._reference(progress)
+            stopped = self._reference(progress) or self._nothing_fits()
             if stopped is not None:
                 return stopped
             self.scorer = self._supernet(epochs, progress)
@@ -117,6 +118,21 @@ class SupernetSession(TrainedStages, SearchSession):
             f"Supernet width x{width:g} (subnets inside the budgets, of {PROBES} drawn: {tried})."
         )
         return plan_supernet(d.input_shape, d.num_classes, width)
+
+    def _nothing_fits(self) -> str | None:
+        """Why no subnet can fit, when even the smallest one at the smallest width misses.
+
+        Checked only when no reference variant fitted either: the supernet is then
+        not trained, and the search ends with what the smallest designs need.
+        """
+        if any(r.status == TrialStatus.OK for r in self.store.trials()):
+            return None
+        d = self.dataset
+        spec = plan_supernet(d.input_shape, d.num_classes, min(WIDTHS))
+        check = self._check(spec, smallest(spec))
+        if check.status is None:
+            return None
+        return f"nothing to search: the supernet's smallest subnet misses too ({check.reason})"
 
     def _fit_flags(self, spec: SupernetSpec, nets: list[Subnet]) -> list[bool]:
         """Whether each of ``nets`` (of ``spec``) passes the cost check (board and budgets)."""
@@ -267,8 +283,8 @@ class SupernetSession(TrainedStages, SearchSession):
         the estimate as figures (latency only).
         """
         from mcunas.figures import Figures
-        from mcunas.graph import read_graph
         from mcunas.predict.latency import predict_latency
+        from mcunas.tflite.reader import read_graph
 
         if self.config.max_latency_ms is None:
             return None, None

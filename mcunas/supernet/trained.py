@@ -25,11 +25,11 @@ from mcunas.errors import FatalError, describe
 from mcunas.search.budgets import score, violations
 from mcunas.search.pareto import front_test
 from mcunas.search.progress import Progress, trial_summary
-from mcunas.search.store import TrialStatus
+from mcunas.search.store import TrialOrigin, TrialStatus
 
 __all__ = ["REFERENCE_ORIGIN", "TrainedStages"]
 
-REFERENCE_ORIGIN = "seed"  # the origin every search gives the --seed-arch design's rows
+REFERENCE_ORIGIN = TrialOrigin.SEED  # the origin every search gives the --seed-arch design's rows
 REFERENCE_PREFIX = "r"
 STOPPED = "time budget reached while training the reference (--resume continues)"
 

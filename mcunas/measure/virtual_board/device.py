@@ -36,13 +36,13 @@ import tty
 
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
+from mcunas.measure.power.virtual import PowerTimeline
 from mcunas.measure.protocol import encode_line
 from mcunas.measure.virtual_board.figures import (
     FiguresProvider,
     FirmwareFigures,
     simulator_figures,
 )
-from mcunas.measure.virtual_board.power import PowerTimeline
 
 __all__ = ["FAULTS", "VirtualBoard", "board_at"]
 

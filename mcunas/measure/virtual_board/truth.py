@@ -80,9 +80,9 @@ class GroundTruth:
 
     def op_ms(self, graph: Any, board: BoardProfile) -> list[float]:
         """True time of every op of ``graph`` on ``board``, in ms."""
-        from mcunas.kernels import is_accelerated
         from mcunas.predict.features import MAC_VARIANTS, op_features
         from mcunas.predict.latency import resolve
+        from mcunas.tflite.kernels import is_accelerated
 
         base = replace(board, latency={})
         out = []
@@ -128,7 +128,7 @@ def truth_figures(seed: int = 0) -> FiguresProvider:
     truth = GroundTruth.from_seed(seed)
 
     def provider(model_bytes: bytes, board: BoardProfile) -> FirmwareFigures:
-        from mcunas.graph import read_graph
+        from mcunas.tflite.reader import read_graph
 
         sim = simulator_figures(model_bytes, board)
         if sim.error is not None:

@@ -1,4 +1,4 @@
-"""`mcunas search`: no folder left behind by a refused run; wall time summed over sessions."""
+"""`mcunas search`: no folder left behind by a refused run; wall time summed over resumes."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def test_unusable_out_is_one_line_and_creates_nothing(capsys, tmp_path: Path) ->
 
 
 @pytest.mark.usefixtures("fake_runner")
-def test_wall_time_is_summed_over_sessions(capsys, tmp_path: Path) -> None:
+def test_wall_time_is_summed_over_resumes(capsys, tmp_path: Path) -> None:
     out = tmp_path / "run"
     code, stdout, err = run(
         capsys, "--board", "esp32s3", "--out", str(out), "--max-trials", "2", "--json"
@@ -97,13 +97,13 @@ def test_wall_time_is_summed_over_sessions(capsys, tmp_path: Path) -> None:
     store.close()
     code, stdout, err = run(capsys, "--out", str(out), "--resume", "--max-trials", "5")
     assert code == 0, err
-    assert "in 200" in stdout and "this session" in stdout
+    assert "in 200" in stdout and "resumes (this one" in stdout
 
 
 def test_wall_time_is_kept_after_every_trial(tmp_path: Path) -> None:
     store = TrialStore.open(tmp_path)
     store.set_meta("wall_s", 50.0)  # an earlier session
-    store.begin_session()
+    store.begin_resume()
     store.start_trial("0", {})
     time.sleep(0.02)
     store.finish_trial("0", TrialStatus.OK)

@@ -17,7 +17,7 @@ in log space, ``exp(sqrt(ln(1+a)^2 + ln(1+b)^2)) - 1``.
 
 Example::
 
-    from mcunas.power import estimate_energy
+    from mcunas.predict.energy import estimate_energy
     e = estimate_energy(12.5, 20.0, load_board("nucleo_l4r5zi"))
     e.uj, e.error_pct, e.basis
 """

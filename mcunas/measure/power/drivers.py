@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from mcunas.measure.power_trace import MeterError, Trace
+from mcunas.measure.power.trace import MeterError, Trace
 
 __all__ = ["JoulescopeMeter", "Ppk2Meter"]
 

@@ -3,11 +3,11 @@
 ``TFLM_OPS`` is the set of builtin ops the installed ``tflite-micro`` runtime
 registers. It was obtained by probing that runtime (tflite-micro
 0.dev20261023182759): for every ``BuiltinOperator`` code a one-op model was
-built with :func:`mcunas.tflm.build_model` and loaded; an op is missing when
+built with :func:`mcunas.tflite.writer.build_model` and loaded; an op is missing when
 the runtime logs "Didn't find op for builtin opcode". 100 ops are registered,
 109 are not (among them GELU, REDUCE_PROD, TILE, POW, ONE_HOT, RANGE and every
 STABLEHLO_* op). ``tests/test_graph.py`` re-checks a few against the runtime;
-re-run :func:`mcunas.tflm.runtime_has_op` over all codes when the pin changes.
+re-run :func:`mcunas.tflite.runtime.runtime_has_op` over all codes when the pin changes.
 
 ``ACCELERATED`` lists, per kernel library, the ops that have an optimized
 kernel for **int8** data; every other op (and any float op) runs TFLM's
@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mcunas.graph import Op
+    from mcunas.tflite.reader import Op
 
 __all__ = ["ACCELERATED", "KERNEL_LIBRARIES", "TFLM_OPS", "is_accelerated", "is_supported"]
 

@@ -1,7 +1,7 @@
 """The virtual board's supply current, and the virtual power meter that records it.
 
 The virtual board draws its profile's idle current, and its active current
-(:func:`mcunas.power.board_power`, with 2% sample noise) while it runs a model:
+(:func:`mcunas.predict.energy.board_power`, with 2% sample noise) while it runs a model:
 warm-up, timed and profiled invokes. Its marker is high during the timed invokes
 only, as the firmware's GPIO. The meter samples that timeline, so integrating it
 must give back the board's own energy per inference (:meth:`PowerTimeline.energy_uj`):
@@ -16,8 +16,8 @@ import time
 
 import numpy as np
 
-from mcunas.measure.power_trace import MeterError, Trace
-from mcunas.power import board_power
+from mcunas.measure.power.trace import MeterError, Trace
+from mcunas.predict.energy import board_power
 
 __all__ = ["PowerTimeline", "VirtualMeter"]
 

@@ -187,6 +187,6 @@ class FlatNet:
 
     def finish(self, inputs: list[int], outputs: list[int], description: str = "") -> bytes:
         """The model's ``.tflite`` bytes with these graph inputs and outputs."""
-        from mcunas.tflm import build_model
+        from mcunas.tflite.writer import build_model
 
         return build_model(list(self.ops), list(self.tensors), inputs, outputs, description)

@@ -1,4 +1,4 @@
-"""Host-side TensorFlow Lite Micro helpers: interpreters, their logs, the arena report.
+"""The host TensorFlow Lite Micro runtime: interpreters, their logs, the arena report.
 
 The ``tflite-micro`` package is the real TFLM runtime (reference kernels and the
 real memory planner) built for the host. It logs from C++ to file descriptor 2,
@@ -27,13 +27,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 __all__ = [
     "AllocationKind",
     "ArenaReport",
     "arena_report",
-    "build_model",
     "capture_fd2",
     "create_interpreter",
     "missing_ops_in_log",
@@ -199,110 +196,6 @@ def arena_report(interp: Any) -> ArenaReport:
     return parse_allocations(log[0])
 
 
-def _operator_code(fb: Any, name: str) -> Any:
-    code = fb.OperatorCodeT()
-    code.builtinCode = getattr(fb.BuiltinOperator, name)
-    code.deprecatedBuiltinCode = min(code.builtinCode, 127)
-    code.version = 1
-    return code
-
-
-def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
-    """One tensor of :func:`build_model`; a constant's data goes into a new model buffer."""
-    t = fb.TensorT()
-    t.shape = list(spec["shape"])
-    t.type = getattr(fb.TensorType, spec["dtype"].upper())
-    t.name = spec.get("name", f"t{index}").encode()
-    t.buffer = 0
-    if spec.get("data") is not None:
-        buf = fb.BufferT()
-        data = spec["data"]
-        raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
-        buf.data = np.frombuffer(raw, np.uint8)  # packed as one vector, not byte by byte
-        model.buffers.append(buf)
-        t.buffer = len(model.buffers) - 1
-    if spec.get("scale") is not None:
-        t.quantization = _quantization(fb, spec)
-    return t
-
-
-def build_model(
-    ops: list[tuple[Any, ...]],
-    tensors: list[dict[str, Any]],
-    inputs: list[int],
-    outputs: list[int],
-    description: str = "",
-) -> bytes:
-    """Build a small ``.tflite`` flatbuffer (no TensorFlow needed).
-
-    Args:
-        ops: ``(builtin op name, input indices, output indices)``, optionally
-            followed by the builtin options' table name (e.g. ``"Conv2DOptions"``)
-            and a dict of its fields.
-        tensors: dicts with ``shape``, ``dtype`` ("int8", "float32", ...), and
-            optionally ``data`` (bytes or an array: a constant), ``scale`` and
-            ``zero_point`` (scalars, or lists for per-channel quantization) and
-            ``qdim`` (the quantized dimension).
-        inputs: graph input tensor indices.
-        outputs: graph output tensor indices.
-        description: the model's description string.
-
-    Returns:
-        The model bytes. Used to probe the runtime, for the calibration suite
-        and to build test models.
-    """
-    import flatbuffers
-    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
-    model = fb.ModelT()
-    model.version, model.description = 3, description.encode()
-    names = list(dict.fromkeys(op[0] for op in ops))
-    model.operatorCodes = [_operator_code(fb, name) for name in names]
-    model.buffers = [fb.BufferT()]
-    sub = fb.SubGraphT()
-    sub.tensors = [_tensor(fb, model, i, spec) for i, spec in enumerate(tensors)]
-    sub.inputs, sub.outputs = list(inputs), list(outputs)
-    sub.operators = [_operator(fb, op, names) for op in ops]
-    model.subgraphs = [sub]
-    builder = flatbuffers.Builder(4096)
-    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
-    return bytes(builder.Output())
-
-
-def _as_list(value: Any) -> list[Any]:
-    return list(value) if isinstance(value, list | tuple) else [value]
-
-
-def _quantization(fb: Any, spec: dict[str, Any]) -> Any:
-    q = fb.QuantizationParametersT()  # numpy vectors: packed whole, not element by element
-    q.scale = np.asarray(_as_list(spec["scale"]), np.float32)
-    zero = spec.get("zero_point")
-    q.zeroPoint = (
-        np.zeros(len(q.scale), np.int64) if zero is None else np.asarray(_as_list(zero), np.int64)
-    )
-    q.quantizedDimension = int(spec.get("qdim", 0))
-    return q
-
-
-def _operator(fb: Any, spec: tuple[Any, ...], names: list[str]) -> Any:
-    name, ins, outs, *rest = spec
-    op = fb.OperatorT()
-    op.opcodeIndex, op.inputs, op.outputs = names.index(name), list(ins), list(outs)
-    if rest and rest[0]:
-        opt_name, fields = rest[0], rest[1] if len(rest) > 1 else {}
-        options = getattr(fb, opt_name + "T")()
-        for key, value in fields.items():
-            setattr(options, key, value)
-        op.builtinOptionsType = getattr(fb.BuiltinOptions, opt_name)
-        op.builtinOptions = options
-    return op
-
-
-def _one_op_model(op_name: str) -> bytes:
-    q = {"shape": [1, 4], "dtype": "int8", "scale": 0.1, "zero_point": 0}
-    return build_model([(op_name, [0], [1])], [dict(q), dict(q)], [0], [1])
-
-
 def runtime_has_op(op_name: str) -> bool:
     """Ask the installed TFLM runtime whether it registers a builtin op.
 
@@ -311,8 +204,9 @@ def runtime_has_op(op_name: str) -> bool:
     "Didn't find op" message.
     """
     code = (
-        "from mcunas.tflm import _one_op_model, create_interpreter; import sys; "
-        f"sys.stderr.write(create_interpreter(_one_op_model({op_name!r}), 16384)[1])"
+        "from mcunas.tflite.runtime import create_interpreter; "
+        "from mcunas.tflite.writer import one_op_model; import sys; "
+        f"sys.stderr.write(create_interpreter(one_op_model({op_name!r}), 16384)[1])"
     )
     proc = subprocess.run(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False

@@ -2,7 +2,7 @@
 
 A board's ``[latency]`` table comes from what the measurement store holds for
 it: per-op records of a calibration run (a joint per-op fit, see
-:mod:`mcunas.predict.opfit`) and whole-model rows (the scale, the sum
+:mod:`mcunas.predict.kernel_fit`) and whole-model rows (the scale, the sum
 constraint). Every refit starts from the built-in profile (:func:`fit_base`),
 so refitting twice gives the same profile; the stated errors are
 out-of-sample (leave-one-out, K-fold, leave-one-model-out).
@@ -19,18 +19,25 @@ import math
 import statistics
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from mcunas.predict.fit import (
+from mcunas.predict.scale_fit import (
     CalibrationRow,
     LooResult,
-    _graph,
+    cached_graph,
     checked_variants,
     fit_scales,
     load_calibration,
 )
 
+if TYPE_CHECKING:
+    from mcunas.boards import BoardProfile
+    from mcunas.predict.kernel_fit import GraphOf
+    from mcunas.predict.records import OpRecord
+
 __all__ = [
     "FIT_SOURCE",
+    "LatencyTable",
     "board_loo",
     "fit_base",
     "fit_op_costs",
@@ -39,12 +46,18 @@ __all__ = [
     "write_user_board",
 ]
 
+# A profile's ``[latency]`` table as written to TOML: ``source``, ``base`` and one
+# table per kernel library (``scale``, ``error_pct``, the fitted costs...).
+LatencyTable = dict[str, Any]
+
 
 def _geomean(values: Sequence[float]) -> float:
     return math.exp(statistics.fmean(math.log(v) for v in values))
 
 
-def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, float]]:  # noqa: ANN001
+def fit_op_costs(
+    board: BoardProfile, records: Sequence[OpRecord], graph_of: GraphOf
+) -> tuple[dict[str, float], dict[str, float]]:
     """Per-variant cycles per unit from per-op measurements on one board.
 
     For each measured op, the cycles left after its requantization, byte and
@@ -57,7 +70,7 @@ def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, 
     from mcunas.predict.latency import resolve, work_cycles
 
     coef = resolve(board, board.kernels)
-    per_variant: dict[str, list[tuple[float, object]]] = {}
+    per_variant: dict[str, list[tuple[float, tuple[Any, float]]]] = {}
     for rec in records:
         feats = {f.index: f for f in op_features(graph_of(rec.model_hash))}
         feat = feats.get(rec.op_index)
@@ -80,7 +93,7 @@ def fit_op_costs(board, records, graph_of) -> tuple[dict[str, float], dict[str, 
     return costs, errors
 
 
-def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa: ANN001
+def board_loo(board: BoardProfile, rows: Sequence[CalibrationRow]) -> list[LooResult]:
     """Leave-one-out on one board: each row predicted with a scale from the others.
 
     ``board`` carries the tables in use (its ``[latency]`` overrides); a row
@@ -101,7 +114,7 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
             clock_hz=row.clock_hz,
             latency={**(board.latency or {}), row.kernels: lib},
         )
-        est = predict_latency(_graph(row.model), b)
+        est = predict_latency(cached_graph(row.model), b)
         unit[row.id], fixed[row.id] = est.ms - est.fixed_ms, est.fixed_ms
     results = []
     for row in rows:
@@ -116,7 +129,12 @@ def board_loo(board, rows: Sequence[CalibrationRow]) -> list[LooResult]:  # noqa
     return results
 
 
-def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: ANN001
+def report_loo(
+    board: BoardProfile,
+    rows: Sequence[CalibrationRow],
+    op_records: Sequence[OpRecord],
+    graph_of: GraphOf | None,
+) -> list[LooResult]:
     """Every whole-model row of a board, predicted by a fit that never saw it.
 
     Rows whose models were also measured op by op (a calibration run) were what
@@ -125,7 +143,7 @@ def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: A
     :func:`refit_board` does); the other rows (published figures) by
     :func:`board_loo`.
     """
-    from mcunas.predict.opfit import cross_validate
+    from mcunas.predict.kernel_fit import cross_validate
     from mcunas.predict.records import model_hash
 
     keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
@@ -135,6 +153,8 @@ def report_loo(board, rows, op_records, graph_of) -> list[LooResult]:  # noqa: A
     results = board_loo(board, others) if others else []
     base = fit_base(board)
     for kernels in sorted({r.kernels for r in op_rows}):
+        if graph_of is None:
+            raise ValueError("rows measured op by op need graph_of")
         mine = [r for r in op_rows if r.kernels == kernels]
         ops = [o for o in op_records if o.kernels == kernels]
         models = len({hashes[r.id] for r in mine})
@@ -152,7 +172,7 @@ def _scale_without(row: CalibrationRow) -> float:
 FIT_SOURCE = "mcunas predictor fit"
 
 
-def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
+def fit_base(board: BoardProfile) -> BoardProfile:
     """The profile a refit starts from: never the output of an earlier refit.
 
     A refit uses every measurement in the store, so starting from a profile an
@@ -178,19 +198,24 @@ def fit_base(board):  # noqa: ANN001, ANN201 - BoardProfile in, BoardProfile out
     return replace(board, latency={**(load_board(str(builtin)).latency or {}), "base": name})
 
 
-def _base_name(board) -> str | None:  # noqa: ANN001
+def _base_name(board: BoardProfile) -> str | None:
     """The built-in profile ``board`` is (a renamed copy of), if any."""
     if board.builtin and board.path:
         return Path(board.path).stem
     return (board.latency or {}).get("base")
 
 
-def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
+def refit_board(
+    board: BoardProfile,
+    rows: Sequence[CalibrationRow],
+    op_records: Sequence[OpRecord],
+    graph_of: GraphOf,
+) -> LatencyTable:
     """A new ``[latency]`` table for ``board`` from its measurements.
 
     Per kernel library: the kernel tables from per-op records (if any; a joint
     fit of every variant, requantization and dispatch cost, see
-    :mod:`mcunas.predict.opfit`), then the scale from whole-model rows (the sum
+    :mod:`mcunas.predict.kernel_fit`), then the scale from whole-model rows (the sum
     constraint), and the stated error from a leave-one-out over those rows.
     A library fitted from per-op records takes its scale only from the
     whole-model rows of the same runs (models with op records) and states the
@@ -199,10 +224,10 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     """
     from dataclasses import replace
 
-    from mcunas.predict.opfit import fit_op_tables
+    from mcunas.predict.kernel_fit import fit_op_tables
 
     board = fit_base(board)
-    table: dict = {
+    table: LatencyTable = {
         "source": f"{FIT_SOURCE}: {len(rows)} model and {len(op_records)} op measurements"
     }
     base = _base_name(board)
@@ -238,7 +263,14 @@ def refit_board(board, rows, op_records, graph_of) -> dict:  # noqa: ANN001
     return table
 
 
-def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -> None:  # noqa: ANN001
+def _op_level_scale_and_error(
+    prior: BoardProfile,
+    board: BoardProfile,
+    entry: dict[str, Any],
+    rows: Sequence[CalibrationRow],
+    op_records: Sequence[OpRecord],
+    graph_of: GraphOf,
+) -> None:
     """Scale from the rows measured with per-op times; error by K-fold over their models.
 
     The K-fold refits start from ``prior`` (the profile before this fit), so a
@@ -246,8 +278,8 @@ def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -
     """
     from dataclasses import replace
 
+    from mcunas.predict.kernel_fit import cross_validate
     from mcunas.predict.latency import predict_latency
-    from mcunas.predict.opfit import cross_validate
     from mcunas.predict.records import model_hash
 
     keys = {r.model_hash for r in op_records}
@@ -257,7 +289,7 @@ def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -
     ratios = []
     for r in same_runs:
         b = replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
-        est = predict_latency(_graph(r.model), b)
+        est = predict_latency(cached_graph(r.model), b)
         work = est.ms - est.fixed_ms  # the scale multiplies the kernels' work only
         if work > 0:
             ratios.append(max(r.latency_ms - est.fixed_ms, 1e-9) / work)
@@ -273,7 +305,7 @@ def _op_level_scale_and_error(prior, board, entry, rows, op_records, graph_of) -
         entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
 
 
-def _toml_value(value) -> str:  # noqa: ANN001
+def _toml_value(value: Any) -> str:
     if isinstance(value, dict):
         return "{ " + ", ".join(f'"{k}" = {_toml_value(v)}' for k, v in value.items()) + " }"
     if isinstance(value, (list, tuple)):
@@ -283,7 +315,7 @@ def _toml_value(value) -> str:  # noqa: ANN001
     return '"' + str(value).replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
+def write_user_board(board: BoardProfile, latency: LatencyTable) -> Path:
     """Write the profile with a new ``[latency]`` table into the user boards folder.
 
     The table is checked first, as a profile's is when it loads: a fit can never
@@ -299,7 +331,10 @@ def write_user_board(board, latency: dict) -> Path:  # noqa: ANN001
 
     text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
     # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids
-    own = {"": {"name": board.name, "title": board.title}, "[serial]": {"hwids": list(board.hwids)}}
+    own: dict[str, dict[str, Any]] = {
+        "": {"name": board.name, "title": board.title},
+        "[serial]": {"hwids": list(board.hwids)},
+    }
     kept, skipping, section = [], False, ""
     for line in text.splitlines():
         if line.strip().startswith("["):

@@ -6,7 +6,7 @@ lazily so that importing this module stays cheap.
 
 Example::
 
-    from mcunas.graph import read_graph
+    from mcunas.tflite.reader import read_graph
     graph = read_graph("model.tflite")
     print(graph.total_macs, graph.op_names())
 """

@@ -1,6 +1,6 @@
 """A power meter's recording and its failure: the types every meter driver shares.
 
-Kept apart from :mod:`mcunas.measure.power_meter` (which opens the drivers) so the
+Kept apart from :mod:`mcunas.measure.power.meter` (which opens the drivers) so the
 drivers and the virtual meter import it without importing each other.
 """
 

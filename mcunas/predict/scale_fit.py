@@ -25,17 +25,22 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mcunas.boards import CORES, KERNEL_LIBRARIES, MAX_CLOCK_MHZ, MEMORY_PLACES
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
 from mcunas.predict.coefficients import DISPATCH_CYCLES, path_for
 
+if TYPE_CHECKING:
+    from mcunas.tflite.reader import Graph
+
 __all__ = [
     "CALIBRATION_CSV",
     "CALIBRATION_EXTRA_CSV",
     "CalibrationRow",
     "LooResult",
+    "cached_graph",
     "checked_variants",
     "path_band",
     "path_bands",
@@ -164,7 +169,7 @@ def _calibration_row(path: Path, n: int, raw: dict[str, str], models_dir: Path) 
         raise UserError(
             f"{where}: unknown kernels {raw['kernels']!r} (kernels: {', '.join(KERNEL_LIBRARIES)})"
         )
-    if is_float_model(_graph(model)):
+    if is_float_model(cached_graph(model)):
         raise UserError(f"{where}: {model} is a float model; calibration rows need INT8 models")
     memory = raw.get("memory") or "sram"
     if memory not in MEMORY_PLACES:
@@ -197,8 +202,9 @@ def _bounded(text: str, low: float, high: float, what: str) -> float:
 
 
 @lru_cache(maxsize=64)
-def _graph(model: Path):  # noqa: ANN202 - Graph, imported lazily
-    from mcunas.graph import read_graph
+def cached_graph(model: Path) -> Graph:
+    """The graph of a model file, read once (the fits read the same models many times)."""
+    from mcunas.tflite.reader import read_graph
 
     return read_graph(model)
 
@@ -215,7 +221,7 @@ def _row_cycles(model: Path, core: str, kernels: str, memory: str) -> tuple[tupl
     from mcunas.predict.latency import base_cycles
 
     slow = MEMORY_FACTORS[memory][0]
-    return tuple((p, c * slow) for p, c in base_cycles(_graph(model), core, kernels).items())
+    return tuple((p, c * slow) for p, c in base_cycles(cached_graph(model), core, kernels).items())
 
 
 MIN_CHECKED_SHARE = 0.01  # a variant under 1% of a row's modelled time is not checked by it
@@ -228,14 +234,14 @@ def checked_variants(rows: Iterable[CalibrationRow]) -> dict[str, list[str]]:
     :data:`MIN_CHECKED_SHARE` of the row's modelled cycles (on that path). The
     measured error of a path says nothing about variants no row exercised.
     """
-    from mcunas.kernels import is_accelerated
     from mcunas.predict.features import op_features
     from mcunas.predict.latency import path_tables, work_cycles
+    from mcunas.tflite.kernels import is_accelerated
 
     tables = path_tables()
     out: dict[str, set[str]] = {}
     for row in rows:
-        graph = _graph(row.model)
+        graph = cached_graph(row.model)
         per: dict[tuple[str, str], float] = {}
         for op, feat in zip(graph.ops, op_features(graph), strict=True):
             fast = row.kernels != "reference" and is_accelerated(op, row.kernels)

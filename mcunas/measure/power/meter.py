@@ -29,7 +29,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from mcunas.measure.power_trace import MeterError, Trace
+from mcunas.measure.power.trace import MeterError, Trace
 
 __all__ = [
     "MeterError",
@@ -92,8 +92,8 @@ def open_meter(spec: str, *, board_port: str = "", supply_v: float = 3.3) -> Ite
     """
     kind, address = parse_meter(spec)
     if kind == "virtual":
+        from mcunas.measure.power.virtual import VirtualMeter
         from mcunas.measure.virtual_board.device import board_at
-        from mcunas.measure.virtual_board.power import VirtualMeter
 
         device = board_at(board_port)
         if device is None:
@@ -102,12 +102,12 @@ def open_meter(spec: str, *, board_port: str = "", supply_v: float = 3.3) -> Ite
             )
         meter: Any = VirtualMeter(device.power)
     else:
-        from mcunas.measure import meters
+        from mcunas.measure.power import drivers
 
         meter = (
-            meters.JoulescopeMeter(address)
+            drivers.JoulescopeMeter(address)
             if kind == "joulescope"
-            else meters.Ppk2Meter(address, supply_v)
+            else drivers.Ppk2Meter(address, supply_v)
         )
     try:
         yield meter

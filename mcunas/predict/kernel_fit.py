@@ -47,7 +47,7 @@ class OpFitReport:
 
 
 def _lib_of(op: Any, kernels: str) -> str:
-    from mcunas.kernels import is_accelerated
+    from mcunas.tflite.kernels import is_accelerated
 
     return kernels if kernels != "reference" and is_accelerated(op, kernels) else "reference"
 
@@ -139,7 +139,7 @@ def fit_op_tables(
         op_records: per-op :class:`mcunas.predict.records.OpRecord` of this board.
         model_rows: whole-model rows (:class:`CalibrationRow`) of this board; those
             whose model has op records give the per-invoke overhead.
-        graph_of: model hash -> :class:`mcunas.graph.Graph`.
+        graph_of: model hash -> :class:`mcunas.tflite.reader.Graph`.
 
     Returns:
         ``{library: entry}`` (``scale``, ``mac``, ``requant``, ``op_overhead`` and, for

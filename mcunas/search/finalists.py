@@ -1,0 +1,196 @@
+"""Re-scored finalists: which trials, how they are re-scored, and the choice among them.
+
+A trial's score is its INT8 accuracy on one validation split, often a few
+hundred samples or fewer: two candidates a point apart may differ by chance.
+Before export the top finalists of the Pareto front are re-trained with the
+search's own recipe (:mod:`mcunas.search.rescore`) and scored again, by k-fold
+cross-validation on small datasets and over several seeds on larger ones; the
+choice then uses each finalist's mean and its standard error.
+
+This module holds the plain part (no TensorFlow): the plan, the finalists,
+the runs kept in the store (meta key ``rescore``, so ``--resume`` does not
+redo a finished run) and the choice among the re-scored means.
+
+Example::
+
+    plan = plan_for(train_samples=1077)            # 5-fold cross-validation
+    finalists = pick_finalists(store.trials(), ("accuracy", "latency", "sram"), 3)
+    outcome = rescored_choice(store.trials(), objectives, store.get_meta("rescore"))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from mcunas.search.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.pareto import DEFAULT_OBJECTIVES
+from mcunas.search.store import TrialRecord
+
+__all__ = [
+    "KFOLD_BELOW",
+    "RESCORE_META",
+    "Plan",
+    "Rescored",
+    "pick_finalists",
+    "plan_for",
+    "rescored_choice",
+]
+
+RESCORE_META = "rescore"  # the store's meta key for the re-scoring runs
+# Below this many training samples, cross-validation (k folds of training + validation
+# data); from it on, several seeds on the search's own split (a larger validation set).
+KFOLD_BELOW = 2000
+DEFAULT_FOLDS = 5
+DEFAULT_SEEDS = 3
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How finalists are re-scored: ``kfold`` (``runs`` folds) or ``seeds`` (``runs`` seeds)."""
+
+    method: str
+    runs: int
+
+    def describe(self) -> str:
+        """``5-fold cross-validation`` or ``3 seeds``."""
+        if self.method == "kfold":
+            return f"{self.runs}-fold cross-validation"
+        return f"{self.runs} training seeds"
+
+
+def plan_for(train_samples: int, folds: int = DEFAULT_FOLDS, seeds: int = DEFAULT_SEEDS) -> Plan:
+    """k-fold cross-validation under :data:`KFOLD_BELOW` training samples, else seeds."""
+    if train_samples < KFOLD_BELOW:
+        return Plan("kfold", folds)
+    return Plan("seeds", seeds)
+
+
+def pick_finalists(
+    records: Sequence[TrialRecord], objectives: Sequence[str], count: int
+) -> list[TrialRecord]:
+    """The search's choice first, then the front's other trials by score, ``count`` in all."""
+    if count <= 0:
+        return []
+    front = feasible_front(records, objectives)
+    first = choose_best(records, objectives)
+    if first is None:
+        return []
+    rest = sorted(
+        (r for r in front if r is not first),
+        key=lambda r: (-(r.score or 0.0), r.latency_ms or 0.0, r.trial_id),
+    )
+    return [first, *rest][:count]
+
+
+@dataclass(frozen=True)
+class Rescored:
+    """One finalist's re-scored runs: INT8 accuracies and losses, and the seconds they took."""
+
+    trial_id: str
+    accuracies: tuple[float, ...]
+    losses: tuple[float, ...]
+    seconds: float
+
+    @property
+    def mean(self) -> float:
+        """Mean INT8 accuracy over the runs."""
+        return statistics.fmean(self.accuracies)
+
+    @property
+    def stderr(self) -> float:
+        """Standard error of the mean (0 with one run)."""
+        n = len(self.accuracies)
+        return statistics.stdev(self.accuracies) / math.sqrt(n) if n > 1 else 0.0
+
+    def text(self) -> str:
+        """``trial 06 97.8 +/- 0.6%`` (mean +/- standard error)."""
+        return f"trial {self.trial_id} {100 * self.mean:.1f} +/- {100 * self.stderr:.1f}%"
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready summary of the runs."""
+        return {
+            "trial_id": self.trial_id,
+            "mean_accuracy": round(self.mean, 6),
+            "stderr": round(self.stderr, 6),
+            "accuracies": [round(a, 6) for a in self.accuracies],
+            "mean_loss": round(statistics.fmean(self.losses), 6) if self.losses else None,
+            "seconds": round(self.seconds, 2),
+        }
+
+
+def rescored_of(state: dict[str, Any], trial_id: str) -> Rescored | None:
+    """A finalist's finished runs from the store's ``rescore`` meta (None without any)."""
+    runs = (state.get("runs") or {}).get(trial_id) or {}
+    done = [runs[k] for k in sorted(runs, key=int)]
+    if not done:
+        return None
+    return Rescored(
+        trial_id,
+        tuple(float(r["accuracy"]) for r in done),
+        tuple(float(r["loss"]) for r in done if r.get("loss") is not None),
+        sum(float(r.get("seconds", 0.0)) for r in done),
+    )
+
+
+def rescored_choice(
+    records: Sequence[TrialRecord],
+    objectives: Sequence[str] = DEFAULT_OBJECTIVES,
+    state: dict[str, Any] | None = None,
+) -> tuple[TrialRecord, str, dict[str, Any]] | None:
+    """The choice among the re-scored finalists: the chosen trial, the rule, a summary.
+
+    The finalists compete with their mean accuracy (and mean loss) in place of
+    the single split's, under the same front and tie rule as the search's own
+    choice (:func:`mcunas.search.choice.choose_best`), ties being as wide as
+    the standard error of the difference. None when nothing was re-scored.
+    """
+    if not state or not state.get("finalists"):
+        return None
+    by_id = {r.trial_id: r for r in records}
+    scored = [
+        s
+        for tid in state["finalists"]
+        if tid in by_id and (s := rescored_of(state, tid)) is not None
+    ]
+    if not scored:
+        return None
+    stand_ins = [_stand_in(by_id[s.trial_id], s) for s in scored]
+    spread = {s.trial_id: s.stderr for s in scored}
+    best = choose_best(stand_ins, objectives, spread)
+    if best is None:
+        return None
+    plan = Plan(state["method"], int(state["planned"]))
+    rule = f"re-scored by {plan.describe()}: " + chosen_by(stand_ins, best, objectives, spread)
+    summary = {
+        "method": plan.method,
+        "runs_planned": plan.runs,
+        "description": plan.describe(),
+        "finalists": [s.to_dict() for s in scored],
+        "seconds": round(sum(s.seconds for s in scored), 2),
+        "chosen": best.trial_id,
+        "search_choice": state["finalists"][0],
+        "text": rescore_text(plan, scored),
+    }
+    return by_id[best.trial_id], rule, summary
+
+
+def rescore_text(plan: Plan, scored: Sequence[Rescored]) -> str:
+    """One line for the summary: the method, the time, each finalist's mean +/- error."""
+    seconds = sum(s.seconds for s in scored)
+    runs = min(len(s.accuracies) for s in scored)
+    partial = f" ({runs} of {plan.runs} runs each)" if runs < plan.runs else ""
+    return (
+        f"Finalists re-scored by {plan.describe()}{partial} in {seconds:.0f} s "
+        f"(INT8, TFLite Micro kernels): " + ", ".join(s.text() for s in scored)
+    )
+
+
+def _stand_in(rec: TrialRecord, scored: Rescored) -> TrialRecord:
+    """The trial with its re-scored mean accuracy and loss in place of the single split's."""
+    loss = statistics.fmean(scored.losses) if scored.losses else None
+    return dataclasses.replace(rec, score=scored.mean, int8_accuracy=scored.mean, int8_loss=loss)

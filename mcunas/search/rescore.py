@@ -1,0 +1,206 @@
+"""Re-score the search's finalists before export, so the choice does not hang on a few samples.
+
+One call at the end of a search (:func:`rescore_finalists`): the top
+``--finalists`` trials of the Pareto front (3 by default; 0 or ``--no-rescore``
+turns it off) are re-trained with the search's own recipe, through the same
+candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
+with the TFLite Micro kernels), and scored again:
+
+- under :data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, by
+  stratified k-fold cross-validation (k=5) over the training and validation
+  samples together (the test split is never touched);
+- from there on, over 3 training seeds on the search's own split.
+
+Runs go round-robin (every finalist's first fold, then the second...), each
+written to the store as it finishes, so ``--resume`` does not redo one and a
+time budget that runs out leaves every finalist with as many runs as the
+others. :func:`mcunas.search.finalists.rescored_choice` then chooses among
+the means.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from typing import Any
+
+import numpy as np
+
+from mcunas.errors import FatalError, describe
+from mcunas.search.config import SearchConfig
+from mcunas.search.finalists import RESCORE_META, Plan, pick_finalists, plan_for
+from mcunas.search.progress import Progress
+from mcunas.search.store import TrialRecord, TrialStore
+
+__all__ = ["fold_splits", "rescore_finalists"]
+
+SEED_STRIDE = 1000  # the seeds plan's run i trains with seed + 1000 * (i + 1) + trial index
+# Re-scoring starts no new run after this share of the search's own wall time, once
+# every finalist has MIN_ROUNDS runs (a mean and a standard error). 3 finalists x 5 folds
+# cost about as much again as a 15-trial search: capped, scripts/demo should stay under
+# 10 minutes on 2 cores (an estimate). The remaining runs are done by a --resume.
+TIME_SHARE = 0.25
+MIN_ROUNDS = 2
+
+
+def rescore_finalists(
+    config: SearchConfig,
+    store: TrialStore,
+    space: Any,
+    runner: Any,
+    dataset: Any,
+    progress: Progress,
+) -> None:
+    """Re-train and re-score the top finalists; the runs go into the store.
+
+    Args:
+        config: SearchConfig, ``finalists`` (0: off), ``objectives``, ``seed``, ``epochs``.
+        store: TrialStore, the search's trials; runs are kept in its ``rescore`` meta.
+        space: the search space the trials' hyperparameters belong to.
+        runner: the search's candidate runner; ``runner.for_data(data, seed)`` gives one
+            that trains on another split (:meth:`mcunas.search.candidate.KerasRunner.for_data`).
+        dataset: Dataset, the search's data.
+        progress: Progress, for one line per run and the time budget.
+    """
+    finalists = pick_finalists(store.trials(), config.objectives, config.finalists)
+    if len(finalists) < 2 or not hasattr(runner, "for_data"):
+        return
+    if progress.time_up():
+        progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
+        return
+    plan = plan_for(len(dataset.y_train))
+    state = _state(store, plan, config.seed, finalists)
+    splits = fold_splits(dataset, plan, config.seed)
+    start = time.perf_counter()
+    allowed = TIME_SHARE * store.checkpoint_wall()
+    progress.note(
+        f"Re-scoring {len(finalists)} finalists ({', '.join(r.trial_id for r in finalists)}) "
+        f"by {plan.describe()}, each retrained with the search's recipe (at most "
+        f"{allowed:.0f} s after {MIN_ROUNDS} rounds)."
+    )
+    for run in range(plan.runs):
+        for rec in finalists:
+            runs = state["runs"].setdefault(rec.trial_id, {})
+            if str(run) in runs or rec.trial_id in state["failed"]:
+                continue
+            if progress.time_up() or (run >= MIN_ROUNDS and _since(start) > allowed):
+                why = "the time budget" if progress.time_up() else f"{TIME_SHARE:.0%} of its time"
+                progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
+                return
+            _one_run(config, store, state, (space, runner), rec, splits[run], run, plan, progress)
+    progress.note(f"Re-scoring done in {_since(start):.0f} s.")
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start
+
+
+def _one_run(
+    config: SearchConfig,
+    store: TrialStore,
+    state: dict[str, Any],
+    parts: tuple[Any, Any],
+    rec: TrialRecord,
+    data: Any,
+    run: int,
+    plan: Plan,
+    progress: Progress,
+) -> None:
+    """Train, convert and score one finalist on one split; record it (or its failure)."""
+    space, runner = parts
+    seed = config.seed + _index(rec.trial_id)
+    if plan.method == "seeds":
+        seed += SEED_STRIDE * (run + 1)
+    began = time.perf_counter()
+    what = f"trial {rec.trial_id}, {'fold' if plan.method == 'kfold' else 'seed'} {run + 1}"
+    try:
+        fold_runner = runner.for_data(data, seed)
+        model = fold_runner.build(_hyperparameters(space, rec.hyperparameters), seed)
+        fold_runner.train(model, config.epochs)
+        scores = fold_runner.evaluate(fold_runner.convert(model))
+    except FatalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a finalist that fails here keeps out of the choice
+        state["failed"][rec.trial_id] = f"{what}: {describe(exc)}"
+        store.set_meta(RESCORE_META, state)
+        progress.note(f"Re-scoring {what}/{plan.runs} failed: {describe(exc)}; it leaves the tie.")
+        return
+    seconds = time.perf_counter() - began
+    state["runs"][rec.trial_id][str(run)] = {
+        "accuracy": float(scores.accuracy),
+        "loss": None if scores.loss is None else float(scores.loss),
+        "seconds": round(seconds, 3),
+        "samples": len(data.y_val),
+    }
+    store.set_meta(RESCORE_META, state)
+    progress.note(
+        f"Re-scored {what}/{plan.runs}: INT8 {100 * scores.accuracy:.1f}% on "
+        f"{len(data.y_val)} samples ({seconds:.0f} s)"
+    )
+
+
+def _state(
+    store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord]
+) -> dict[str, Any]:
+    """The stored runs when they were made the same way (method, runs, seed), else a fresh start."""
+    stored = store.get_meta(RESCORE_META) or {}
+    same = (stored.get("method"), stored.get("planned"), stored.get("seed")) == (
+        plan.method,
+        plan.runs,
+        seed,
+    )
+    state = {
+        "method": plan.method,
+        "planned": plan.runs,
+        "seed": seed,
+        "finalists": [r.trial_id for r in finalists],
+        "runs": dict(stored.get("runs") or {}) if same else {},
+        "failed": dict(stored.get("failed") or {}) if same else {},
+    }
+    store.set_meta(RESCORE_META, state)
+    return state
+
+
+def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
+    """The dataset of each run: k stratified folds of training + validation, or the split as is.
+
+    Fold ``i`` validates on every k-th sample of each class (in a seeded order) and
+    trains on the rest; the test split stays as it is.
+    """
+    if plan.method != "kfold":
+        return [dataset] * plan.runs
+    x = np.concatenate([dataset.x_train, dataset.x_val])
+    y = np.concatenate([dataset.y_train, dataset.y_val])
+    rng = np.random.default_rng(seed)
+    fold = np.empty(len(y), dtype=np.int64)
+    for label in np.unique(y):
+        members = rng.permutation(np.flatnonzero(y == label))
+        fold[members] = (np.arange(len(members)) + int(label)) % plan.runs
+    return [
+        dataclasses.replace(
+            dataset,
+            x_train=x[fold != i],
+            y_train=y[fold != i],
+            x_val=x[fold == i],
+            y_val=y[fold == i],
+        )
+        for i in range(plan.runs)
+    ]
+
+
+def _hyperparameters(space: Any, values: dict[str, Any]) -> Any:
+    """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
+    import keras_tuner
+
+    values = {k: v for k, v in values.items() if not k.startswith("tuner/")}
+    if hasattr(space, "hyperparameters"):
+        return space.hyperparameters(**values)
+    hp = keras_tuner.HyperParameters()
+    hp.values.update(values)
+    return hp
+
+
+def _index(trial_id: str) -> int:
+    """The trial's number (the seed offset the search trained it with)."""
+    digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
+    return int(digits) if digits else 0

@@ -1,0 +1,256 @@
+"""Which trial is exported: always on the front; re-scored finalists chosen on their means."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_search_cli import ExportableRunner, run
+from test_tuner import FakeSpace
+
+from mcunas.search.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finalists import (
+    RESCORE_META,
+    Plan,
+    pick_finalists,
+    plan_for,
+    rescored_choice,
+)
+from mcunas.search.pareto import dominates, record_point
+from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+
+
+def rec(tid: str, acc: float, lat: float, sram_kb: float, origin=None, **extra) -> TrialRecord:
+    return TrialRecord(
+        tid,
+        status=TrialStatus.OK,
+        score=acc,
+        int8_accuracy=acc,
+        latency_ms=lat,
+        peak_sram_bytes=round(sram_kb * 1024),
+        flash_bytes=extra.pop("flash", 50_000),
+        model_path=f"models/{tid}.tflite",
+        origin=origin,
+        **extra,
+    )
+
+
+def test_the_demo_seed_design_dominated_by_trial_06_is_not_exported() -> None:
+    # scripts/demo's trials 00 (the --seed-arch design) and 06: the same 99.2%, 06 cheaper
+    seed = rec("00", 0.992, 3.45, 102.1, origin="seed", int8_loss=0.040)
+    other = rec("06", 0.992, 2.61, 101.4, int8_loss=0.045)
+    slow = rec("03", 0.975, 9.0, 90.0)
+    rows = [seed, other, slow]
+    best = choose_best(rows)
+    assert best is other
+    assert not any(dominates(record_point(r), record_point(best)) for r in rows)
+    assert best in feasible_front(rows)
+    assert chosen_by(rows, best).startswith("on the Pareto front")
+
+
+def test_the_seed_design_is_kept_only_among_non_dominated_ties() -> None:
+    seed = rec("00", 0.990, 3.45, 80.0, origin="seed")
+    faster_bigger = rec("06", 0.993, 2.61, 101.4)
+    rows = [seed, faster_bigger]
+    assert choose_best(rows) is seed  # both on the front, within 0.5 points
+    assert "--seed-arch design" in chosen_by(rows, seed)
+    # on --objectives accuracy,latency the seed is dominated: it is not exported
+    assert choose_best(rows, ("accuracy", "latency")) is faster_bigger
+
+
+def test_the_choice_follows_the_chosen_objectives() -> None:
+    a = rec("a", 0.99, 2.0, 100.0, flash=90_000)
+    b = rec("b", 0.99, 2.0, 100.0, flash=40_000)
+    both = [a, b]
+    assert choose_best(both, ("accuracy", "latency", "flash")) is b
+    assert chosen_by(both, b, ("accuracy", "latency", "flash")) == (
+        "on the Pareto front; the most accurate"
+    )
+
+
+def test_a_random_set_of_trials_never_exports_a_dominated_one() -> None:
+    rng = np.random.default_rng(3)
+    for _ in range(200):
+        rows = [
+            rec(
+                f"{i:02d}",
+                float(rng.choice([0.97, 0.98, 0.985, 0.99])),
+                float(rng.uniform(1, 5)),
+                float(rng.uniform(50, 120)),
+                origin="seed" if i == 0 else None,
+                int8_loss=float(rng.uniform(0.01, 0.1)),
+            )
+            for i in range(8)
+        ]
+        best = choose_best(rows)
+        assert not any(dominates(record_point(r), record_point(best)) for r in rows)
+
+
+def test_plan_and_finalists() -> None:
+    assert plan_for(1077) == Plan("kfold", 5) and plan_for(5000) == Plan("seeds", 3)
+    assert Plan("kfold", 5).describe() == "5-fold cross-validation"
+    rows = [
+        rec("00", 0.992, 3.45, 102.1, origin="seed"),
+        rec("06", 0.992, 2.61, 101.4),
+        rec("03", 0.975, 1.0, 90.0),
+        rec("04", 0.985, 2.0, 95.0),
+        rec("05", 0.980, 9.0, 110.0),  # dominated: never a finalist
+    ]
+    assert [r.trial_id for r in pick_finalists(rows, ("accuracy", "latency", "sram"), 3)] == [
+        "06",
+        "04",
+        "03",
+    ]
+    assert pick_finalists(rows, ("accuracy", "latency", "sram"), 0) == []
+
+
+def _state(runs: dict[str, list[float]], finalists=None) -> dict:
+    return {
+        "method": "kfold",
+        "planned": 5,
+        "seed": 0,
+        "finalists": finalists or list(runs),
+        "runs": {
+            tid: {str(i): {"accuracy": a, "loss": 0.1, "seconds": 2.0} for i, a in enumerate(accs)}
+            for tid, accs in runs.items()
+        },
+        "failed": {},
+    }
+
+
+def test_the_rescored_means_decide_and_are_printed() -> None:
+    lucky = rec("06", 0.995, 2.0, 100.0)  # top on one split
+    steady = rec("04", 0.985, 2.5, 90.0)
+    rows = [lucky, steady]
+    state = _state({"06": [0.96, 0.97, 0.95, 0.96, 0.96], "04": [0.98, 0.99, 0.98, 0.98, 0.99]})
+    best, rule, summary = rescored_choice(rows, ("accuracy", "latency", "sram"), state)
+    assert best is steady
+    assert rule.startswith("re-scored by 5-fold cross-validation: on the Pareto front")
+    assert "trial 04 98.4 +/- 0.2%" in summary["text"] and "in 20 s" in summary["text"]
+    means = {f["trial_id"]: f["mean_accuracy"] for f in summary["finalists"]}
+    assert means == {"06": pytest.approx(0.96), "04": pytest.approx(0.984)}
+    assert summary["search_choice"] == "06" and summary["chosen"] == "04"
+
+
+def test_means_within_their_standard_error_tie_and_go_to_the_cheaper() -> None:
+    fast = rec("06", 0.99, 1.0, 100.0)
+    slow = rec("04", 0.99, 3.0, 60.0)
+    # fast's mean is 1.6 points lower, but its runs scatter widely: within the error
+    state = _state({"04": [0.97, 0.99, 0.95, 0.99, 0.97], "06": [0.90, 0.99, 0.93, 0.99, 0.97]})
+    best, rule, _ = rescored_choice([fast, slow], ("accuracy", "latency", "sram"), state)
+    assert best is fast and "tied with trial 04" in rule and "faster" in rule
+    # no runs recorded: nothing to decide
+    assert rescored_choice([fast, slow], ("accuracy", "latency"), {}) is None
+
+
+class FoldRunner:
+    """A fake runner whose INT8 accuracy depends on the trial's width and the data it got."""
+
+    def __init__(self, data=None, seed=0, log=None):
+        self.data, self.seed, self.log = data, seed, [] if log is None else log
+
+    def for_data(self, data, seed):
+        return FoldRunner(data, seed, self.log)
+
+    def build(self, hp, seed):
+        return {"width": hp.get("width")}
+
+    def train(self, model, epochs):
+        self.log.append((model["width"], len(self.data.y_train), self.seed))
+
+    def convert(self, model):
+        return bytes([model["width"]])
+
+    def evaluate(self, model_bytes):
+        from mcunas.search.tuner import EvalResult
+
+        noise = (len(self.data.y_val) % 7) / 1000
+        return EvalResult(0.9 + model_bytes[0] / 1000 + noise, 0.2)
+
+
+def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import mcunas.search.rescore as rescore_mod
+    from mcunas.data import load_dataset
+    from mcunas.search.config import SearchConfig
+    from mcunas.search.progress import Progress
+    from mcunas.search.rescore import fold_splits, rescore_finalists
+
+    data = load_dataset(None, seed=0)
+    folds = fold_splits(data, Plan("kfold", 5), seed=0)
+    pooled = len(data.y_train) + len(data.y_val)
+    assert all(len(f.y_train) + len(f.y_val) == pooled for f in folds)
+    assert sum(len(f.y_val) for f in folds) == pooled  # every sample validates once
+    assert all(set(np.unique(f.y_val)) == set(range(10)) for f in folds)  # stratified
+    assert folds[0].x_test is data.x_test
+
+    store = TrialStore.open(tmp_path)
+    for tid, width, acc, lat in (
+        ("00", 8, 0.95, 1.0),
+        ("01", 16, 0.97, 2.0),
+        ("02", 24, 0.98, 3.0),
+    ):
+        store.start_trial(tid, {"width": width})
+        store.finish_trial(
+            tid, TrialStatus.OK, score=acc, int8_accuracy=acc, latency_ms=lat,
+            peak_sram_bytes=1000 * width, model_path=f"models/{tid}.tflite",
+        )  # fmt: skip
+    config = SearchConfig(board="esp32s3", finalists=2)
+    runner, stream = FoldRunner(), io.StringIO()
+    # out of time: two rounds still give every finalist a mean and a standard error
+    monkeypatch.setattr(rescore_mod, "TIME_SHARE", 0.0)
+    rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
+    assert len(runner.log) == 4 and "stopped at 0% of its time" in stream.getvalue()
+    _, _, summary = rescored_choice(store.trials(), config.objectives, store.get_meta("rescore"))
+    assert "5-fold cross-validation (2 of 5 runs each)" in summary["text"]
+    monkeypatch.undo()
+    monkeypatch.setattr(store, "checkpoint_wall", lambda: 3600.0)  # an hour's search: time
+    rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
+    assert len(runner.log) == 10  # 2 finalists x 5 folds, the first 4 not redone
+    assert {w for w, _, _ in runner.log} == {24, 16}
+    state = store.get_meta(RESCORE_META)
+    assert state["finalists"] == ["02", "01"] and len(state["runs"]["02"]) == 5
+    assert "Re-scored trial 02, fold 5/5: INT8" in stream.getvalue()
+
+    # a resumed search (or a second call) finds every run done
+    runner.log.clear()
+    rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
+    assert runner.log == []
+    best, rule, summary = rescored_choice(store.trials(), config.objectives, state)
+    assert best.trial_id == "02" and summary["description"] == "5-fold cross-validation"
+
+
+class RescorableRunner(ExportableRunner):
+    """The CLI tests' exportable fake runner, able to re-train on other folds."""
+
+    def for_data(self, data, seed):
+        return self
+
+
+def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monkeypatch) -> None:
+    import json
+
+    from mcunas.search.session import SearchSession
+
+    runner = RescorableRunner()
+    monkeypatch.setattr(
+        SearchSession, "_components", lambda self: (FakeSpace(), runner, lambda: None)
+    )
+    out = tmp_path / "run"
+    args = ["--board", "esp32s3", "--out", str(out), "--max-trials", "5", "--strategy", "random"]
+    code, stdout, err = run(capsys, *args, "--max-latency-ms", "10")
+    assert code == 0, err
+    assert "Finalists re-scored by 5-fold cross-validation in" in stdout and "+/-" in stdout
+    assert "chosen: re-scored by 5-fold cross-validation: on the Pareto front" in stdout
+    best = json.loads((out / "best" / "best.json").read_text())
+    assert best["chosen_by"].startswith("re-scored by 5-fold")
+    assert len(best["rescore"]["finalists"]) == 3
+    assert best["trial"]["trial_id"] == best["rescore"]["chosen"]
+
+    code, stdout, err = run(capsys, "--out", str(out), "--resume", "--no-rescore", "--json")
+    assert code == 0, err
+    summary = json.loads(stdout)
+    assert summary["rescore"] is None and summary["chosen_by"].startswith("on the Pareto front")
