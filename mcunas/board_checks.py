@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from mcunas.errors import BoardProfileError
+from mcunas.limits import PROFILE_MAXIMA
 
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
@@ -69,11 +70,21 @@ BOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 
 
 def positive_int(data: dict[str, Any], key: str, where: str) -> int:
-    """A required integer key that must be above 0."""
+    """A required integer key that must be above 0 (and at most its ``PROFILE_MAXIMA``)."""
     value = data[key]
     if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
         raise BoardProfileError(f"{where}: {key} must be a positive integer, got {value!r}")
+    _check_maximum(key, value, where, key)
     return value
+
+
+def _check_maximum(key: str, value: int, where: str, label: str) -> None:
+    high = PROFILE_MAXIMA.get(key)
+    if high is not None and value > high:
+        raise BoardProfileError(
+            f"{where}: {label} = {value} is above {high:,}, more than any microcontroller "
+            "(a unit mistake?)"
+        )
 
 
 def optional_int(
@@ -92,6 +103,7 @@ def optional_int(
     if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
         kind = "a positive integer" if minimum > 0 else "an integer >= 0"
         raise BoardProfileError(f"{where}: {label or key} must be {kind}, got {value!r}")
+    _check_maximum(key, value, where, label or key)
     return value
 
 
@@ -172,6 +184,36 @@ def check_latency(latency: dict[str, Any], where: str) -> None:
         for name in ("rows", "checked_variants"):
             if name in value and not isinstance(value[name], list):
                 raise BoardProfileError(f"{where}: [latency.{key}] {name} must be a list")
+
+
+# No microcontroller core draws less than this while it runs (the most frugal, Ambiq's
+# Apollo4, about 4 uA/MHz): below it, a current is a unit mistake or a typing error.
+MIN_ACTIVE_UA_PER_MHZ = 1.0
+_ACTIVE_KEYS = ("active_ma", "active_ma_psram", "active_ma_dual_core")
+
+
+def check_power_consistency(power: dict[str, Any], clock_hz: int, where: str) -> None:
+    """Refuse [power] values that contradict each other or the clock.
+
+    An idle current above an active one, or an active current under
+    ``MIN_ACTIVE_UA_PER_MHZ`` at the profile's clock (it would give an energy of
+    about zero per inference, which passes any energy budget).
+    """
+    mhz = clock_hz / 1e6
+    for key in _ACTIVE_KEYS:
+        if key not in power:
+            continue
+        per_mhz = 1000.0 * power[key] / mhz
+        if per_mhz < MIN_ACTIVE_UA_PER_MHZ:
+            raise BoardProfileError(
+                f"{where}: [power] {key} = {power[key]!r} mA at {mhz:g} MHz is {per_mhz:.3g} "
+                f"uA/MHz; no core runs on under {MIN_ACTIVE_UA_PER_MHZ:g} uA/MHz (a unit mistake?)"
+            )
+        if power.get("idle_ma", 0) > power[key]:
+            raise BoardProfileError(
+                f"{where}: [power] idle_ma = {power['idle_ma']!r} is above {key} = "
+                f"{power[key]!r}: the current between inferences must be the lower one"
+            )
 
 
 def check_power(power: dict[str, Any], where: str) -> None:

@@ -32,10 +32,12 @@ from mcunas.board_checks import (
     check_keys,
     check_latency,
     check_power,
+    check_power_consistency,
     optional_int,
     positive_int,
 )
 from mcunas.errors import BoardProfileError, UnknownBoard
+from mcunas.limits import LIMITS, MAX_PEAK_MACS_PER_CYCLE
 from mcunas.paths import builtin_boards_dir, user_boards_dir
 
 __all__ = [
@@ -46,8 +48,6 @@ __all__ = [
     "load_board",
 ]
 
-# A clock above 10 GHz is a typing error, not a microcontroller.
-MAX_CLOCK_MHZ = 10_000.0
 
 CORES = (
     "cortex-m0plus",
@@ -167,20 +167,31 @@ class BoardProfile:
 
         return replace(self, kernels=kernels)
 
-    def at_clock(self, mhz: float) -> BoardProfile:
+    def at_clock(self, mhz: float, *, above_profile: bool = False) -> BoardProfile:
         """A copy of the profile running at ``mhz`` (boards often run below their maximum).
 
         The latency model counts cycles, so every estimate scales with the clock;
         memory figures do not change.
 
+        Args:
+            mhz: float. The clock, above 0 and up to ``limits.MAX_CLOCK_MHZ``.
+            above_profile: bool, default False. Allow a clock above the profile's
+                (``--overclock``); without it such a clock is refused.
+
         Raises:
-            BoardProfileError: ``mhz`` is not a positive clock up to 10 GHz.
+            BoardProfileError: ``mhz`` is not a positive finite clock up to 10 GHz, or
+                it is above the profile's clock without ``above_profile``.
         """
         from dataclasses import replace
 
-        if not (isinstance(mhz, int | float) and 0 < mhz <= MAX_CLOCK_MHZ):
+        if not LIMITS["clock_mhz"].holds(mhz):
             raise BoardProfileError(
-                f"--clock-mhz {mhz} is not a clock: give MHz above 0 and up to {MAX_CLOCK_MHZ:g}"
+                f"--clock-mhz {mhz} is not a clock: give MHz {LIMITS['clock_mhz'].text()}"
+            )
+        if mhz * 1_000_000 > self.clock_hz and not above_profile:
+            raise BoardProfileError(
+                f"--clock-mhz {mhz:g} is above {self.name}'s {self.clock_hz / 1e6:g} MHz: "
+                "give a clock up to the profile's, or add --overclock if the board runs faster."
             )
         return replace(self, clock_hz=int(round(mhz * 1_000_000)))
 
@@ -278,6 +289,7 @@ def _load_file(path: Path, builtin: bool) -> BoardProfile:
     check_keys(data, TOP_KEYS, where)
     check_latency(latency, where)
     check_power(power, where)
+    check_power_consistency(power, sizes["clock_hz"], where)
     for table, values in (("firmware", fw), ("platformio", pio), ("serial", serial)):
         check_keys(values, TABLE_KEYS[table], where, f"[{table}] ")
     try:
@@ -391,10 +403,11 @@ def _peak_macs(data: dict[str, Any], where: str) -> float:
         not isinstance(peak, (int, float))
         or isinstance(peak, bool)
         or not math.isfinite(peak)
-        or peak <= 0
+        or not 0 < peak <= MAX_PEAK_MACS_PER_CYCLE
     ):
         raise BoardProfileError(
-            f"{where}: peak_macs_per_cycle must be a positive number, got {peak!r}"
+            f"{where}: peak_macs_per_cycle must be a positive number up to "
+            f"{MAX_PEAK_MACS_PER_CYCLE:g}, got {peak!r}"
         )
     return float(peak)
 

@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("mcunas.commands.search", "Search for the best INT8 model that fits a board."),
     "worker": ("mcunas.commands.worker", "Run a distributed search's trials for its chief."),
     "bench": ("mcunas.commands.bench", "Build, flash and measure one model on a real board."),
+    "export": ("mcunas.commands.export", "Write a ready PlatformIO project for a chosen model."),
     "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
     "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),
     "predictor": ("mcunas.commands.predictor", "Fit, import and report the latency predictor."),

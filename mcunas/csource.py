@@ -16,11 +16,12 @@ Example::
 from __future__ import annotations
 
 import zlib
-from importlib import resources
 from pathlib import Path
 from string import Template
 
 from mcunas.errors import CandidateError
+from mcunas.files import write_file
+from mcunas.paths import package_path
 from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 
 __all__ = ["ARRAY_NAME", "model_crc32", "resolver_methods", "write_model_sources"]
@@ -56,7 +57,7 @@ def resolver_methods(op_names: list[str]) -> list[str]:
 
 
 def _template(name: str) -> Template:
-    return Template(resources.files("mcunas").joinpath("templates", name).read_text("utf-8"))
+    return Template(package_path("templates", name).read_text("utf-8"))
 
 
 def model_sources(model_bytes: bytes, op_names: list[str]) -> dict[str, str]:
@@ -113,5 +114,5 @@ def write_model_sources(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / name for name in ("model_data.h", "model_data.cc", "model_ops.h")]
     for path in paths:
-        path.write_text(texts[path.name], encoding="utf-8")
+        write_file(path, texts[path.name], "C source")
     return paths

@@ -40,11 +40,9 @@ import numpy as np
 from mcunas.audio import log_mel
 from mcunas.data_folder import read_folder
 from mcunas.errors import DatasetError
+from mcunas.limits import MAX_CLASSES
 
 KINDS = ("image", "audio", "series")
-# More classes than this is a labelling mistake for a microcontroller classifier (and a
-# label of 1e9 must not make mcunas allocate a billion-entry table).
-MAX_CLASSES = 1000
 _ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
 
 __all__ = ["KINDS", "Dataset", "load_dataset", "log_mel", "stratified_split"]

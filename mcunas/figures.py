@@ -107,6 +107,10 @@ class Figures:
         energy = self.energy_uj
         if energy is not None and not (isinstance(energy, (int, float)) and 0.0 <= energy < MAX_UJ):
             raise ImplausibleFigure("energy_uj", energy, self.source, f"0 to {MAX_UJ:g} uJ")
+        if energy == 0 and self.latency_ms > 0:  # a core that runs draws current
+            raise ImplausibleFigure(
+                "energy_uj", energy, self.source, "above 0 for a latency above 0"
+            )
 
     @property
     def fits(self) -> bool:

@@ -11,7 +11,11 @@ import errno
 import hashlib
 import os
 import sqlite3
+import stat
+import sys
 import tempfile
+import zipfile
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,9 +26,12 @@ __all__ = [
     "FolderLock",
     "content_sha256",
     "ensure_writable",
+    "READ_ERRORS",
     "first_missing",
     "is_disk_full",
+    "output_path",
     "storage_errors",
+    "unreadable",
     "write_file",
 ]
 
@@ -42,11 +49,37 @@ class DiskFull(FatalError):
         )
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """True if ``exc`` says the disk (or the database file's disk) is full."""
-    if isinstance(exc, OSError) and exc.errno == errno.ENOSPC:
+def is_disk_full(exc: BaseException, where: str | os.PathLike[str] | None = None) -> bool:
+    """True if ``exc`` says the disk (or the database file's disk) is full.
+
+    SQLite reports a write that found no space as "disk I/O error" on some paths
+    (the WAL index, a journal): with ``where`` given, such an error counts as a full
+    disk when the file system holding ``where`` has less than ``FULL_BELOW_BYTES``
+    free, so a resume on a full disk says so instead of calling the store damaged.
+    """
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
         return True
-    return isinstance(exc, sqlite3.OperationalError) and "disk is full" in str(exc).lower()
+    text = str(exc).lower()
+    if isinstance(exc, sqlite3.Error) and "disk is full" in text:
+        return True
+    io_error = isinstance(exc, sqlite3.Error) and "disk i/o error" in text
+    return io_error and where is not None and free_bytes(where) < FULL_BELOW_BYTES
+
+
+# Less free space than this on a file system that failed a write: the disk is full.
+FULL_BELOW_BYTES = 1 << 20
+
+
+def free_bytes(where: str | os.PathLike[str]) -> int:
+    """Bytes free for this user on the file system of ``where`` (its nearest existing parent)."""
+    path = Path(where).absolute()
+    while not path.exists() and path.parent != path:
+        path = path.parent
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return 1 << 62  # unknown: not full as far as anyone can tell
+    return st.f_bavail * st.f_frsize
 
 
 # errno values that mean "this path cannot be written", with the words for each.
@@ -69,7 +102,7 @@ def storage_errors(what: str | os.PathLike[str]) -> Iterator[None]:
     try:
         yield
     except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-        if is_disk_full(exc):
+        if is_disk_full(exc, what):
             raise DiskFull(what) from exc
         message = _storage_message(exc)
         if message is None:
@@ -85,16 +118,138 @@ def _storage_message(exc: BaseException) -> str | None:
         return "is read-only: make it writable, or give another --out"
     if "locked" in text:
         return "is locked by another process: wait for it, or give another --out"
-    if "malformed" in text or "not a database" in text or "disk i/o" in text:
+    if "malformed" in text or "not a database" in text:
         return f"is damaged ({exc}): restore it from a copy, or give another --out"
+    if "disk i/o" in text:
+        return (
+            f"could not be read or written ({exc}): check the disk (dmesg) and its free "
+            "space; the store may well be intact, so keep it"
+        )
     if "unable to open" in text:
         return "cannot be opened: check that its folder exists and is writable"
     return None
 
 
-def write_file(path: Path, data: bytes | str) -> Path:
-    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC."""
+# What a path is, for the refusal of an output that is not a regular file.
+_KINDS = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISFIFO, "a named pipe"),
+    (stat.S_ISSOCK, "a socket"),
+)
+_NOTED: set[str] = set()  # symlinks already announced in this process
+
+
+def _special_kind(path: Path) -> str | None:
+    """What ``path`` is if it exists and is not a regular file (None: new or regular)."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserError(f"Cannot write {path}: {exc.strerror or exc}.") from None
+    if stat.S_ISREG(mode):
+        return None
+    if stat.S_ISLNK(mode):
+        return "a symlink that loops or leads nowhere readable"
+    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+
+
+def output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
+    """Where an output file named ``path`` may be written: a regular file or a new path.
+
+    Every file mcunas writes passes here first. A path that exists and is a
+    folder, a device (``/dev/null``, ``/dev/full``), a named pipe or a socket is
+    refused before anything is written, so no command can replace a special
+    file. A symlink is followed: its final target is written (and replaced
+    atomically) and the link stays; stderr says so once per path.
+
+    Args:
+        path: str | PathLike. The output the user or the program named.
+        what: str, default "output". What the file is, for the refusal's words.
+
+    Returns:
+        The path to write: ``path`` itself, or its symlink's final target.
+
+    Raises:
+        UserError: the path or its symlink's target is not a regular file.
+    """
+    given = Path(path).expanduser()
+    target = given
+    if given.is_symlink():
+        target = Path(os.path.realpath(given))
+    kind = _special_kind(target)
+    if kind is not None:
+        shown = f"{given} (a symlink to {target})" if target != given else str(given)
+        raise UserError(
+            f"Refused to write the {what} {shown}: it is {kind}, not a regular file. "
+            "Give the path of a file to create or replace."
+        )
+    if target != given and str(given) not in _NOTED:
+        _NOTED.add(str(given))
+        sys.stderr.write(f"Note: {given} is a symlink; writing its target {target}.\n")
+    return target
+
+
+# What reading a damaged, truncated or foreign file raises, from the standard library,
+# numpy (ValueError for a file that is no .npy/.npz) and json (JSONDecodeError is a ValueError).
+READ_ERRORS: tuple[type[BaseException], ...] = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    IndexError,
+    TypeError,
+    AttributeError,
+    zipfile.BadZipFile,
+    zlib.error,
+)
+
+
+def unreadable(path: str | os.PathLike[str], what: str, fix: str, exc: BaseException) -> UserError:
+    """The one line for a file mcunas wrote earlier that cannot be read back.
+
+    The reader's own words are kept out where they mislead (numpy's advice to load
+    a file "unsafely" with ``allow_pickle``); the line says what the file is, what
+    is wrong with it in plain words, and ``fix``, what to do.
+
+    Example::
+
+        except READ_ERRORS as exc:
+            raise unreadable(path, "supernet checkpoint", "delete it to start over", exc)
+    """
+    return UserError(f"{path} is not a readable {what} ({_damage(exc)}): {fix}.")
+
+
+def _damage(exc: BaseException) -> str:
+    """What is wrong with a file, from the exception its reader raised."""
+    if isinstance(exc, zipfile.BadZipFile | EOFError | zlib.error):
+        return "damaged or cut short"
+    if isinstance(exc, FileNotFoundError):
+        return "missing"
+    if isinstance(exc, OSError):
+        return exc.strerror or "cannot be read"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not text: damaged, or another kind of file"
+    if isinstance(exc, ValueError) and "pickle" in str(exc):
+        return "not a numpy archive: text or another kind of file"
+    if isinstance(exc, KeyError):
+        return f"a part is missing: {exc}"
+    return f"damaged or of another kind: {type(exc).__name__}"
+
+
+def write_file(path: Path, data: bytes | str, what: str = "output") -> Path:
+    """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC.
+
+    The path is checked by :func:`output_path` first (special files refused,
+    symlinks written through), and again just before the rename.
+
+    Returns:
+        The path written (a symlink's target where ``path`` is a symlink).
+    """
     raw = data.encode() if isinstance(data, str) else data
+    path = output_path(path, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     with storage_errors(path):
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
@@ -102,6 +257,7 @@ def write_file(path: Path, data: bytes | str) -> Path:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(raw)
             os.chmod(tmp, FILE_MODE)
+            output_path(path, what)  # nothing swapped in a special file meanwhile
             os.replace(tmp, path)
         finally:
             if os.path.exists(tmp):
@@ -117,6 +273,9 @@ def first_missing(out_dir: Path) -> Path | None:
             existing parent is not writable: the folder could not be created.
     """
     path = Path(out_dir).expanduser().absolute()
+    if path.exists() and not path.is_dir():
+        kind = _special_kind(Path(os.path.realpath(path))) or "a file"
+        raise UserError(f"Cannot use {out_dir} as the output folder: it is {kind}.")
     if path.is_dir():
         if not os.access(path, os.W_OK):
             raise UserError(f"Output folder {out_dir} is not writable.")
@@ -172,6 +331,7 @@ class FolderLock:
         """Take the lock or say who holds it."""
         import fcntl
 
+        output_path(self.path, "folder lock")
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

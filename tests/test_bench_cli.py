@@ -266,3 +266,15 @@ def test_every_timeout_is_a_finite_positive_number(model_file, capsys, value: st
     ):
         code, _, err = run(argv, capsys)
         assert code == 2 and "--timeout" in err and "Traceback" not in err
+
+
+def test_bench_dry_run_writes_the_project_without_a_board(model_file, tmp_path, capsys):
+    fw = tmp_path / "fw"
+    argv = ["bench", str(model_file), "--board", "esp32s3", "--port", "/dev/none", "--dry-run"]
+    code, out, err = run([*argv, "--project-dir", str(fw)], capsys)
+    assert code == 0, err
+    assert f"pio run -e esp32s3 -d {fw} -t upload" in out
+    assert (fw / "platformio.ini").is_file() and (fw / "CMakeLists.txt").is_file()
+    assert (fw / "firmware" / "esp-idf" / "sdkconfig.defaults").is_file()
+    header = (fw / "firmware" / "src" / "generated" / "model_data.h").read_text()
+    assert model_crc32(MODEL) in header

@@ -22,6 +22,11 @@ def test_user_folders_follow_mcunas_home(tmp_path: Path, monkeypatch) -> None:
 def test_builtin_folder_overrides(tmp_path: Path, monkeypatch) -> None:
     assert (paths.builtin_boards_dir() / "esp32s3.toml").is_file()
     assert (paths.firmware_template_dir() / "platformio.ini").is_file()
+    # found through the package, the same as from a wheel (tests/test_wheel.py)
+    assert paths.builtin_boards_dir() == paths.package_path("bundled", "boards")
+    repo = Path(__file__).resolve().parents[1]
+    assert paths.builtin_boards_dir().resolve() == repo / "boards"
+    assert (paths.firmware_template_dir() / "firmware").resolve() == repo / "firmware"
     monkeypatch.setenv("MCUNAS_BOARDS_DIR", str(tmp_path))
     monkeypatch.setenv("MCUNAS_FIRMWARE_DIR", str(tmp_path))
     assert paths.builtin_boards_dir() == paths.firmware_template_dir() == tmp_path

@@ -159,8 +159,13 @@ def test_bad_input_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixt
         "no kernel for: GELU": [str(gelu), "--board", "esp32s3"],
         "Unknown board 'nosuch'": [str(KWS), "--board", "nosuch"],
         "missing required key": [str(KWS), "--board", str(bad_board)],
-        "--clock-mhz 0.0 is not a clock": [str(KWS), "--board", "esp32s3", "--clock-mhz", "0"],
-        "--clock-mhz nan is not a clock": [str(KWS), "--board", "esp32s3", "--clock-mhz", "nan"],
+        "must be a number above 0 to 10000 MHz, got 0": [
+            *[str(KWS), "--board", "esp32s3", "--clock-mhz", "0"]
+        ],
+        "must be a number above 0 to 10000 MHz, got nan": [
+            *[str(KWS), "--board", "esp32s3", "--clock-mhz", "nan"]
+        ],
+        "above esp32s3's 240 MHz": [str(KWS), "--board", "esp32s3", "--clock-mhz", "480"],
     }
     for expected, args in cases.items():
         code, err = _run_main(["profile", *args], capsys)

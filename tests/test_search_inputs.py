@@ -17,11 +17,11 @@ def _no_tensorflow() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--max-trials", "0"], "--max-trials and --epochs must be at least 1"),
-        (["--epochs", "-3"], "--max-trials and --epochs must be at least 1"),
-        (["--time-budget", "-5"], "--time-budget must be > 0"),
-        (["--seed", "-1"], "--seed must be between 0 and 4294967295"),
-        (["--seed", str(2**32)], "--seed must be between 0 and 4294967295"),
+        (["--max-trials", "0"], "'--max-trials': must be a whole number 1 to 100000"),
+        (["--epochs", "-3"], "'--epochs': must be a whole number 1 to 10000"),
+        (["--time-budget", "-5"], "'--time-budget': must be a number above 0"),
+        (["--seed", "-1"], "'--seed': must be a whole number 0 to 4294967295"),
+        (["--seed", str(2**32)], "'--seed': must be a whole number 0 to 4294967295"),
         (["--families", ","], "--families lists no family"),
         (["--out", " "], "--out is empty"),
         (["--resume"], "--resume needs --out"),

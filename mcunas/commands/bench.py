@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
 
 from mcunas.boards import load_board
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, ranged_help
 from mcunas.figures import Figures
 from mcunas.jsontext import dumps
 from mcunas.measure.board import DEFAULT_TIMEOUT_S
 from mcunas.measure.opener import open_measurer
 from mcunas.measure.ports import check_port
+from mcunas.paths import user_path
 
 # The firmware project builder; None means mcunas.measure.pio.PioProject. Tests swap in a double.
 PROJECT_FACTORY: Any = None
@@ -62,6 +64,7 @@ Examples:
   mcunas bench model.tflite --board esp32s3 --no-flash --trace serial.log
   mcunas bench model.tflite --board nano33ble --power ppk2:/dev/ttyACM1
   mcunas bench model.tflite --board nucleo_l4r5zi --power joulescope
+  mcunas bench model.tflite --board esp32s3 --dry-run --project-dir fw
 With --power, a meter in the board's supply records the run; the energy of the timed
 invokes is integrated while the board's marker pin ([power] marker_pin) is high, or
 between the firmware's mark lines when the pin is not wired to the meter.
@@ -77,7 +80,7 @@ Exit code 2 with one line on any failure (no board, busy port, timeout, wrong mo
     type=SECONDS,
     default=DEFAULT_TIMEOUT_S,
     show_default=True,
-    help="Seconds to wait for the board's ready and result lines.",
+    help=ranged_help("timeout_s", "Seconds to wait for the board's ready and result lines."),
 )
 @click.option(
     "--power",
@@ -90,6 +93,16 @@ Exit code 2 with one line on any failure (no board, busy port, timeout, wrong mo
 @click.option(
     "--pio", default="pio", envvar="MCUNAS_PIO", show_default=True, help="PlatformIO executable."
 )
+@click.option(
+    "--project-dir",
+    type=click.Path(file_okay=False),
+    help="Firmware project folder [default: $MCUNAS_HOME/build/<board>-<port>].",
+)
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Only write the firmware project for MODEL and the board: no build, no board needed.",
+)
 def cli(
     model: str,
     board_name: str,
@@ -100,12 +113,17 @@ def cli(
     as_json: bool,
     trace: str | None,
     pio: str,
+    project_dir: str | None,
+    dry_run: bool,
 ) -> None:
     """Build, flash and measure MODEL.tflite on a board over serial."""
     board = load_board(board_name)
     from mcunas.profile import load_int8_model
 
     model_bytes, _ = load_int8_model(model)
+    if dry_run:
+        _write_project(board, model_bytes, project_dir, pio)
+        return
     check_port(port)
     if power:
         from mcunas.measure.power.meter import parse_meter
@@ -113,9 +131,20 @@ def cli(
         parse_meter(power)  # a misspelt meter fails before any build
     options = {"port": port, "flash": not no_flash, "timeout_s": timeout_s, "pio": pio}
     options |= {"trace": trace, "power": power, "project_factory": PROJECT_FACTORY}
+    options |= {"work_dir": project_dir}
     with open_measurer("board", board, **options) as measurer:
         m = measurer.measure(model_bytes)
     if as_json:
         click.echo(dumps(m.to_dict()))
     else:
         click.echo("\n".join(_report(m)))
+
+
+def _write_project(board: Any, model_bytes: bytes, project_dir: str | None, pio: str) -> None:
+    """``--dry-run``: write the measurement firmware project and say how to build it."""
+    from mcunas.measure.pio import PioProject
+
+    work = Path(project_dir) if project_dir else user_path("build", f"{board.name}-dry-run")
+    PioProject(board, work, pio=pio).generate(model_bytes)
+    click.echo(f"Firmware project for {board.name} written to {work} (not built).")
+    click.echo(f"Build and flash it: pio run -e {board.pio_env} -d {work} -t upload")

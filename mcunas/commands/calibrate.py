@@ -7,7 +7,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, Ranged, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 
@@ -55,10 +55,13 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
 @click.option("--virtual", is_flag=True, help="Measure the virtual board (a test device).")
 @click.option(
     "--truth-seed",
-    type=int,
+    type=Ranged("truth_seed"),
     default=0,
     show_default=True,
-    help="With --virtual: seed of its hidden ground-truth costs (-1: the simulator's own).",
+    help=ranged_help(
+        "truth_seed",
+        "With --virtual: seed of its hidden ground-truth costs (-1: the simulator's own).",
+    ),
 )
 @click.option("--no-flash", is_flag=True, help="Do not flash (the board already runs the model).")
 @click.option(
@@ -69,7 +72,13 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
     show_default=True,
     help="Calibration suite: small (~40 models) or full (~65).",
 )
-@click.option("--timeout", "timeout_s", type=SECONDS, default=None, help="Seconds per model read.")
+@click.option(
+    "--timeout",
+    "timeout_s",
+    type=SECONDS,
+    default=None,
+    help=ranged_help("timeout_s", "Seconds per model read."),
+)
 @click.option("--store", default=None, help="Measurements database (default in MCUNAS_HOME).")
 @click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
 def cli(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 from pathlib import Path
 
 import click
@@ -154,6 +155,10 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     from mcunas.predict.store_refit import store_graphs
 
     board = load_board(board_name)
+    if plot:
+        from mcunas.files import output_path
+
+        output_path(plot, "plot")  # a folder, device, pipe or socket: refused before the work
     if plot and not Path(plot).expanduser().absolute().parent.is_dir():
         raise UserError(f"Cannot write the plot {plot}: its folder does not exist")
     rows = {r.id: r for r in load_calibration() if board_for_row(r) == board.name}
@@ -203,11 +208,11 @@ def _plot(results, path: Path, title: str) -> None:  # noqa: ANN001
     ax.set(xlabel="measured ms", ylabel="predicted ms (leave-one-out)", title=title)
     ax.legend()
     fig.tight_layout()
+    buffer = io.BytesIO()
     try:
-        fig.savefig(path, dpi=100)
-    except OSError as exc:
-        from mcunas.errors import UserError
-
-        raise UserError(f"Cannot write the plot {path}: {exc.strerror or exc}") from None
+        fig.savefig(buffer, format="png", dpi=100)
     finally:
         plt.close(fig)
+    from mcunas.files import write_file
+
+    write_file(path, buffer.getvalue(), "plot")

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from mcunas.commands import Ranged, ranged_help
 from mcunas.jsontext import dumps
 
 KIB = 1024
@@ -32,11 +33,22 @@ planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
     help="Kernel library to assume instead of the board profile's.",
 )
 @click.option(
-    "--clock-mhz", type=float, default=None, help="Core clock to assume instead of the profile's."
+    "--clock-mhz",
+    type=Ranged("clock_mhz"),
+    default=None,
+    help=ranged_help(
+        "clock_mhz", "Core clock to assume, up to the profile's (above it needs --overclock)."
+    ),
 )
+@click.option("--overclock", is_flag=True, help="Allow a --clock-mhz above the profile's clock.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def cli(
-    model: str, board_name: str, kernels: str | None, clock_mhz: float | None, as_json: bool
+    model: str,
+    board_name: str,
+    kernels: str | None,
+    clock_mhz: float | None,
+    overclock: bool,
+    as_json: bool,
 ) -> None:
     """Estimate latency, arena, peak SRAM, flash and fit of MODEL.tflite on a board."""
     from mcunas.boards import load_board
@@ -45,7 +57,7 @@ def cli(
 
     board = load_board(board_name)
     if clock_mhz is not None:
-        board = board.at_clock(clock_mhz)
+        board = board.at_clock(clock_mhz, above_profile=overclock)
     prof = profile_model(model, board, kernels=kernels)
     if not prof.runnable:
         raise ModelError(f"{model}: {'; '.join(prof.reasons[:1])}")

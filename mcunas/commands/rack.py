@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, ranged_help
 from mcunas.jsontext import dumps
 from mcunas.measure.rack import load_rack, probe_rack
 
@@ -37,7 +37,7 @@ def cli() -> None:
     type=SECONDS,
     default=5.0,
     show_default=True,
-    help="Seconds each board has to print its ready line.",
+    help=ranged_help("timeout_s", "Seconds each board has to print its ready line."),
 )
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def list_cmd(rack_path: str, timeout_s: float, as_json: bool) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from mcunas.commands import SECONDS, debug_wanted
+from mcunas.commands import SECONDS, Ranged, debug_wanted, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 from mcunas.search.config import (
@@ -66,30 +66,39 @@ are simulator estimates."""
 )
 @click.option(
     "--max-trials",
-    type=int,
+    type=Ranged("max_trials"),
     default=DEFAULT_MAX_TRIALS,
     show_default=True,
-    help="Candidates to train at most (draws refused before training are drawn again).",
+    help=ranged_help(
+        "max_trials", "Candidates to train at most (draws refused before training are drawn again)."
+    ),
 )
 @click.option(
     "--max-draws",
-    type=click.IntRange(min=1),
+    type=Ranged("max_draws"),
     default=None,
-    help="Candidates drawn at most, counting those refused before training "
-    "[default: 10 x --max-trials].",
+    help=ranged_help(
+        "max_draws",
+        "Candidates drawn at most, counting those refused before training "
+        "[default: 10 x --max-trials].",
+    ),
 )
 @click.option(
     "--epochs",
-    type=int,
+    type=Ranged("epochs"),
     default=DEFAULT_EPOCHS,
     show_default=True,
-    help="Training epochs per candidate (early stopping on validation loss).",
+    help=ranged_help(
+        "epochs", "Training epochs per candidate (early stopping on validation loss)."
+    ),
 )
 @click.option(
     "--batch-size",
-    type=click.IntRange(min=1),
+    type=Ranged("batch_size"),
     default=None,
-    help="Training batch size [default: the power of two nearest N/40, 16 to 128].",
+    help=ranged_help(
+        "batch_size", "Training batch size [default: the power of two nearest N/40, 16 to 128]."
+    ),
 )
 @click.option(
     "--augment",
@@ -101,9 +110,12 @@ are simulator estimates."""
 )
 @click.option(
     "--supernet-epochs",
-    type=click.IntRange(min=1),
+    type=Ranged("supernet_epochs"),
     default=None,
-    help="--strategy supernet: epochs of supernet training [default: 2 x --epochs].",
+    help=ranged_help(
+        "supernet_epochs",
+        "--strategy supernet: epochs of supernet training [default: 2 x --epochs].",
+    ),
 )
 @click.option(
     "--supernet-schedule",
@@ -116,29 +128,43 @@ are simulator estimates."""
 )
 @click.option(
     "--subnets",
-    type=click.IntRange(min=1),
+    type=Ranged("subnets"),
     default=DEFAULT_SUBNETS,
     show_default=True,
-    help="--strategy supernet: feasible subnets scored with inherited weights.",
+    help=ranged_help(
+        "subnets", "--strategy supernet: feasible subnets scored with inherited weights."
+    ),
 )
 @click.option(
     "--finetune-epochs",
-    type=click.IntRange(min=0),
+    type=Ranged("finetune_epochs"),
     default=None,
-    help="--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
-    "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
+    help=ranged_help(
+        "finetune_epochs",
+        "--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
+        "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
+    ),
+)
+@click.option(
+    "--seed",
+    type=Ranged("seed"),
+    default=0,
+    show_default=True,
+    help=ranged_help("seed", "Random seed."),
 )
 @click.option(
     "--finalists",
-    type=click.IntRange(min=0),
+    type=Ranged("finalists"),
     default=DEFAULT_FINALISTS,
     show_default=True,
-    help="Top models of the Pareto front re-trained and re-scored before export "
-    "(k-fold cross-validation under 2,000 training samples, else 3 seeds); the choice "
-    "uses their mean accuracy and its standard error. 0: choose on the search's scores.",
+    help=ranged_help(
+        "finalists",
+        "Top models of the Pareto front re-trained and re-scored before export "
+        "(k-fold cross-validation under 2,000 training samples, else 3 seeds); the choice "
+        "uses their mean accuracy and its standard error. 0: choose on the search's scores.",
+    ),
 )
 @click.option("--no-rescore", is_flag=True, help="Same as --finalists 0.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Random seed.")
 @click.option(
     "--dataset",
     help="A .npz, a folder of class subfolders of images or WAV files; default: built-in digits.",
@@ -153,16 +179,39 @@ are simulator estimates."""
     "kws-dscnn; images: ic-resnet8, or vww-mobilenet from 64 px); none starts at random.",
 )
 @click.option(
-    "--clock-mhz", type=float, help="Core clock the board runs at, if below its profile's."
+    "--clock-mhz",
+    type=Ranged("clock_mhz"),
+    help=ranged_help(
+        "clock_mhz",
+        "Core clock the board runs at, if below its profile's (above it needs --overclock).",
+    ),
 )
-@click.option("--max-latency-ms", type=float, help="Latency budget (ms).")
-@click.option("--max-sram-kb", type=float, help="Peak SRAM budget (KB).")
-@click.option("--max-flash-kb", type=float, help="Flash budget (KB).")
+@click.option(
+    "--overclock",
+    is_flag=True,
+    help="Allow a --clock-mhz above the board profile's clock (a board run out of its spec).",
+)
+@click.option(
+    "--max-latency-ms",
+    type=Ranged("max_latency_ms"),
+    help=ranged_help("max_latency_ms", "Latency budget."),
+)
+@click.option(
+    "--max-sram-kb",
+    type=Ranged("max_sram_kb"),
+    help=ranged_help("max_sram_kb", "Peak SRAM budget."),
+)
+@click.option(
+    "--max-flash-kb", type=Ranged("max_flash_kb"), help=ranged_help("max_flash_kb", "Flash budget.")
+)
 @click.option(
     "--max-energy-uj",
-    type=float,
-    help="Energy budget per inference (uJ): supply V x active current x latency, or a "
-    "power meter's measurement (mcunas bench --power).",
+    type=Ranged("max_energy_uj"),
+    help=ranged_help(
+        "max_energy_uj",
+        "Energy budget per inference: supply V x active current x latency, or a "
+        "power meter's measurement (mcunas bench --power).",
+    ),
 )
 @click.option(
     "--objectives",
@@ -188,9 +237,12 @@ are simulator estimates."""
 @click.option(
     "--time-budget",
     "time_budget_s",
-    type=float,
-    help="Seconds for this run (a --resume gets its own); stop cleanly after the current "
-    "trial and report.",
+    type=Ranged("time_budget_s"),
+    help=ranged_help(
+        "time_budget_s",
+        "Seconds for this run (a --resume gets its own); stop cleanly after the current "
+        "trial and report.",
+    ),
 )
 @click.option(
     "--serve",
@@ -201,16 +253,22 @@ are simulator estimates."""
 @click.option(
     "--worker-timeout",
     "worker_timeout_s",
-    type=float,
-    help="With --serve: seconds a worker may be silent before its trial goes to another "
-    "[default: 60].",
+    type=Ranged("worker_timeout_s"),
+    help=ranged_help(
+        "worker_timeout_s",
+        "With --serve: seconds a worker may be silent before its trial goes to another "
+        "[default: 60].",
+    ),
 )
 @click.option(
     "--wait",
     "wait_s",
     type=SECONDS,
-    help="With --serve: seconds a trial handed back from a lost worker waits with no worker "
-    "connected; then the chief stops with the line that resumes it [default: 900].",
+    help=ranged_help(
+        "timeout_s",
+        "With --serve: seconds a trial handed back from a lost worker waits with no worker "
+        "connected; then the chief stops with the line that resumes it [default: 900].",
+    ),
 )
 @click.option(
     "--token-file",

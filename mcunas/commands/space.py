@@ -6,12 +6,23 @@ from pathlib import Path
 
 import click
 
+from mcunas.commands import Ranged, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
+from mcunas.limits import (
+    MAX_INPUT_CHANNELS,
+    MAX_INPUT_SIDE,
+    MAX_INPUT_VALUES,
+    check_input_shape,
+)
 
 # Samples of random input used to quantize an untrained reference (its graph does not
 # depend on them; a trained model is calibrated on real data).
 _CALIBRATION_SAMPLES = 8
+SHAPE_RANGE = (
+    f"[H, W 1 to {MAX_INPUT_SIDE}, C 1 to {MAX_INPUT_CHANNELS}, "
+    f"H x W x C at most {MAX_INPUT_VALUES:,}]"
+)
 
 
 def _shape(text: str | None) -> tuple[int, ...] | None:
@@ -21,8 +32,7 @@ def _shape(text: str | None) -> tuple[int, ...] | None:
         shape = tuple(int(v) for v in text.replace("x", ",").split(","))
     except ValueError:
         raise UserError(f"--input-shape must be like 49,10,1, got {text!r}") from None
-    if len(shape) != 3 or min(shape) < 1:
-        raise UserError(f"--input-shape must be three positive sizes H,W,C, got {text!r}")
+    check_input_shape(shape)
     return shape
 
 
@@ -34,15 +44,22 @@ Examples:
   mcunas space show --input-shape 128,1,3 --json     # a 3-axis IMU series
   mcunas space reference kws-dscnn --out kws.tflite
   mcunas space reference ic-resnet8 --input-shape 32,32,1 --classes 4 --out small.tflite
-  mcunas space reference vww-mobilenet --board nano33ble --out vww.tflite   # refused: too big""",
+  mcunas space reference vww-mobilenet --input-shape 160,160,3 --board nano33ble --out v.tflite
+    (refused: too big for the board; nothing is written)""",
 )
 def cli() -> None:
     """The search space and the known-good designs it contains."""
 
 
 @cli.command("show")
-@click.option("--input-shape", help="One input's H,W,C (default 8,8,1: the digits).")
-@click.option("--classes", type=click.IntRange(min=2), default=10, show_default=True)
+@click.option("--input-shape", help=f"One input's H,W,C (default 8,8,1: the digits). {SHAPE_RANGE}")
+@click.option(
+    "--classes",
+    type=Ranged("classes"),
+    default=10,
+    show_default=True,
+    help=ranged_help("classes", "Output classes."),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
     """List the families and hyperparameters, and count the architectures."""
@@ -77,8 +94,12 @@ def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
 @cli.command("reference")
 @click.argument("name")
 @click.option("--out", "out_path", required=True, type=click.Path(dir_okay=False))
-@click.option("--input-shape", help="Scale to this input H,W,C (default: the reference's).")
-@click.option("--classes", type=click.IntRange(min=2), help="Scale to this many classes.")
+@click.option(
+    "--input-shape", help=f"Scale to this input H,W,C (default: the reference's). {SHAPE_RANGE}"
+)
+@click.option(
+    "--classes", type=Ranged("classes"), help=ranged_help("classes", "Scale to this many classes.")
+)
 @click.option("--board", help="Check that it fits this board (refused, nothing written, if not).")
 def reference_cmd(
     name: str, out_path: str, input_shape: str | None, classes: int | None, board: str | None
@@ -90,6 +111,9 @@ def reference_cmd(
     ref = get_reference(name)  # an unknown name fails before TensorFlow loads
     profile = load_board(board) if board else None
     shape = _shape(input_shape) or ref.input_shape
+    from mcunas.files import output_path
+
+    output_path(out_path, "model")  # a folder, device, pipe or socket: refused before the work
     if not Path(out_path).expanduser().absolute().parent.is_dir():
         raise UserError(f"Cannot write {out_path}: its folder does not exist")
     model_bytes = _untrained_int8(shape, classes or ref.num_classes, name)
@@ -97,7 +121,7 @@ def reference_cmd(
     from mcunas.files import write_file
     from mcunas.tflite.reader import read_graph
 
-    write_file(Path(out_path), model_bytes)
+    write_file(Path(out_path), model_bytes, "model")
     graph = read_graph(model_bytes)
     click.echo(
         f"{name}: {shape} -> {classes or ref.num_classes} classes, {graph.total_macs:,} MACs, "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcunas.commands import SECONDS
+from mcunas.commands import SECONDS, ranged_help
 
 
 @click.command(
@@ -36,7 +36,7 @@ and sends every result to the chief. Start as many as you like, at any time.""",
     type=SECONDS,
     default=60.0,
     show_default=True,
-    help="Seconds to wait for the chief to answer before giving up.",
+    help=ranged_help("timeout_s", "Seconds to wait for the chief to answer before giving up."),
 )
 @click.option(
     "--token-file",

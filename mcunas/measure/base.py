@@ -77,6 +77,8 @@ class MeasureOptions:
         trace: log raw serial bytes to this file (``board``).
         pio: the PlatformIO executable (``board``).
         project_factory: the firmware project maker (``board``; tests inject one).
+        work_dir: the firmware project folder (``board``; default
+            ``$MCUNAS_HOME/build/<board>-<port>``).
     """
 
     port: str = "auto"
@@ -89,6 +91,7 @@ class MeasureOptions:
     trace: str | None = None
     pio: str = "pio"
     project_factory: Any = None
+    work_dir: str | Path | None = None
 
 
 class MeasurerClass(Protocol):

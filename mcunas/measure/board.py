@@ -129,6 +129,7 @@ class BoardMeasurer:
             pio=options.pio,
             trace=options.trace,
             power=options.power,
+            work_dir=options.work_dir,
         )
 
     def __init__(

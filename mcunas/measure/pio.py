@@ -30,6 +30,7 @@ from pathlib import Path
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
+from mcunas.files import output_path, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
 from mcunas.paths import firmware_template_dir
 
@@ -55,7 +56,10 @@ _REQUIRED_SYMBOLS = {
     "model_data.h": ("MCUNAS_MODEL_CRC32_U32", "g_model_data"),
     "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
 }
-_TEMPLATE_IGNORE = shutil.ignore_patterns("generated", ".pio", "sdkconfig.*", "__pycache__")
+# PlatformIO writes sdkconfig.<env> beside its build; sdkconfig.defaults* are sources.
+_TEMPLATE_IGNORE = shutil.ignore_patterns(
+    "generated", ".pio", "sdkconfig", "sdkconfig.esp32*", "__pycache__"
+)
 
 # Build output that means the model is the cause: a failed trial, not a broken setup.
 _CANDIDATE_PATTERNS = (
@@ -193,7 +197,7 @@ class PioProject:
             shutil.rmtree(self.generated_dir)
         write_model_sources(model_bytes, self.generated_dir, op_names)
         self._check_generated(model_bytes)
-        (self.generated_dir / "mcunas_config.h").write_text(self.config_header(), "utf-8")
+        write_file(self.generated_dir / "mcunas_config.h", self.config_header(), "firmware header")
         self.model_crc32 = model_crc32(model_bytes)
         return self.work_dir
 
@@ -228,7 +232,8 @@ class PioProject:
         if not ini.is_file() or not (firmware / "src").is_dir():
             raise FatalError(
                 f"Firmware template not found in {self.template_dir} (platformio.ini and "
-                "firmware/): run from a mcunas source checkout or set MCUNAS_FIRMWARE_DIR."
+                "firmware/): reinstall mcunas (its package ships them) or point "
+                "MCUNAS_FIRMWARE_DIR at a folder holding both."
             )
         self.work_dir.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ini, self.work_dir / "platformio.ini")
@@ -353,6 +358,7 @@ class PioProject:
         return found
 
     def _run(self, cmd: list[str], log_path: Path, timeout_s: float, stage: str) -> tuple[int, str]:
+        log_path = output_path(log_path, "build log")
         log_path.parent.mkdir(parents=True, exist_ok=True)
         env = dict(os.environ, PLATFORMIO_DISABLE_PROGRESSBAR="true")
         with open(log_path, "w", encoding="utf-8", errors="replace") as log:

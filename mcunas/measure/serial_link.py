@@ -22,6 +22,7 @@ from typing import IO, Any
 import serial
 
 from mcunas.errors import CandidateError, MeasurementError, UserError
+from mcunas.files import output_path
 from mcunas.measure.protocol import (
     BoardError,
     Crash,
@@ -124,6 +125,7 @@ class SerialLink:
     def open(self) -> SerialLink:
         """Open the port exclusively and drop whatever it had buffered."""
         if self.trace_path:
+            self.trace_path = output_path(self.trace_path, "serial trace")
             try:
                 self._trace = self.trace_path.open("a", encoding="utf-8")
             except OSError as exc:

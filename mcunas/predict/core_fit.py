@@ -22,9 +22,11 @@ import math
 from collections import defaultdict
 from pathlib import Path
 
+from mcunas.paths import package_path
+
 __all__ = ["ENERGY_CSV", "core_cycle_ratios", "load_runs"]
 
-ENERGY_CSV = Path(__file__).resolve().parent.parent / "calibration" / "energy.csv"
+ENERGY_CSV = package_path("calibration", "energy.csv")
 
 
 def load_runs(path: Path = ENERGY_CSV) -> list[dict[str, str]]:

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from mcunas.errors import UserError
+from mcunas.paths import package_path
 from mcunas.predict.coefficients import (
     GENERIC_UNIT_CYCLES,
     MICROBENCH_DERIVED,
@@ -28,9 +29,7 @@ from mcunas.predict.coefficients import (
 
 __all__ = ["MICROBENCH_CSV", "KernelCall", "load_microbench", "microbench_tables"]
 
-MICROBENCH_CSV = (
-    Path(__file__).resolve().parent.parent / "calibration" / "esp_nn_kernels_esp32s3.csv"
-)
+MICROBENCH_CSV = package_path("calibration", "esp_nn_kernels_esp32s3.csv")
 COLUMNS = {"esp-nn-ansi": "reference_cycles", "esp-nn-s3": "esp_nn_cycles"}
 _SIMPLE = {
     "elementwise_add": "add",

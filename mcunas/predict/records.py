@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
+from mcunas.files import output_path, write_file
 from mcunas.paths import predictor_store_path
 from mcunas.predict.scale_fit import CalibrationRow, load_calibration
 
@@ -86,6 +87,7 @@ class RecordStore:
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = Path(path) if path else predictor_store_path()
+        output_path(self.path, "measurements store")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path)
@@ -166,7 +168,7 @@ class RecordStore:
         if not path.is_file():
             blob = self._db.execute("SELECT bytes FROM models WHERE hash=?", (key,)).fetchone()
             self._models_dir.mkdir(parents=True, exist_ok=True)
-            path.write_bytes(blob[0])
+            write_file(path, blob[0], "model cache")
         return path
 
     def model_rows(self, board: str | None = None) -> list[CalibrationRow]:

@@ -27,9 +27,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from mcunas.boards import CORES, KERNEL_LIBRARIES, MAX_CLOCK_MHZ, MEMORY_PLACES
+from mcunas.boards import CORES, KERNEL_LIBRARIES, MEMORY_PLACES
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
+from mcunas.limits import MAX_CLOCK_MHZ
+from mcunas.paths import package_path
 from mcunas.predict.coefficients import DISPATCH_CYCLES, path_for
 
 if TYPE_CHECKING:
@@ -54,7 +56,7 @@ __all__ = [
     "summarize",
 ]
 
-CALIBRATION_DIR = Path(__file__).resolve().parent.parent / "calibration"
+CALIBRATION_DIR = package_path("calibration")
 CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
 # Further published rows mcunas added (sources checked; see calibration/README.md).
 CALIBRATION_EXTRA_CSV = CALIBRATION_DIR / "measurements_extra.csv"

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mcunas.errors import UserError
+from mcunas.files import READ_ERRORS, write_file
 from mcunas.paths import user_path
 from mcunas.tflite.flatnet import FlatNet
 
@@ -234,12 +235,12 @@ def load_suite(size: str = "small") -> list[SuiteModel]:
                 )
                 for e in entries
             ]
-        except (OSError, ValueError, KeyError):
+        except READ_ERRORS:
             pass  # a damaged cache is rebuilt below
     suite = build_suite(size)
     folder.mkdir(parents=True, exist_ok=True)
     for m in suite:
-        (folder / f"{m.name}.tflite").write_bytes(m.model_bytes)
+        write_file(folder / f"{m.name}.tflite", m.model_bytes, "suite cache")
     entries = [{"name": m.name, "variants": list(m.variants)} for m in suite]
-    index.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+    write_file(index, json.dumps(entries, indent=1), "suite cache")
     return suite

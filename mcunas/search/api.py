@@ -41,8 +41,6 @@ from mcunas.search.store import TrialStore
 
 __all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
 
-MAX_SEED = 2**32 - 1  # numpy's seeds are unsigned 32-bit
-
 
 def default_out(board: str) -> Path:
     """``runs/<board>-<YYYYmmdd-HHMMSS>``."""
@@ -62,8 +60,6 @@ def check_search(config: SearchConfig) -> BoardProfile:
             output folder that cannot be created, ``--resume`` without a search.
     """
     config.validate()
-    if not 0 <= config.seed <= MAX_SEED:
-        raise UserError(f"--seed must be between 0 and {MAX_SEED}, got {config.seed}.")
     if config.port and config.rack:
         raise UserError("Give either --port or --rack, not both.")
     check_port(config.port)
@@ -73,7 +69,7 @@ def check_search(config: SearchConfig) -> BoardProfile:
         )
     board = load_board(config.board)
     if config.clock_mhz is not None:
-        board = board.at_clock(config.clock_mhz)
+        board = board.at_clock(config.clock_mhz, above_profile=config.overclock)
     check_budget_floor(config.budgets, board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)

@@ -9,9 +9,15 @@
   dataset has background-noise windows, a noise window mixed in at a random
   volume up to 0.1 of its amplitude with probability 0.8. Mixing happens in
   the power domain: ``ln(exp(x) + v^2 * exp(n))``.
-- **series**: a time shift of up to 10% of the steps (edge values repeated),
-  an amplitude jitter of N(1, 0.1) per channel, and Gaussian noise of 2% of
-  the series' standard deviation.
+- **series**: by default a time shift of up to 10% of the steps (edge values
+  repeated), an amplitude jitter of N(1, 0.1) per channel, and Gaussian noise
+  of 2% of the series' standard deviation (``shift``, ``jitter``, ``noise``).
+  Two more can be chosen (:data:`SERIES_OPS`): ``slice``, window slicing (a
+  random window of 90% of the steps stretched back to the full length, Le
+  Guennec et al. 2016), and ``warp``, a smooth time warp (the local speed
+  drawn at :data:`WARP_KNOTS` knots from N(1, 0.2), interpolated, and the
+  series resampled along its integral; Um et al. 2017). Both resample
+  linearly between steps.
 
 Sides shorter than :data:`MIN_SIDE` are never shifted or cropped.
 """
@@ -22,7 +28,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["augmenter"]
+__all__ = ["DEFAULT_SERIES_OPS", "SERIES_OPS", "augmenter", "mixup"]
 
 MIN_SIDE = 4
 SHIFT = 0.125  # image shift, share of the side
@@ -31,6 +37,11 @@ NOISE_PROB = 0.8
 NOISE_VOLUME = 0.1
 JITTER = 0.1
 SERIES_NOISE = 0.02
+SLICE = 0.9  # window slicing keeps this share of the steps
+WARP_KNOTS = 4
+WARP_SPEED_SD = 0.2
+SERIES_OPS = ("shift", "jitter", "noise", "slice", "warp")
+DEFAULT_SERIES_OPS = ("shift", "jitter", "noise")
 
 
 def _image(flip: bool) -> Any:
@@ -96,28 +107,104 @@ def _audio(noise: np.ndarray | None) -> Any:
     return fn
 
 
-def _series() -> Any:
+def _resample(x: Any, positions: Any) -> Any:
+    """``x`` (B, T, W, C) read at fractional time ``positions`` (B, T), linearly interpolated."""
+    import tensorflow as tf
+
+    steps = int(x.shape[1])
+    positions = tf.clip_by_value(positions, 0.0, float(steps - 1))
+    lo = tf.cast(tf.floor(positions), tf.int32)
+    hi = tf.minimum(lo + 1, steps - 1)
+    frac = (positions - tf.cast(lo, positions.dtype))[:, :, None, None]
+    a, b = tf.gather(x, lo, batch_dims=1), tf.gather(x, hi, batch_dims=1)
+    return a + (b - a) * frac
+
+
+def _window_slice(x: Any) -> Any:
+    """A random window of SLICE of the steps, stretched back to the full length."""
+    import tensorflow as tf
+
+    steps = int(x.shape[1])
+    span = SLICE * (steps - 1)
+    start = tf.random.uniform([tf.shape(x)[0], 1], 0.0, (steps - 1) - span)
+    return _resample(x, start + tf.linspace(0.0, span, steps)[None, :])
+
+
+def _time_warp(x: Any) -> Any:
+    """Resample along the integral of a smooth random speed (WARP_KNOTS knots)."""
+    import tensorflow as tf
+
+    steps, n = int(x.shape[1]), tf.shape(x)[0]
+    knots = tf.maximum(tf.random.normal([n, WARP_KNOTS, 1, 1], 1.0, WARP_SPEED_SD), 0.2)
+    speed = tf.image.resize(knots, [steps, 1], method="bilinear")[:, :, 0, 0]
+    walked = tf.cumsum(speed, axis=1) - speed[:, :1]
+    return _resample(x, walked / walked[:, -1:] * float(steps - 1))
+
+
+def _series(ops: tuple[str, ...] = DEFAULT_SERIES_OPS) -> Any:
     import tensorflow as tf
 
     def fn(x: Any) -> Any:
-        x = _time_shift(x, None)
+        long_enough = int(x.shape[1]) >= MIN_SIDE
+        if long_enough and "warp" in ops:
+            x = _time_warp(x)
+        if long_enough and "slice" in ops:
+            x = _window_slice(x)
+        if "shift" in ops:
+            x = _time_shift(x, None)
         n, channels = tf.shape(x)[0], int(x.shape[-1])
-        x = x * tf.random.normal([n, 1, 1, channels], 1.0, JITTER)
-        scale = tf.math.reduce_std(x, axis=[1, 2, 3], keepdims=True) * SERIES_NOISE
-        return x + tf.random.normal(tf.shape(x)) * scale
+        if "jitter" in ops:
+            x = x * tf.random.normal([n, 1, 1, channels], 1.0, JITTER)
+        if "noise" in ops:
+            scale = tf.math.reduce_std(x, axis=[1, 2, 3], keepdims=True) * SERIES_NOISE
+            x = x + tf.random.normal(tf.shape(x)) * scale
+        return x
 
     return fn
 
 
-def augmenter(kind: str, mode: str, noise: np.ndarray | None = None) -> Any | None:
+def mixup(alpha: float) -> Any:
+    """A batch map over (x, one-hot y, weight) mixing each sample with another of the batch.
+
+    The share of the other sample is min(l, 1 - l) for l ~ Beta(alpha, alpha)
+    (Zhang et al. 2018), the same for input, label and sample weight.
+    """
+    import tensorflow as tf
+
+    def fn(x: Any, y: Any, w: Any) -> Any:
+        n = tf.shape(x)[0]
+        a = tf.random.gamma([n], alpha)
+        b = tf.random.gamma([n], alpha)
+        share = a / (a + b + 1e-12)
+        share = tf.minimum(share, 1.0 - share)
+        other = tf.random.shuffle(tf.range(n))
+        sx = tf.reshape(share, [-1] + [1] * (len(x.shape) - 1))
+        mixed_x = x * (1.0 - sx) + tf.gather(x, other) * sx
+        mixed_y = y * (1.0 - share[:, None]) + tf.gather(y, other) * share[:, None]
+        mixed_w = w * (1.0 - share) + tf.gather(w, other) * share
+        return mixed_x, mixed_y, mixed_w
+
+    return fn
+
+
+def augmenter(
+    kind: str,
+    mode: str,
+    noise: np.ndarray | None = None,
+    series_ops: tuple[str, ...] = DEFAULT_SERIES_OPS,
+) -> Any | None:
     """The batch map for ``kind`` under ``mode`` ("auto", "flip", "off"); None for none.
 
     The map takes a batch (B, H, W, C) and draws every random choice per sample.
+    ``series_ops`` (a subset of :data:`SERIES_OPS`) are the series' operations.
     """
     if mode == "off":
         return None
     if kind == "audio":
         return _audio(noise)
     if kind == "series":
-        return _series()
+        unknown = set(series_ops) - set(SERIES_OPS)
+        if unknown:
+            raise ValueError(f"unknown series augmentation {sorted(unknown)}; know {SERIES_OPS}")
+        return _series(tuple(series_ops))
     return _image(flip=mode == "flip")

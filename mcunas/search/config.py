@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import math
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from mcunas.errors import UserError
+from mcunas.limits import LIMITS, check_number
 from mcunas.search.budgets import Budgets
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
 
@@ -120,6 +120,7 @@ class SearchConfig:
     token_file: str | None = None  # chief: the shared token workers must show
     tls_cert: str | None = None  # chief: TLS certificate (PEM)
     tls_key: str | None = None  # chief: TLS private key (PEM)
+    overclock: bool = False  # allow a clock_mhz above the profile's
     # Hyperband's promoted trials start from their parent's weights (no flag: the
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
@@ -188,13 +189,19 @@ class SearchConfig:
         Raises:
             UserError: ``out`` holds no mcunas search.
         """
-        from mcunas.search.store import TrialStore
+        from mcunas.search.store import STORE_NAME, TrialStore
 
         stored: dict[str, Any] = {}
         if TrialStore.exists_in(Path(out)):
             store = TrialStore.open(Path(out))
             stored = store.get_meta("config") or {}
             store.close()
+            if not stored:
+                raise UserError(
+                    f"Nothing to resume: {Path(out) / STORE_NAME} holds no search settings "
+                    "(empty, or cut short). Restore it from a copy, or start over with "
+                    "--board and --overwrite."
+                )
         if not stored:
             raise UserError(
                 f"Nothing to resume: {out} holds no mcunas search. "
@@ -251,10 +258,9 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
-        if self.finalists < 0:
-            raise UserError("--finalists must be 0 (no re-scoring) or more.")
-        if self.max_trials < 1 or self.epochs < 1:
-            raise UserError("--max-trials and --epochs must be at least 1.")
+        check_number("finalists", self.finalists)
+        check_number("max_trials", self.max_trials)
+        check_number("epochs", self.epochs)
         if self.max_draws is not None and self.max_draws < self.max_trials:
             raise UserError(
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
@@ -265,13 +271,6 @@ class SearchConfig:
         if self.serve is None and any(door.values()):
             given = ", ".join(f"--{k}" for k, v in door.items() if v)
             raise UserError(f"{given}: only with --serve (the chief's options)")
-        for name in (
-            "max_latency_ms",
-            "max_sram_kb",
-            "max_flash_kb",
-            "max_energy_uj",
-            "time_budget_s",
-        ):
-            value = getattr(self, name)
-            if value is not None and not (math.isfinite(value) and value > 0):
-                raise UserError(f"--{name.replace('_', '-').removesuffix('-s')} must be > 0.")
+        for each in fields(self):
+            if each.name in LIMITS:  # every number in its range (mcunas.limits)
+                check_number(each.name, getattr(self, each.name))

@@ -1,4 +1,10 @@
-"""Export the chosen model for deployment: ``best/`` inside the search's folder."""
+"""Export the chosen model for deployment: ``best/`` inside the search's folder.
+
+``best/`` holds the model, its C sources, ``best.json`` and ``project/``, a
+PlatformIO project for the search's board (:mod:`mcunas.deploy`);
+:func:`export_project` writes that project again, for the same board or
+another one (``mcunas export``).
+"""
 
 from __future__ import annotations
 
@@ -6,22 +12,58 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from mcunas.errors import ModelError
+from mcunas.boards import BoardProfile
+from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
 
-__all__ = ["export_best"]
+__all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
+
+PROJECT_DIR = "project"  # best/project: the deployable project for the search's board
+
+# What to do about a trial's model file that is gone or changed.
+_MODEL_FIX = (
+    "restore the folder from a copy, or start the search over with --overwrite "
+    "(the report and best/ need the chosen trial's model as it was trained)"
+)
 
 
-def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Path:
-    """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h`` and ``best.json``.
+def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
+    """The bytes of a trial's ``.tflite``, checked against the hash the store kept.
+
+    Raises:
+        ModelError: the file is missing, unreadable, or not the one the trial wrote
+            (one line naming it and what to do).
+    """
+    src = Path(out_dir) / (best.model_path or "")
+    if not src.is_file():
+        raise ModelError(f"Model of trial {best.trial_id} not found at {src}: {_MODEL_FIX}.")
+    try:
+        model_bytes = src.read_bytes()
+    except OSError as exc:
+        raise ModelError(f"Model {src} of trial {best.trial_id}: {exc.strerror}.") from None
+    if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
+        raise ModelError(
+            f"Model file {src} is damaged or changed since trial {best.trial_id} wrote it "
+            f"(its SHA-256 differs): {_MODEL_FIX}."
+        )
+    return model_bytes
+
+
+def export_best(
+    best: TrialRecord, out_dir: Path, context: dict[str, Any], board: BoardProfile | None = None
+) -> Path:
+    """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h``, ``best.json``, ``project/``.
 
     Args:
         best: TrialRecord, the chosen trial (its ``model_path``, relative to ``out_dir``
             or absolute as older stores kept it, must exist).
         out_dir: Path, the search's output folder; files go to ``out_dir/best``.
         context: dict, board, budgets and dataset facts copied into ``best.json``.
+        board: BoardProfile | None, the search's board: ``project/`` is written for it
+            (a model or board the project cannot be made for is noted in ``best.json``
+            as ``project_error``, and the export goes on).
 
     Returns:
         The ``best`` folder.
@@ -30,12 +72,7 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
         ModelError: the trial's model file is missing or altered.
         DiskFull: the disk filled up while writing.
     """
-    src = Path(out_dir) / (best.model_path or "")
-    if not src.is_file():
-        raise ModelError(f"Model of trial {best.trial_id} not found at {src}.")
-    model_bytes = src.read_bytes()
-    if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
-        raise ModelError(f"Model file {src} changed since trial {best.trial_id} recorded it.")
+    model_bytes = trial_model_bytes(best, out_dir)
     from mcunas.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 
@@ -52,5 +89,101 @@ def export_best(best: TrialRecord, out_dir: Path, context: dict[str, Any]) -> Pa
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }
+    if board is not None:
+        try:
+            _write_project(model_bytes, board, dest / PROJECT_DIR, _trial_arena(best), info)
+            info["files"].append(f"{PROJECT_DIR}/")
+        except (BoardProfileError, CandidateError, ModelError) as exc:
+            info["project_error"] = str(exc)
     write_file(dest / "best.json", dumps(info))
     return dest
+
+
+def _trial_arena(trial: TrialRecord) -> Any:
+    """The trial's arena figure, or None when it recorded none."""
+    from mcunas.deploy import ArenaFigure
+
+    if not trial.arena_bytes:
+        return None
+    source = trial.source or ("simulator" if trial.estimated else "board")
+    return ArenaFigure(int(trial.arena_bytes), measured=trial.estimated is False, source=source)
+
+
+def _write_project(
+    model_bytes: bytes, board: BoardProfile, out: Path, arena: Any, info: dict[str, Any]
+) -> list[Path]:
+    """The deployable project; the arena estimated for ``board`` when ``arena`` is None."""
+    from mcunas.deploy import ArenaFigure, write_project
+
+    if arena is None:
+        from mcunas.profile import profile_model
+
+        estimate = profile_model(model_bytes, board).memory.arena_bytes
+        arena = ArenaFigure(int(estimate), measured=False, source=f"estimate for {board.name}")
+    trial = info.get("trial") or {}
+    meta = {
+        "title": f"trial {trial.get('trial_id', '?')}"
+        + (f", {trial['description']}" if trial.get("description") else ""),
+        "class_names": info.get("class_names"),
+        "preprocessing": info.get("preprocessing"),
+    }
+    return write_project(model_bytes, board, out, arena, meta)
+
+
+def find_best_dir(source: Path) -> Path:
+    """``source`` itself when it holds ``best.json``, else its ``best/``.
+
+    Raises:
+        UserError: neither holds ``best.json`` and ``model.tflite``.
+    """
+    for folder in (Path(source), Path(source) / "best"):
+        if (folder / "best.json").is_file() and (folder / "model.tflite").is_file():
+            return folder
+    raise UserError(
+        f"No best.json and model.tflite in {source} or {Path(source) / 'best'}: give a "
+        "search's output folder or its best/ folder."
+    )
+
+
+def export_project(
+    source: Path, board: BoardProfile | None = None, out: Path | None = None
+) -> tuple[Path, BoardProfile, list[Path]]:
+    """Write the deployable project for a search's chosen model (``mcunas export``).
+
+    Args:
+        source: Path, a search's output folder or its ``best/``.
+        board: BoardProfile | None, the target (default: the search's board).
+        out: Path | None, the project folder (default ``best/project`` for the search's
+            board, ``best/project-<board>`` for another).
+
+    Returns:
+        The project folder, the board and the files written. For the search's own board
+        the arena is the trial's figure; for another board it is estimated for that board.
+
+    Raises:
+        UserError: no ``best/`` there, or ``best.json`` unreadable.
+        ModelError: the model file changed since the search wrote it, or is not int8.
+        BoardProfileError: the board has no PlatformIO environment.
+    """
+    import json
+
+    from mcunas.boards import load_board
+
+    best_dir = find_best_dir(source)
+    try:
+        info = json.loads((best_dir / "best.json").read_text("utf-8"))
+    except (OSError, ValueError) as exc:
+        raise UserError(f"Cannot read {best_dir / 'best.json'}: {exc}") from exc
+    model_bytes = (best_dir / "model.tflite").read_bytes()
+    sha = info.get("model_sha256")
+    if sha and hashlib.sha256(model_bytes).hexdigest() != sha:
+        raise ModelError(f"{best_dir / 'model.tflite'} changed since the search exported it.")
+    searched = (info.get("board") or {}).get("name")
+    target = board or load_board(str(searched or ""))
+    same = target.name == searched
+    folder = Path(out) if out else best_dir / (PROJECT_DIR if same else f"project-{target.name}")
+    trial = TrialRecord(trial_id=str((info.get("trial") or {}).get("trial_id", "?")))
+    for key in ("arena_bytes", "estimated", "source"):
+        setattr(trial, key, (info.get("trial") or {}).get(key))
+    arena = _trial_arena(trial) if same else None
+    return folder, target, _write_project(model_bytes, target, folder, arena, info)

@@ -205,6 +205,9 @@ class SearchResult:
             if self.test_text():
                 lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")
+        project = Path(self.paths.get("best_dir") or "") / "project"
+        if self.paths.get("best_dir") and (project / "platformio.ini").is_file():
+            lines.append(f"Deploy: cd {project} && pio run -t upload && pio device monitor")
         return "\n".join(lines)
 
     def to_dict(self) -> dict[str, Any]:

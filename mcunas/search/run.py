@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
-from mcunas.search.export import export_best
+from mcunas.search.export import export_best, trial_model_bytes
 from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
 from mcunas.search.report import write_report
@@ -294,13 +294,14 @@ class SearchRun:
         if result.best is not None:
             from mcunas.profile import model_layers
 
-            model_bytes = (self.out_dir / (result.best.model_path or "")).read_bytes()
+            model_bytes = trial_model_bytes(result.best, self.out_dir)
             result.layers = model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
-            result.paths["best_dir"] = str(export_best(result.best, self.out_dir, context))
+            best_dir = export_best(result.best, self.out_dir, context, self.board)
+            result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
 
@@ -316,7 +317,7 @@ class SearchRun:
         from mcunas.errors import CandidateError
         from mcunas.search.isolate import TflmWorker
 
-        model_bytes = (self.out_dir / (best.model_path or "")).read_bytes()
+        model_bytes = trial_model_bytes(best, self.out_dir)
         worker = TflmWorker(self.board)
         try:
             accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)

@@ -28,7 +28,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.files import storage_errors, write_file
+from mcunas.files import output_path, storage_errors, write_file
 
 __all__ = [
     "TrialOrigin",
@@ -156,6 +156,7 @@ class TrialStore:
         serialises them, as a distributed search's chief does).
         """
         self.path = Path(path)
+        output_path(self.path, "trial store")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage_errors(self.path):
             self._db = sqlite3.connect(
@@ -326,7 +327,8 @@ class TrialStore:
         ``values`` are further columns (accuracies, timings; a remote worker's figure
         columns when ``figures`` is None). Returns the file's path.
         """
-        path = write_file(Path(models_dir) / f"trial_{trial_id}.tflite", model_bytes)
+        path = Path(models_dir) / f"trial_{trial_id}.tflite"
+        write_file(path, model_bytes, "trial model")
         if figures is not None:
             self.record_figures(trial_id, figures)
         self.update(

@@ -13,6 +13,7 @@ from typing import Any
 
 import mcunas.search.kt_state as kt_state
 from mcunas.errors import FatalError
+from mcunas.files import READ_ERRORS, unreadable
 from mcunas.search.progress import Progress
 from mcunas.search.run import Executor, SearchRun
 from mcunas.search.store import TrialStatus, TrialStore
@@ -34,7 +35,7 @@ class TunerStrategy:
         run.load_data()
         space, runner, close = run.components() if executor.trains else (run.space(), None, None)
         if executor.trains:
-            progress.note(f"{run.data_line()} Training: {run.recipe.describe()}.")
+            progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             seeds = run.seed_ladder(space)
@@ -107,7 +108,17 @@ def make_tuner(
         "seeds": seeds,
         "warm_start": cfg.warm_start,
     }
-    return HardwareAwareTuner(oracle, space, **{**settings, **options})
+    try:
+        return HardwareAwareTuner(oracle, space, **{**settings, **options})
+    except READ_ERRORS as exc:  # keras-tuner's reload of a damaged state file
+        if not cfg.resume:
+            raise
+        raise unreadable(
+            run.out_dir / "tuner",
+            "Keras Tuner state (oracle.json, tuner0.json, trial_*/trial.json)",
+            "restore the folder from a copy, or start over with --overwrite",
+            exc,
+        ) from None
 
 
 def reconcile(store: TrialStore, oracle: Any) -> None:

@@ -28,7 +28,7 @@ from typing import Any
 import keras_tuner
 
 from mcunas.errors import FatalError, describe
-from mcunas.files import storage_errors
+from mcunas.files import output_path, storage_errors
 from mcunas.search.config import WARM_START_ENV
 from mcunas.search.store import TrialStore
 
@@ -87,7 +87,7 @@ class WarmStart:
         A full disk stops the search (:class:`DiskFull`); any other failure leaves the
         trial OK, and a promoted child trains from scratch.
         """
-        final = self.weights_path(tid)
+        final = output_path(self.weights_path(tid), "Hyperband weights")
         tmp = final.with_name(f".trial_{tid}.part{WEIGHTS_SUFFIX}")
         try:
             with storage_errors(final):

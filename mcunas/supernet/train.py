@@ -30,15 +30,28 @@ import keras
 import numpy as np
 
 from mcunas.errors import UserError
-from mcunas.files import write_file
+from mcunas.files import READ_ERRORS, unreadable, write_file
 from mcunas.search.config import SUPERNET_SCHEDULES
-from mcunas.search.recipe import COSINE_FLOOR, Recipe, steps_per_epoch, training_data
+from mcunas.search.recipe import (
+    COSINE_FLOOR,
+    Recipe,
+    common_steps,
+    steps_per_epoch,
+    training_data,
+)
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
-__all__ = ["CHECKPOINT", "SupernetTrainer", "checkpoint_epochs", "elastic_dims"]
+__all__ = [
+    "CHECKPOINT",
+    "SupernetTrainer",
+    "checkpoint_epochs",
+    "elastic_dims",
+    "read_checkpoint",
+]
 
 CHECKPOINT = "supernet/checkpoint.npz"
+CHECKPOINT_FIX = "delete it to train the supernet again from its first epoch, or restore a copy"
 LEARNING_RATE = 0.003
 DISTILL = 0.5  # share of the largest subnet's predictions in the others' targets
 RANDOM_PER_STEP = 2
@@ -75,6 +88,7 @@ class SupernetTrainer:
                 f"unknown supernet schedule {schedule!r}; choose from {SUPERNET_SCHEDULES}"
             )
         keras.utils.set_random_seed(seed)
+        recipe = common_steps(recipe, len(dataset.x_train))  # not small series sets' 4x
         self.spec, self.dataset, self.recipe = spec, dataset, recipe
         self.epochs, self.seed, self.schedule = epochs, seed, schedule
         self.path = Path(out_dir) / CHECKPOINT
@@ -99,13 +113,7 @@ class SupernetTrainer:
         """
         if not self.path.is_file():
             return 0
-        try:
-            with np.load(self.path, allow_pickle=False) as data:
-                meta = json.loads(str(data["meta"]))
-                weights = [data[f"w{i}"] for i in range(meta["weights"])]
-                opt = [data[f"o{i}"] for i in range(meta["optimizer"])]
-        except (OSError, ValueError, KeyError) as exc:
-            raise UserError(f"{self.path} is not a readable supernet checkpoint ({exc})") from None
+        meta, weights, opt = read_checkpoint(self.path)
         spec = json.loads(json.dumps(self.spec.to_dict()))  # tuples as the JSON lists
         schedule = meta.get("schedule", SUPERNET_SCHEDULES[0])  # older checkpoints: sandwich
         if (meta.get("spec"), meta.get("epochs"), schedule) != (spec, self.epochs, self.schedule):
@@ -113,9 +121,12 @@ class SupernetTrainer:
                 f"{self.path} holds another supernet (other data shape, --supernet-epochs "
                 "or schedule); use a new --out."
             )
-        self.model.set_weights(weights)
-        for var, value in zip(self.optimizer.variables, opt, strict=True):
-            var.assign(value)
+        try:
+            self.model.set_weights(weights)
+            for var, value in zip(self.optimizer.variables, opt, strict=True):
+                var.assign(value)
+        except (ValueError, TypeError) as exc:  # arrays of other shapes or counts
+            raise unreadable(self.path, "supernet checkpoint", CHECKPOINT_FIX, exc) from None
         self.epochs_done = int(meta["done"])
         return self.epochs_done
 
@@ -207,12 +218,30 @@ def _within(top: Subnet, net: Subnet, dims: frozenset[str]) -> Subnet:
     )
 
 
+def read_checkpoint(path: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:
+    """(meta, weights, optimizer state) of a supernet checkpoint file.
+
+    Raises:
+        UserError: the file is damaged, cut short or not a checkpoint (one line naming
+            it and what to do; numpy's and zipfile's own errors do not escape).
+    """
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            weights = [data[f"w{i}"] for i in range(int(meta["weights"]))]
+            opt = [data[f"o{i}"] for i in range(int(meta["optimizer"]))]
+            int(meta["done"])
+    except READ_ERRORS as exc:
+        raise unreadable(path, "supernet checkpoint", CHECKPOINT_FIX, exc) from None
+    return meta, weights, opt
+
+
 def checkpoint_epochs(path: Path) -> int:
     """The epochs a supernet checkpoint file has done (0 if there is none or it is unreadable)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             return int(json.loads(str(data["meta"]))["done"])
-    except (OSError, ValueError, KeyError):
+    except READ_ERRORS:
         return 0
 
 

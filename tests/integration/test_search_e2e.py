@@ -78,6 +78,11 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
     info = json.loads((best_dir / "best.json").read_text())
     assert info["ops"] and all(op in ops for op in info["ops"])
     assert (best_dir / "model.tflite").stat().st_size == info["model_bytes"]
+    # the deployable project for the search's board (an ESP-IDF one for esp32s3)
+    main_cpp = (best_dir / "project" / "main" / "main.cpp").read_text()
+    assert f"estimated {best.arena_bytes} bytes" in main_cpp and "bool predict(" in main_cpp
+    assert "project/" in info["files"] and "project_error" not in info
+    assert f"Deploy: cd {best_dir / 'project'} && pio run -t upload" in result.text()
 
 
 def _series_search(tmp_path: Path, out: str) -> SearchConfig:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import MeasurementError
+from mcunas.files import write_file
 from mcunas.measure.virtual_board.device import board_at
 
 __all__ = ["VirtualBuild", "VirtualProject"]
@@ -49,7 +50,7 @@ class VirtualProject:
         """Write the model where the firmware sources would go."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         path = self.work_dir / "model.tflite"
-        path.write_bytes(model_bytes)
+        write_file(path, model_bytes, "virtual board model")
         self._model = model_bytes
         return path
 

@@ -1,0 +1,322 @@
+"""The search against the reference family: test accuracy against estimated latency.
+
+Per task:
+
+- **(a) the reference grid**: the reference design of the input kind
+  (``--seed-arch auto``: kws-dscnn for series, ic-resnet8 for small images) at
+  every width multiplier of ``--widths`` and input resolution of
+  ``--resolutions``, each one trial of ``mcunas search`` (same recipe and
+  epochs as the searches; no re-scoring, as there is nothing to choose),
+  trained once with the board's memory as the only limit and then costed on
+  each budget's board. A grid point counts under a
+  budget when it fits it; the others are drawn, hollow.
+- **(b) the searches**, per budget: the evolution search (every family,
+  ``--time-budget`` equal to the grid's total wall time) and the supernet
+  search (``--supernet-epochs``, ``--subnets`` scored, ``--finetuned``
+  subnets fine-tuned; it has no wall-time limit, so its wall time is printed beside
+  the grid's). Every ``ok`` trial of a search (feasible by
+  construction) is a point, scored on the test split with the TFLite Micro
+  kernels. Both searches start from the reference design (``--seed-arch
+  auto``), as shipped.
+- **(c) the pairing** (:mod:`frontier_figures`): per reference point inside the
+  budget, the best searched model at no higher latency and its accuracy
+  difference; the fastest at no lower accuracy and the latency ratio; the
+  hypervolume of each set in accuracy [0, 1] x latency [0, budget].
+- **(d)** ``frontier.png``: one panel per task and budget.
+
+Latency and SRAM are simulator estimates (no boards here).
+
+    scripts/bench frontier [--tasks mnist5k,spokendigits,osuleaf,japanesevowels]
+        [--budgets esp32s3,nano33ble,tight] [--widths 0.25,0.5,0.75,1]
+        [--resolutions 1,2,4] [--epochs 30] [--supernet-epochs N] [--subnets N]
+        [--finetuned 5]
+        [--no-evolution] [--no-supernet] [--reuse] [--out runs/bench-frontier]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+TASKS = ("mnist5k", "spokendigits", "osuleaf", "japanesevowels")
+# (board, max latency ms, max peak SRAM KB); "tight": a quarter of the Nano's latency budget.
+BUDGETS = {
+    "esp32s3": ("esp32s3", 10.0, 128.0),
+    "nano33ble": ("nano33ble", 20.0, 96.0),
+    "tight": ("nano33ble", 5.0, 64.0),
+}
+GRID_BOARD = "esp32s3"  # the grid trains under this board's memory only, then is re-costed
+
+
+def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> dict:  # noqa: ANN001
+    """One reference-grid model trained as a one-trial search: its row and model path."""
+    from bench_tasks import mcunas_run
+
+    from mcunas.space import reference
+
+    saved = reference.LADDER
+    reference.LADDER = ((res, width),)
+    try:
+        if args.reuse and (out / "best" / "model.tflite").exists():
+            models = searched_models(out, npz, GRID_BOARD)
+            row = {"test": models[0]["test"] if models else None, "wall_s": stored_wall_s(out)}
+        else:
+            row = mcunas_run(
+                npz, out, (GRID_BOARD, None, None), args, seed_arch=ref, families=("stages",),
+                strategy="random", max_trials=1, max_draws=1, finalists=0,
+            )  # fmt: skip
+    finally:
+        reference.LADDER = saved
+    row |= {"name": f"ref x{width:g} /{res}", "width": width, "resolution": res}
+    row["model"] = str(out / "best" / "model.tflite")
+    return row
+
+
+def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
+    """Every grid point of ``task`` (resolutions the input cannot take are left out)."""
+    from mcunas.data import load_dataset
+    from mcunas.space.reference import auto_reference
+    from mcunas.space.stages import MIN_SIDE_TO_SHRINK
+
+    d = load_dataset(str(npz))
+    ref = auto_reference(d.kind, d.input_shape)
+    can_shrink = max(d.input_shape[:2]) >= MIN_SIDE_TO_SHRINK
+    rows = []
+    for res in (int(r) for r in args.resolutions.split(",")):
+        if res > 1 and not can_shrink:
+            continue
+        for width in (float(w) for w in args.widths.split(",")):
+            where = args.out / task / f"grid-w{width:g}-r{res}"
+            rows.append(grid_point(npz, where, ref, res, width, args))
+    return rows
+
+
+def stored_wall_s(out: Path) -> float:
+    """Seconds from the first trial's start to the last one's end in the store at ``out``."""
+    from mcunas.search.store import TrialStore
+
+    store = TrialStore.open(out)
+    rows = [r for r in store.trials() if r.started_at and r.finished_at]
+    store.close()
+    return max(r.finished_at for r in rows) - min(r.started_at for r in rows) if rows else 0.0
+
+
+def _run_or_reuse(npz: Path, out: Path, budget: tuple, args, **settings) -> dict:  # noqa: ANN001
+    """A search (``mcunas_run``), or with ``--reuse`` the one already in ``out``."""
+    from bench_tasks import mcunas_run
+
+    if args.reuse and (out / "best").exists():
+        return {"wall_s": stored_wall_s(out), "test": None, "reused": True}
+    return mcunas_run(npz, out, budget, args, **settings)
+
+
+def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
+    """Every ``ok`` trial of the search in ``out``: test accuracy (INT8, TFLM) and latency."""
+    from mcunas.boards import load_board
+    from mcunas.data import load_dataset
+    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.store import TrialStatus, TrialStore
+
+    store = TrialStore.open(out)
+    rows = [r for r in store.trials() if r.status == TrialStatus.OK and r.model_path]
+    store.close()
+    d, worker = load_dataset(str(npz)), TflmWorker(load_board(board))
+    try:
+        return [
+            {
+                "name": f"{out.name} {r.trial_id}",
+                "test": float(
+                    worker.int8_accuracy((out / r.model_path).read_bytes(), d.x_test, d.y_test)
+                ),
+                "latency_ms": r.latency_ms,
+                "sram_kb": (r.peak_sram_bytes or 0) / 1024,
+                "origin": str(getattr(r.origin, "value", r.origin) or "search"),
+                "description": r.description,
+            }  # fmt: skip
+            for r in rows
+        ]
+    finally:
+        worker.close()
+
+
+def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
+    """The grid's models costed on ``board``: latency, SRAM and whether they fit ``budget``."""
+    from mcunas.boards import load_board
+    from mcunas.search.isolate import TflmWorker
+
+    worker, out = TflmWorker(load_board(board)), []
+    try:
+        for p in points:
+            if p.get("test") is None or not Path(p["model"]).exists():
+                continue
+            f = worker.profile(Path(p["model"]).read_bytes())
+            sram = (f.peak_sram_bytes or 0) / 1024
+            fits = f.fits and f.latency_ms <= budget[1] and sram <= budget[2]
+            out.append(p | {"latency_ms": f.latency_ms, "sram_kb": sram, "fits": bool(fits)})
+    finally:
+        worker.close()
+    return out
+
+
+def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # noqa: ANN001
+    """The evolution and supernet searches under budget ``name``: their models and wall times."""
+    budget, where, found = BUDGETS[name], args.out / task / name, {}
+    if not args.no_evolution:
+        run = _run_or_reuse(npz, where / "evolution", budget, args, strategy="evolution",
+                            max_trials=1000, time_budget_s=wall_s)  # fmt: skip
+        found["evolution"] = run | {"models": searched_models(where / "evolution", npz, budget[0])}
+    if not args.no_supernet:
+        extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
+        extra |= {} if args.subnets is None else {"subnets": args.subnets}
+        run = _run_or_reuse(npz, where / "supernet", budget, args, strategy="supernet",
+                            max_trials=args.finetuned, **extra)  # fmt: skip
+        found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
+    return found
+
+
+def compare(grid_rows: list[dict], found: dict, budget: tuple) -> dict:
+    """Pairing, summary and hypervolume of the grid (inside the budget) and each search."""
+    from frontier_figures import Model, hypervolume, pair, summary
+
+    def models(rows: list[dict]) -> list[Model]:
+        return [Model(r["name"], r["test"], r["latency_ms"]) for r in rows if r.get("test")]
+
+    ref = models([r for r in grid_rows if r["fits"]])
+    out = {"reference": {"hypervolume": hypervolume(ref, budget[1]), "points": len(ref)}}
+    for name, run in found.items():
+        mine = models(run["models"])
+        pairs = pair(ref, mine)
+        out[name] = summary(pairs) | {
+            "hypervolume": hypervolume(mine, budget[1]),
+            "pairs": [
+                [p.reference.name, p.reference.accuracy, p.reference.latency_ms,
+                 p.accuracy_gain, p.speedup]
+                for p in pairs
+            ],
+            "wall_s": run["wall_s"],
+            "exported": run.get("test"),
+        }  # fmt: skip
+    return out
+
+
+def _f(v: float | None, fmt: str) -> str:
+    return "-" if v is None else format(v, fmt)
+
+
+def print_rows(task: str, name: str, grid_wall: float, result: dict) -> None:
+    """One line per searched set: dominated points, mean gain, speed-up, hypervolumes."""
+    ref = result["reference"]
+    print(f"{task:16}{name:10}{'reference':11}{ref['points']:>4} points{'':28}"
+          f"HV {ref['hypervolume']:.3f}  wall {grid_wall:.0f} s")  # fmt: skip
+    for search in ("evolution", "supernet"):
+        s = result.get(search)
+        if s is None:
+            continue
+        gain = None if s["mean_gain"] is None else 100 * s["mean_gain"]
+        print(
+            f"{task:16}{name:10}{search:11}{s['dominated']:>2}/{s['points']:<2} dominated"
+            f"  gain {_f(gain, '+.1f'):>5} pt  x{_f(s['geomean_speedup'], '.2f'):>5}"
+            f"   HV {s['hypervolume']:.3f}  wall {s['wall_s']:.0f} s",
+            flush=True,
+        )
+
+
+def plot(panels: list[dict], path: Path) -> None:
+    """``frontier.png``: per task and budget, the grid and each search's points and fronts."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from frontier_figures import Model, front
+    from matplotlib.ticker import NullFormatter, ScalarFormatter
+
+    cols = min(3, len(panels))
+    rows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(5 * cols, 4 * rows), squeeze=False)
+    styles = {"reference": ("tab:gray", "o"), "evolution": ("tab:blue", "s"),
+              "supernet": ("tab:orange", "^")}  # fmt: skip
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        for label, pts in panel["sets"].items():
+            color, marker = styles[label]
+            ok = [p for p in pts if p.get("fits", True) and p.get("test") is not None]
+            out = [p for p in pts if not p.get("fits", True) and p.get("test") is not None]
+            ax.scatter([p["latency_ms"] for p in ok], [100 * p["test"] for p in ok],
+                       color=color, marker=marker, label=label, alpha=0.8)  # fmt: skip
+            if out:
+                ax.scatter([p["latency_ms"] for p in out], [100 * p["test"] for p in out],
+                           facecolors="none", edgecolors=color, marker=marker)  # fmt: skip
+            line = front([Model("", p["test"], p["latency_ms"]) for p in ok])
+            ax.step([m.latency_ms for m in line], [100 * m.accuracy for m in line],
+                    where="post", color=color, alpha=0.6)  # fmt: skip
+        ax.axvline(panel["max_latency_ms"], color="k", linestyle=":", linewidth=1)
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ScalarFormatter())
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_title(f"{panel['task']} / {panel['budget']}")
+        ax.set_xlabel("latency, ms (simulator estimate, log)")
+        ax.set_ylabel("test accuracy, % (INT8, TFLM)")
+        ax.legend(fontsize=8)
+    for ax in list(axes.flat)[len(panels) :]:
+        ax.axis("off")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default=",".join(TASKS))
+    parser.add_argument("--budgets", default=",".join(BUDGETS))
+    parser.add_argument("--widths", default="0.25,0.5,0.75,1")
+    parser.add_argument("--resolutions", default="1,2,4")
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--supernet-epochs", type=int, default=None)
+    parser.add_argument("--subnets", type=int, default=None, help="subnets the supernet scores")
+    parser.add_argument("--finetuned", type=int, default=5, help="subnets the supernet fine-tunes")
+    parser.add_argument("--no-evolution", action="store_true")
+    parser.add_argument("--no-supernet", action="store_true")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="take grid points and searches already finished in --out (wall time from the store)",
+    )
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("runs/bench-frontier"))
+    return parser
+
+
+def main() -> None:
+    from bench_datasets import write
+
+    args = _parser().parse_args()
+    args.trials = 1  # mcunas_run's default; every call here sets max_trials itself
+    unknown = set(args.budgets.split(",")) - set(BUDGETS)
+    if unknown:
+        raise SystemExit(f"unknown budget {sorted(unknown)}; choose from {', '.join(BUDGETS)}")
+    results, panels = [], []
+    for task in args.tasks.split(","):
+        npz = write(task, args.out / "data")
+        grid_rows = grid(task, npz, args)
+        grid_wall = sum(r["wall_s"] for r in grid_rows)
+        for name in args.budgets.split(","):
+            budget = BUDGETS[name]
+            ref = costed(grid_rows, budget[0], budget)
+            found = searches(task, npz, name, grid_wall, args)
+            result = compare(ref, found, budget)
+            print_rows(task, name, grid_wall, result)
+            sets = {"reference": ref} | {k: v["models"] for k, v in found.items()}
+            panels.append({"task": task, "budget": name, "max_latency_ms": budget[1], "sets": sets})
+            results.append({"task": task, "budget": name, "grid_wall_s": grid_wall,
+                            "result": result, "sets": sets})  # fmt: skip
+            (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
+            plot(panels, args.out / "frontier.png")
+    print(f"\n(latency: simulator estimates; rows in {args.out / 'results.json'}, "
+          f"plot {args.out / 'frontier.png'})")  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,129 @@
+"""The frontier bench's arithmetic: fronts, pairing, latency ratios and hypervolume.
+
+Every model is a :class:`Model` (a name, its test accuracy in [0, 1] and its
+latency in ms). Plain Python, no TensorFlow: ``tests/test_bench_frontier.py``
+checks it with made-up numbers.
+
+- :func:`front`: the models no other is at least as accurate and as fast as
+  (strictly better in one), fastest first.
+- :func:`pair`: for each reference point, the most accurate searched model at
+  no higher latency, and the accuracy difference (searched minus reference);
+  the fastest searched model at no lower accuracy, and the latency ratio
+  (reference over searched: 1.3 means the searched model is 1.3x faster).
+- :func:`hypervolume`: the area dominated by a set of models in the box
+  accuracy [0, 1] x latency [0, ``max_latency_ms``], as a share of the box.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["Model", "Pair", "front", "hypervolume", "pair", "summary"]
+
+
+@dataclass(frozen=True)
+class Model:
+    """One trained model: name, test accuracy (0-1) and estimated latency (ms)."""
+
+    name: str
+    accuracy: float
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class Pair:
+    """A reference point and what the search found against it.
+
+    Attributes:
+        reference: the reference-grid model.
+        at_latency: the most accurate searched model at no higher latency, or None.
+        accuracy_gain: its accuracy minus the reference's (None without one).
+        at_accuracy: the fastest searched model at no lower accuracy, or None.
+        speedup: reference latency over that model's (None without one).
+    """
+
+    reference: Model
+    at_latency: Model | None
+    accuracy_gain: float | None
+    at_accuracy: Model | None
+    speedup: float | None
+
+    @property
+    def dominated(self) -> bool:
+        """A searched model is at no higher latency and no lower accuracy."""
+        return self.accuracy_gain is not None and self.accuracy_gain >= 0
+
+
+def _better_or_equal(a: Model, b: Model) -> bool:
+    return a.accuracy >= b.accuracy and a.latency_ms <= b.latency_ms
+
+
+def front(models: Sequence[Model]) -> list[Model]:
+    """The non-dominated models, fastest first (ties in both kept once, by name)."""
+    kept = []
+    for m in models:
+        beaten = any(
+            _better_or_equal(o, m) and (o.accuracy > m.accuracy or o.latency_ms < m.latency_ms)
+            for o in models
+        )
+        same = any((o.accuracy, o.latency_ms) == (m.accuracy, m.latency_ms) for o in kept)
+        if not beaten and not same:
+            kept.append(m)
+    return sorted(kept, key=lambda m: (m.latency_ms, -m.accuracy))
+
+
+def pair(reference: Sequence[Model], searched: Sequence[Model]) -> list[Pair]:
+    """Each reference point against the searched models (see the module docstring)."""
+    pairs = []
+    for r in sorted(reference, key=lambda m: m.latency_ms):
+        cheaper = [s for s in searched if s.latency_ms <= r.latency_ms]
+        best = max(cheaper, key=lambda s: (s.accuracy, -s.latency_ms), default=None)
+        good = [s for s in searched if s.accuracy >= r.accuracy and s.latency_ms > 0]
+        fastest = min(good, key=lambda s: (s.latency_ms, -s.accuracy), default=None)
+        pairs.append(
+            Pair(
+                r,
+                best,
+                None if best is None else best.accuracy - r.accuracy,
+                fastest,
+                None if fastest is None else r.latency_ms / fastest.latency_ms,
+            )
+        )
+    return pairs
+
+
+def hypervolume(models: Sequence[Model], max_latency_ms: float) -> float:
+    """Share of the box accuracy [0, 1] x latency [0, max_latency_ms] the models dominate.
+
+    Models slower than ``max_latency_ms`` add nothing.
+    """
+    if max_latency_ms <= 0:
+        raise ValueError("max_latency_ms must be positive")
+    area, best = 0.0, 0.0
+    inside = [m for m in front(models) if m.latency_ms < max_latency_ms]
+    for i, m in enumerate(inside):  # fastest first; each holds until the next is faster
+        best = max(best, m.accuracy)
+        right = inside[i + 1].latency_ms if i + 1 < len(inside) else max_latency_ms
+        area += (right - m.latency_ms) * best
+    return area / max_latency_ms
+
+
+def summary(pairs: Sequence[Pair]) -> dict:
+    """Counts and means over the pairs: dominated share, mean gain, mean speed-up (geometric)."""
+    gains = [p.accuracy_gain for p in pairs if p.accuracy_gain is not None]
+    ratios = [p.speedup for p in pairs if p.speedup is not None]
+    geo = None
+    if ratios:
+        product = 1.0
+        for r in ratios:
+            product *= r
+        geo = product ** (1.0 / len(ratios))
+    return {
+        "points": len(pairs),
+        "dominated": sum(p.dominated for p in pairs),
+        "with_model_at_latency": len(gains),
+        "mean_gain": sum(gains) / len(gains) if gains else None,
+        "with_model_at_accuracy": len(ratios),
+        "geomean_speedup": geo,
+    }

@@ -1,0 +1,113 @@
+"""The frontier bench's pure arithmetic, on made-up numbers (no training)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tests.script_helpers import loaded_script
+
+
+@pytest.fixture(scope="module")
+def ff():
+    yield from loaded_script("frontier_figures")
+
+
+@pytest.fixture(scope="module")
+def ds():
+    yield from loaded_script("bench_datasets")
+
+
+def test_front_keeps_non_dominated_fastest_first(ff):
+    M = ff.Model
+    models = [M("a", 0.9, 10), M("b", 0.8, 5), M("c", 0.85, 12), M("d", 0.9, 10), M("e", 0.95, 20)]
+    assert [m.name for m in ff.front(models)] == ["b", "a", "e"]  # c beaten by a; d ties a
+    assert ff.front([]) == []
+
+
+def test_pair_gain_and_speedup(ff):
+    M = ff.Model
+    reference = [M("r1", 0.80, 4.0), M("r2", 0.90, 8.0), M("r3", 0.70, 1.0)]
+    searched = [M("s1", 0.85, 3.0), M("s2", 0.92, 6.0)]
+    pairs = {p.reference.name: p for p in ff.pair(reference, searched)}
+    assert pairs["r1"].at_latency.name == "s1"
+    assert pairs["r1"].accuracy_gain == pytest.approx(0.05)
+    assert pairs["r1"].speedup == pytest.approx(4.0 / 3.0)  # s1 is as accurate, faster
+    assert pairs["r2"].at_latency.name == "s2" and pairs["r2"].accuracy_gain == pytest.approx(0.02)
+    assert pairs["r2"].speedup == pytest.approx(8.0 / 6.0)
+    r3 = pairs["r3"]  # nothing searched is this fast
+    assert r3.at_latency is None and r3.accuracy_gain is None and not r3.dominated
+    assert r3.at_accuracy.name == "s1" and r3.speedup == pytest.approx(1.0 / 3.0)
+    assert [p.reference.name for p in ff.pair(reference, searched)] == ["r3", "r1", "r2"]
+
+
+def test_pair_marks_lower_accuracy_not_dominated(ff):
+    M = ff.Model
+    (p,) = ff.pair([M("r", 0.9, 5.0)], [M("s", 0.88, 2.0)])
+    assert p.accuracy_gain == pytest.approx(-0.02) and not p.dominated
+    assert p.at_accuracy is None and p.speedup is None
+
+
+def test_summary_means(ff):
+    M = ff.Model
+    pairs = ff.pair([M("r1", 0.8, 4.0), M("r2", 0.9, 8.0)], [M("s", 0.9, 2.0)])
+    s = ff.summary(pairs)
+    assert s["dominated"] == 2 and s["mean_gain"] == pytest.approx(0.05)
+    assert s["geomean_speedup"] == pytest.approx((2.0 * 4.0) ** 0.5)
+    assert ff.summary([])["mean_gain"] is None
+
+
+def test_hypervolume_staircase(ff):
+    M = ff.Model
+    # fronts: (2 ms, 0.5), (6 ms, 0.9) in a 10 ms box: 0.5*4 + 0.9*4 = 5.6 of 10
+    assert ff.hypervolume([M("a", 0.5, 2), M("b", 0.9, 6)], 10.0) == pytest.approx(0.56)
+    assert ff.hypervolume([M("a", 0.5, 2), M("c", 0.4, 3)], 10.0) == pytest.approx(0.4)
+    assert ff.hypervolume([M("slow", 1.0, 12)], 10.0) == 0.0
+    with pytest.raises(ValueError):
+        ff.hypervolume([], 0.0)
+    # a dominating set never has less
+    ref = [M("r", 0.8, 5)]
+    assert ff.hypervolume([*ref, M("s", 0.85, 4)], 10.0) > ff.hypervolume(ref, 10.0)
+
+
+def test_fixed_length_crops_middle_and_pads_with_last_frame(ds):
+    long = np.arange(10, dtype=np.float32).reshape(5, 2)  # 5 frames of 2 coefficients
+    short = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    out = ds.fixed_length([long, short], 3)
+    assert out.shape == (2, 3, 2)
+    np.testing.assert_array_equal(out[0], long[1:4])
+    np.testing.assert_array_equal(out[1], [[1, 2], [3, 4], [3, 4]])
+
+
+def test_held_out_split_is_fixed_and_stratified(ds):
+    x = np.arange(200, dtype=np.float32)[:, None]
+    y = np.repeat(np.arange(4), 50)
+    a, b = ds.held_out_split(x, y), ds.held_out_split(x, y)
+    np.testing.assert_array_equal(a[2], b[2])
+    assert np.bincount(a[3]).tolist() == [10, 10, 10, 10]
+    train = np.array([[[0.0, 10.0]], [[2.0, 30.0]]])
+    (tr, te), mean, std = ds.standardised(train, np.zeros((1, 1, 2)))
+    np.testing.assert_allclose(tr.reshape(-1, 2).mean(0), 0, atol=1e-6)
+    np.testing.assert_allclose(te[0, 0], -mean / std, rtol=1e-5)
+
+
+def test_compare_pairs_only_grid_points_inside_the_budget(ff):
+    gen = loaded_script("bench_frontier")
+    bf = next(gen)
+    try:
+        grid = [
+            {"name": "ref a", "test": 0.80, "latency_ms": 4.0, "fits": True},
+            {"name": "ref b", "test": 0.95, "latency_ms": 30.0, "fits": False},  # over 20 ms
+        ]
+        found = {"evolution": {"wall_s": 10.0, "models": [{"name": "s", "test": 0.85,
+                                                           "latency_ms": 2.0}]}}  # fmt: skip
+        out = bf.compare(grid, found, ("nano33ble", 20.0, 96.0))
+        assert out["reference"]["points"] == 1
+        evo = out["evolution"]
+        assert evo["points"] == 1 and evo["dominated"] == 1
+        assert evo["mean_gain"] == pytest.approx(0.05) and evo["geomean_speedup"] == pytest.approx(
+            2
+        )
+        assert evo["hypervolume"] > out["reference"]["hypervolume"]
+    finally:
+        gen.close()
