@@ -87,6 +87,9 @@ def main(argv: list[str] | None = None) -> None:
     """Run the CLI; map every error to one line and an exit code."""
     args = list(sys.argv[1:] if argv is None else argv)
     debug = _debug_wanted(args)
+    # gRPC logs every failed TLS handshake at info level (a worker without --tls-ca
+    # retrying): errors only, unless asked. Read when grpc loads, so before any command.
+    os.environ.setdefault("GRPC_VERBOSITY", "ERROR")
     if sys.stdout is None:  # started with stdout closed (`>&-`): nowhere to answer
         click.secho("Error: standard output is closed; mcunas has nowhere to print.", err=True)
         sys.exit(2)

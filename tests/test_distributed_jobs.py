@@ -170,3 +170,20 @@ def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(
     assert failed.status == TrialStatus.FAILED and "out of memory" in failed.reason
     assert failed.reason.startswith("on worker w")  # where it failed
     store.close()
+
+
+def test_a_supernet_chief_with_a_lost_job_and_no_worker_stops(chief):
+    from mcunas.distributed.alone import AloneWatch, NoWorkers
+
+    chief.alone = AloneWatch(0.3, chief.notes.append, "mcunas search --out o --resume")
+    ask(chief, **join_request("w1"))
+    job_id = chief.jobs.submit("screen", {"tid": "s0003", "values": {}}, tids=("s0003",))
+    chief.jobs.submit("screen", {"tid": "s0004", "values": {}}, tids=("s0004",))
+    ask(chief, op="next_job", worker="w1")
+    time.sleep(0.25)
+    chief.check_silence()  # w1 lost: its job waits; the one nobody took is no lost work
+    assert [j.id for j in chief.jobs.handed_back()] == [job_id]
+    assert any(f"No worker connected, screen job {job_id} waiting" in n for n in chief.notes)
+    time.sleep(0.35)
+    with pytest.raises(NoWorkers, match="continue with: mcunas search --out o --resume"):
+        chief.check_silence()

@@ -141,6 +141,36 @@ def test_serve_oracle_adds_keras_tuners_service(tmp_path) -> None:
         server.stop(0)
 
 
+def test_a_servicer_subclass_answers_through_a_client_on_anothers_channel(
+    tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("KERASTUNER_ORACLE_IP", "127.0.0.1")
+    monkeypatch.setenv("KERASTUNER_ORACLE_PORT", "1")  # nothing listens: its own channel fails
+    monkeypatch.setenv("KERASTUNER_TUNER_ID", "w1")
+    monkeypatch.setattr("keras_tuner.src.distribute.oracle_client.TIMEOUT", 10)  # fail, not hang
+    oracle = _oracle(tmp_path, max_trials=1)
+    calls: list[str] = []
+
+    class Counting(kt_state.oracle_servicer_class()):
+        def CreateTrial(self, request, context):  # noqa: N802
+            calls.append(request.tuner_id)
+            return kt_state.create_trial_response(self.oracle.create_trial(request.tuner_id))
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    kt_state.serve_oracle(server, oracle, Counting(oracle))
+    port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    try:
+        from keras_tuner.src.distribute.oracle_client import OracleClient
+
+        client = OracleClient(oracle)
+        kt_state.use_channel(client, grpc.insecure_channel(f"127.0.0.1:{port}"))
+        trial = client.create_trial("w1")
+        assert trial.status == kt_state.TrialStatus.RUNNING and calls == ["w1"]
+    finally:
+        server.stop(0)
+
+
 @pytest.mark.parametrize("name", ["TrialStatus", "hp_module", "trial_module"])
 def test_the_public_names_it_re_exports_exist(name) -> None:
     assert getattr(kt_state, name) is not None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -23,24 +24,35 @@ def test_keras_tuner_variables_give_the_role() -> None:
         role_from_env({"KERASTUNER_ORACLE_IP": "10.0.0.2"})
 
 
+def _no_join(*args: object, **kwargs: object) -> None:
+    raise AssertionError("only a worker joins a chief")
+
+
 def test_a_chief_serves_on_keras_tuners_address_unless_serve_names_one() -> None:
-    joined: list[object] = []
-
-    def join(settings: object, **_: object) -> None:
-        joined.append(settings)
-
     role = Role(RoleKind.CHIEF, "10.0.0.2:8000", "chief")
     config = SearchConfig(board="esp32s3")
-    assert apply_role(role, config, join=join) is False and config.serve == "10.0.0.2:8000"
+    assert apply_role(role, config, join=_no_join) is False and config.serve == "10.0.0.2:8000"
     given = SearchConfig(board="esp32s3", serve="0.0.0.0:9000")
-    apply_role(role, given, join=join)
+    apply_role(role, given, join=_no_join)
     assert given.serve == "0.0.0.0:9000"
     local = SearchConfig(board="esp32s3")
-    assert apply_role(Role(RoleKind.LOCAL), local, join=join) is False and local.serve is None
-    assert not joined  # neither a chief nor a local search joins anyone
-    worker = Role(RoleKind.WORKER, "10.0.0.2:8000", "tuner0")
-    assert apply_role(worker, SearchConfig(board="esp32s3"), join=join) is True
-    assert len(joined) == 1
+    assert apply_role(Role(RoleKind.LOCAL), local, join=_no_join) is False
+    assert local.serve is None
+
+
+def test_a_keras_tuner_worker_joins_with_the_doors_token_and_ca(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ca = tmp_path / "chief.pem"
+    ca.write_text("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
+    monkeypatch.setenv("MCUNAS_TOKEN", "s3cret")
+    monkeypatch.setenv("MCUNAS_TLS_CA", str(ca))
+    joined: list[Any] = []
+    role = Role(RoleKind.WORKER, "10.0.0.2:8000", "tuner0")
+    assert apply_role(role, SearchConfig(board="esp32s3"), join=lambda s, **_: joined.append(s))
+    (settings,) = joined
+    assert settings.connect == "10.0.0.2:8000" and settings.name == "tuner0"
+    assert settings.token == "s3cret" and settings.tls_ca == ca.read_bytes()
 
 
 def _stored(tmp_path: Path, config: SearchConfig) -> Path:

@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from mcunas.commands import Ranged, debug_wanted, ranged_help
+from mcunas.commands import SECONDS, Ranged, debug_wanted, ranged_help
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
 from mcunas.search.config import (
@@ -268,6 +268,28 @@ are simulator estimates."""
         "[default: 60].",
     ),
 )
+@click.option(
+    "--wait",
+    "wait_s",
+    type=SECONDS,
+    help=ranged_help(
+        "timeout_s",
+        "With --serve: seconds a trial handed back from a lost worker waits with no worker "
+        "connected; then the chief stops with the line that resumes it [default: 900].",
+    ),
+)
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="With --serve: the shared token workers must show (made, mode 0600, if missing) "
+    "[default: MCUNAS_TOKEN; off loopback without either, <out>/serve.token is made].",
+)
+@click.option(
+    "--tls-cert",
+    type=click.Path(dir_okay=False),
+    help="With --serve: serve TLS with this certificate (PEM); workers give --tls-ca.",
+)
+@click.option("--tls-key", type=click.Path(dir_okay=False), help="The --tls-cert's key (PEM).")
 @click.option("--resume", is_flag=True, help="Continue the search in --out.")
 @click.option(
     "--overwrite",
@@ -302,13 +324,16 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
         if Path(config.out or "").is_dir():
             click.secho(
                 f"Interrupted. Finished trials are kept; continue with: "
-                f"mcunas search --out {config.out} --resume",
+                f"mcunas search --out {config.out} --resume" + _workers_wait(config),
                 err=True,
                 fg="yellow",
             )
         else:
             click.secho(
-                "Interrupted before the first trial; nothing was kept.", err=True, fg="yellow"
+                "Interrupted before the first trial; nothing was kept"
+                + (_workers_wait(config) or "."),
+                err=True,
+                fg="yellow",
             )
         raise click.exceptions.Exit(130) from None  # the line above is the whole message
     if as_json:
@@ -317,6 +342,18 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
         click.echo(result.text())
     if result.best is None:
         raise UserError(result.message or "No feasible candidate.")
+
+
+def _workers_wait(config: SearchConfig) -> str:
+    """A chief's workers wait for it: the words that say so (empty for a local search)."""
+    if not config.serve:
+        return ""
+    from mcunas.distributed.worker import CHIEF_RESTART_WAIT_S
+
+    return (
+        f". Its workers wait up to {CHIEF_RESTART_WAIT_S / 60:g} min for the chief to come "
+        "back and then stop (Ctrl-C stops one now)."
+    )
 
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:

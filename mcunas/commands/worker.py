@@ -14,6 +14,7 @@ Examples:
   mcunas worker --connect 10.0.0.5:8470
   mcunas worker --connect chief.lab:8470 --name gpu-3 --dataset /data/kws
   mcunas worker --connect 10.0.0.5:8470 --port /dev/ttyACM0   # chief used --measure board
+  mcunas worker --connect chief.lab:8470 --token-file serve.token --tls-ca chief.pem
 \b
 The chief (`mcunas search --board B --serve HOST:PORT`) holds the settings, the
 oracle and the trial store; a worker takes the settings from it, joins if its
@@ -37,6 +38,18 @@ and sends every result to the chief. Start as many as you like, at any time.""",
     show_default=True,
     help=ranged_help("timeout_s", "Seconds to wait for the chief to answer before giving up."),
 )
+@click.option(
+    "--token-file",
+    type=click.Path(dir_okay=False),
+    help="The chief's shared token (a copy of its --token-file or <out>/serve.token) "
+    "[default: MCUNAS_TOKEN].",
+)
+@click.option(
+    "--tls-ca",
+    type=click.Path(dir_okay=False),
+    help="Connect with TLS, trusting this CA certificate (PEM; for a self-signed chief, "
+    "its --tls-cert).",
+)
 def cli(
     connect: str,
     name: str | None,
@@ -44,15 +57,19 @@ def cli(
     port: str | None,
     rack: str | None,
     wait_s: float,
+    token_file: str | None,
+    tls_ca: str | None,
 ) -> None:
     """Join the chief at HOST:PORT and run trials until its search is over."""
+    from mcunas.distributed.auth import read_pem, worker_token
     from mcunas.distributed.worker import WorkerSettings
     from mcunas.engine import run_worker
     from mcunas.errors import UserError
 
     if port and rack:
         raise UserError("Give either --port or --rack, not both.")
-    settings = WorkerSettings(connect, name, dataset, port, rack, wait_s)
+    token, ca = worker_token(token_file), read_pem(tls_ca, "--tls-ca")
+    settings = WorkerSettings(connect, name, dataset, port, rack, wait_s, token=token, tls_ca=ca)
     import sys
 
     run_worker(settings, stream=sys.stderr)

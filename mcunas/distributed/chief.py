@@ -19,8 +19,9 @@ from collections.abc import Callable
 from typing import Any
 
 import mcunas
+from mcunas.distributed.alone import AloneWatch
 from mcunas.errors import McunasError
-from mcunas.search.kt_state import release, requeue
+from mcunas.search.kt_state import release, requeue, retry_queue
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["HEARTBEAT_S", "ChiefService", "release", "requeue"]
@@ -59,6 +60,7 @@ class ChiefService:
         self.verified: set[str] = set()
         self.tokens: dict[str, str] = {}  # worker -> the token of the process that joined
         self.owner: dict[str, str] = {}  # running trial -> its worker
+        self.alone: AloneWatch | None = None  # set by the session: stop if no worker comes
 
     # -- the gRPC method -----------------------------------------------------------
     def handle(self, request: bytes, context: Any = None) -> bytes:
@@ -193,6 +195,14 @@ class ChiefService:
                     f"Worker {name} silent for {self.timeout_s:g} s: "
                     + (f"{what} to the next worker." if tids else "dropped.")
                 )
+            if self.alone is not None:
+                self.alone.check(len(self.verified), self._waiting())
+
+    def _waiting(self) -> list[str]:
+        """The work handed back that waits for a worker ("trial 5")."""
+        if self.oracle is None:
+            return []
+        return [f"trial {t}" for t in retry_queue(self.oracle)]
 
     def _take_back(self, name: str) -> list[str]:
         """The trials ``name`` was running, handed back to be run again."""

@@ -18,6 +18,7 @@ from typing import Any
 
 import mcunas.search.kt_state as kt_state
 from mcunas.distributed.chief import ChiefService
+from mcunas.distributed.server import open_door
 from mcunas.distributed.session import (
     DEFAULT_WORKER_TIMEOUT_S,
     POLL_S,
@@ -72,7 +73,8 @@ class ChiefExecutor:
                 oracle.max_trials = len(oracle.trials)
 
         service = self._service(run, oracle, after_trial, progress)
-        with serving(run.config.serve or "", service, progress, oracle):
+        door = open_door(run.config, run.out_dir, service, progress.note)
+        with serving(run.config.serve or "", service, progress, oracle, door):
             _wait_done(service, oracle, tuner, progress)
             linger(service)
         if fatal:

@@ -104,6 +104,11 @@ class JobBoard:
                 self._pending.appendleft(job.id)
             return lost
 
+    def handed_back(self) -> list[Job]:
+        """The waiting jobs a worker had taken before (it fell silent)."""
+        with self._cond:
+            return [self.jobs[i] for i in self._pending if self.jobs[i].taken]
+
     def cancel_waiting(self) -> int:
         """Drop every job not yet taken (a time budget ran out); how many."""
         with self._cond:

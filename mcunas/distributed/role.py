@@ -82,10 +82,20 @@ def apply_role(
         config.serve = config.serve or role.address
     if role.kind != RoleKind.WORKER:
         return False
+    import os
+
+    from mcunas.distributed.auth import TLS_CA_ENV, read_pem, worker_token
     from mcunas.distributed.worker import WorkerSettings
 
     settings = WorkerSettings(
-        role.address, role.name, config.dataset, config.port, config.rack, config=config
+        role.address,
+        role.name,
+        config.dataset,
+        config.port,
+        config.rack,
+        config=config,
+        token=worker_token(config.token_file),  # or MCUNAS_TOKEN: the chief's door
+        tls_ca=read_pem(os.environ.get(TLS_CA_ENV), TLS_CA_ENV),
     )
     join(settings, stream=stream)
     return True

@@ -30,6 +30,7 @@ from typing import Any
 
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.jobs import Job, JobBoard
+from mcunas.distributed.server import open_door
 from mcunas.distributed.session import DEFAULT_WORKER_TIMEOUT_S, linger, serving, welcome
 from mcunas.files import write_file
 from mcunas.search.progress import Progress
@@ -101,6 +102,9 @@ class SupernetService(ChiefService):
             done = checkpoint_epochs(self.checkpoint)
             self.note(f"The supernet's training goes to the next worker, after epoch {done}.")
         return [tid for job in lost for tid in job.tids]
+
+    def _waiting(self) -> list[str]:
+        return [f"{job.kind} job {job.id}" for job in self.jobs.handed_back()]
 
 
 class ChiefJobs:
@@ -185,7 +189,8 @@ def chief_jobs(run: SearchRun, progress: Progress, wire: Wire) -> Iterator[Chief
         note=progress.note,
         timeout_s=cfg.worker_timeout_s or DEFAULT_WORKER_TIMEOUT_S,
     )
-    with serving(cfg.serve or "", service, progress):
+    door = open_door(cfg, run.out_dir, service, progress.note)
+    with serving(cfg.serve or "", service, progress, door=door):
         try:
             yield ChiefJobs(board, service, wire)
         finally:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import time
 from typing import Any
 
 import grpc
@@ -27,6 +28,7 @@ __all__ = [
     "CHANNEL_OPTIONS",
     "METHOD",
     "ChiefUnreachable",
+    "Refused",
     "RemoteError",
     "call",
     "check_serve",
@@ -38,6 +40,7 @@ __all__ = [
 SERVICE = "mcunas.Search"
 METHOD = f"/{SERVICE}/Call"
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
+BUSY_PAUSE_S = 0.5  # a call the chief refused as too many waits this long and tries again
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
     ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
@@ -53,6 +56,10 @@ class RemoteError(UserError):
     """The chief refused a request (a worker of another search, a stale trial...)."""
 
 
+class Refused(RemoteError):
+    """The chief's gate refused this caller: no token, or a wrong one."""
+
+
 def parse_address(text: str, option: str = "--connect") -> tuple[str, int]:
     """``(host, port)`` of ``HOST:PORT``.
 
@@ -66,10 +73,12 @@ def parse_address(text: str, option: str = "--connect") -> tuple[str, int]:
     return match["host"], port
 
 
-def open_channel(address: str) -> grpc.Channel:
-    """An insecure channel to the chief (a private network: see docs/guide/distributed.md)."""
+def open_channel(address: str, token: str | None = None, ca: bytes | None = None) -> grpc.Channel:
+    """A channel to the chief: TLS if ``ca`` (its CA's PEM), ``token`` on every call."""
+    from mcunas.distributed.auth import client_channel
+
     host, port = parse_address(address)
-    return grpc.insecure_channel(f"{host}:{port}", options=CHANNEL_OPTIONS)
+    return client_channel(f"{host}:{port}", token, ca, CHANNEL_OPTIONS)
 
 
 def call(
@@ -81,16 +90,30 @@ def call(
         ChiefUnreachable: no answer within ``timeout_s``.
         RemoteError: the chief answered with an error.
     """
-    stub = channel.unary_unary(METHOD)
-    try:
-        raw = stub(json.dumps(payload).encode(), timeout=timeout_s, wait_for_ready=True)
-    except grpc.RpcError as exc:
-        if exc.code() in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
-            raise ChiefUnreachable(
-                f"no mcunas chief answers at {address} (waited {timeout_s:g} s): is "
-                "`mcunas search --serve` running there, and the port reachable?"
-            ) from None
-        raise RemoteError(f"chief at {address}: {exc.code().name}: {exc.details()}") from None
+    stub, request = channel.unary_unary(METHOD), json.dumps(payload).encode()
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            left = max(0.01, deadline - time.monotonic())
+            raw = stub(request, timeout=left, wait_for_ready=True)
+            break
+        except grpc.RpcError as exc:
+            code = exc.code()
+            busy = code == grpc.StatusCode.RESOURCE_EXHAUSTED and "larger than" not in str(
+                exc.details()
+            )  # the chief's rate or call limit, not a message over the size limit
+            if busy and time.monotonic() < deadline:
+                time.sleep(BUSY_PAUSE_S)
+                continue
+            if code in (grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.UNAVAILABLE):
+                raise ChiefUnreachable(
+                    f"no mcunas chief answers at {address} (waited {timeout_s:g} s): is "
+                    "`mcunas search --serve` running there, the port reachable, and TLS "
+                    "given on both sides or neither (--tls-cert there, --tls-ca here)?"
+                ) from None
+            if code == grpc.StatusCode.UNAUTHENTICATED:
+                raise Refused(f"chief at {address}: {exc.details()}") from None
+            raise RemoteError(f"chief at {address}: {code.name}: {exc.details()}") from None
     reply = json.loads(raw)
     if not reply.get("ok"):
         raise RemoteError(str(reply.get("error") or "the chief refused the request"))
@@ -111,5 +134,8 @@ def check_serve(config: Any) -> None:
             "measures nothing."
         )
     parse_address(config.serve or "", "--serve")
+    from mcunas.distributed.auth import check_door
+
+    check_door(config)  # token and TLS files, --wait
     if config.worker_timeout_s is not None and config.worker_timeout_s <= 0:
         raise UserError("--worker-timeout must be > 0 seconds")

@@ -10,6 +10,7 @@ its own rack) and exits when the chief's oracle says the search is over.
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import os
 import socket
@@ -21,6 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import mcunas
+from mcunas.distributed.alone import ChiefAbsence
+from mcunas.distributed.auth import CHIEF_ONLY
 from mcunas.distributed.remote_store import RemoteStore
 from mcunas.distributed.wire import (
     ChiefUnreachable,
@@ -59,8 +62,11 @@ class WorkerSettings:
         rack: str | None = None,
         wait_s: float = DEFAULT_WAIT_S,
         config: SearchConfig | None = None,
+        token: str | None = None,
+        tls_ca: bytes | None = None,
     ) -> None:
         parse_address(connect)
+        self.token, self.tls_ca = token, tls_ca  # the chief's door: see mcunas.distributed.auth
         self.connect, self.name = connect, name or default_name()
         self.dataset, self.port, self.rack, self.wait_s = dataset, port, rack, wait_s
         self.config = config  # KERASTUNER_* mode: the worker's own settings, checked by the chief
@@ -79,9 +85,11 @@ class _Joined:
     def __init__(self, settings: WorkerSettings, config: SearchConfig, dataset_sha: str) -> None:
         self.settings, self.config, self.dataset_sha = settings, config, dataset_sha
         self.token = uuid.uuid4().hex
-        self.channel = open_channel(settings.connect)
+        self.channel = open_channel(settings.connect, settings.token, settings.tls_ca)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self.wait_s = CHIEF_RESTART_WAIT_S
+        self.gone: str | None = None  # why the worker stops: its chief did not come back
 
     def join(self) -> dict[str, Any]:
         request = {
@@ -96,7 +104,9 @@ class _Joined:
             self.channel, request, timeout_s=CHIEF_RESTART_WAIT_S, address=self.settings.connect
         )
 
-    def start_heartbeat(self, every_s: float) -> None:
+    def start_heartbeat(self, every_s: float, note: Callable[[str], None]) -> None:
+        absence = ChiefAbsence(self.settings.name, self.settings.connect, self.wait_s, note)
+
         def beat() -> None:
             request = {"op": "heartbeat", "worker": self.settings.name}
             while not self._stop.wait(every_s):
@@ -105,15 +115,20 @@ class _Joined:
                 except RemoteError:
                     with contextlib.suppress(RemoteError):
                         self.join()  # the chief restarted and forgot this worker
-                except ChiefUnreachable:
-                    pass  # the chief is restarting: the trial goes on, calls wait for it
+                except ChiefUnreachable:  # stopped or restarting: the trial goes on meanwhile
+                    if absence.missed() and not self._stop.is_set():
+                        self.gone = absence.gone_line()
+                        _thread.interrupt_main()  # the main thread's calls wait longer
+                        return
+                    continue
+                absence.answered()
 
         self._thread = threading.Thread(target=beat, name="mcunas-heartbeat", daemon=True)
         self._thread.start()
 
     def leave(self) -> None:
         self._stop.set()
-        with contextlib.suppress(RemoteError):
+        with contextlib.suppress(RemoteError, ChiefUnreachable):
             call(self.channel, {"op": "leave", "worker": self.settings.name}, timeout_s=5)
 
 
@@ -132,16 +147,21 @@ def run_worker(
     """
     from mcunas.search.api import check_search
 
-    channel = open_channel(settings.connect)
+    channel = open_channel(settings.connect, settings.token, settings.tls_ca)
     hello = call(channel, {"op": "hello"}, timeout_s=settings.wait_s, address=settings.connect)
     config = settings.config or SearchConfig.from_dict(hello["config"])
     config = _local(config, settings)
     board = check_search(config)
     joined = _Joined(settings, config, config.dataset_sha256())
     reply = joined.join()
-    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)))  # TensorFlow's import is slow
+    say = Progress(config.max_trials, None, stream=stream).note
+    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF's import is slow
     try:
         _work(settings, config, board, joined, strategy_for(config), stream)
+    except KeyboardInterrupt:
+        if joined.gone is None:
+            raise
+        raise ChiefUnreachable(joined.gone) from None
     finally:
         joined.leave()
 
@@ -182,6 +202,7 @@ def _local(config: SearchConfig, settings: WorkerSettings) -> SearchConfig:
     """The chief's settings with this worker's data path and hardware."""
     data = config.to_dict()
     data.update(resume=False, serve=None, out=None, time_budget_s=None)
+    data.update(dict.fromkeys(CHIEF_ONLY))  # the chief's door and wait, not this worker's
     if settings.dataset is not None:
         data["dataset"] = settings.dataset
     if settings.port or settings.rack:

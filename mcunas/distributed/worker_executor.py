@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from mcunas.distributed.auth import use_channel
 from mcunas.distributed.remote_store import RemoteStore
 from mcunas.distributed.wire import RemoteError
 from mcunas.errors import FatalError, TrialTakenAway
@@ -58,7 +59,12 @@ class WorkerExecutor:
     def drive_tuner(
         self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
     ) -> str | None:
-        """Keras Tuner's loop, with the chief's oracle (its ``OracleClient``)."""
+        """Keras Tuner's loop, with the chief's oracle (its ``OracleClient``).
+
+        The oracle's calls go through this worker's one channel to the chief (its
+        token on every call, TLS if the chief has it).
+        """
+        use_channel(tuner.oracle, self.store.channel)
         tuner.search()
         return None
 

@@ -118,6 +118,10 @@ class SearchConfig:
     finetune_epochs: int | None = None  # --strategy supernet; default 20% of epochs
     serve: str | None = None  # HOST:PORT: a distributed search's chief (mcunas.distributed)
     worker_timeout_s: float | None = None  # chief: silence after which a trial is handed on
+    wait_s: float | None = None  # chief: how long work handed back waits for a worker
+    token_file: str | None = None  # chief: the shared token workers must show
+    tls_cert: str | None = None  # chief: TLS certificate (PEM)
+    tls_key: str | None = None  # chief: TLS private key (PEM)
     overclock: bool = False  # allow a clock_mhz above the profile's
     # Hyperband's promoted trials start from their parent's weights (no flag: the
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
@@ -265,6 +269,11 @@ class SearchConfig:
                 f"--max-draws ({self.max_draws}) must be at least --max-trials ({self.max_trials})."
             )
         check_objectives(self.objectives)
+        door: dict[str, object] = {"token-file": self.token_file, "tls-cert": self.tls_cert}
+        door.update({"tls-key": self.tls_key, "wait": self.wait_s})
+        if self.serve is None and any(door.values()):
+            given = ", ".join(f"--{k}" for k, v in door.items() if v)
+            raise UserError(f"{given}: only with --serve (the chief's options)")
         for each in fields(self):
             if each.name in LIMITS:  # every number in its range (mcunas.limits)
                 check_number(each.name, getattr(self, each.name))

@@ -25,11 +25,13 @@ __all__ = [
     "DeclaredSpace",
     "TrialStatus",
     "assign",
+    "create_trial_response",
     "declare_space_default",
     "dequeue",
     "hp_module",
     "is_duplicate",
     "next_seed",
+    "oracle_servicer_class",
     "random_values",
     "release",
     "requeue",
@@ -39,6 +41,7 @@ __all__ = [
     "set_debug",
     "synchronized",
     "trial_module",
+    "use_channel",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -139,9 +142,36 @@ def declare_space_default(tuner: keras_tuner.Tuner) -> None:
 
 
 # ---------------------------------------------------------------- the oracle service
-def serve_oracle(server: Any, oracle: keras_tuner.Oracle) -> None:
-    """Add Keras Tuner's ``Oracle`` gRPC service for ``oracle`` to ``server``."""
-    from keras_tuner.src import protos
+def oracle_servicer_class() -> type:
+    """Keras Tuner's ``OracleServicer`` (the chief's side of its service), to subclass."""
     from keras_tuner.src.distribute.oracle_chief import OracleServicer
 
-    protos.get_service_grpc().add_OracleServicer_to_server(OracleServicer(oracle), server)
+    return OracleServicer
+
+
+def create_trial_response(trial: Any) -> Any:
+    """The ``CreateTrial`` reply carrying ``trial`` (Keras Tuner's proto)."""
+    from keras_tuner.src import protos
+
+    return protos.get_service().CreateTrialResponse(trial=trial.to_proto())
+
+
+def serve_oracle(server: Any, oracle: keras_tuner.Oracle, servicer: Any = None) -> None:
+    """Add Keras Tuner's ``Oracle`` gRPC service for ``oracle`` (or ``servicer``) to ``server``."""
+    from keras_tuner.src import protos
+
+    servicer = servicer if servicer is not None else oracle_servicer_class()(oracle)
+    protos.get_service_grpc().add_OracleServicer_to_server(servicer, server)
+
+
+def use_channel(oracle: Any, channel: Any) -> None:
+    """Send a worker's oracle calls through ``channel`` (a ``grpc.Channel``).
+
+    Keras Tuner's ``OracleClient`` opens a plain channel of its own; this gives it
+    a stub on the given channel instead. Any other oracle is left alone.
+    """
+    from keras_tuner.src import protos
+    from keras_tuner.src.distribute.oracle_client import OracleClient
+
+    if isinstance(oracle, OracleClient):
+        oracle.stub = protos.get_service_grpc().OracleStub(channel)

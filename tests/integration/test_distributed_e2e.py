@@ -69,7 +69,7 @@ def test_chief_and_two_workers_survive_a_killed_worker(tmp_path):
     logs = {n: (tmp_path / f"{n}.log").open("w") for n in ("chief", "w1", "w2")}
     chief = start(
         "search", "--board", "esp32s3", "--out", str(out), "--max-trials", str(TRIALS),
-        "--epochs", "1", "--seed-arch", "none", "--serve", address, "--worker-timeout", "5",
+        "--epochs", "1", "--seed-arch", "none", "--serve", address, "--worker-timeout", "15",
         log=logs["chief"],
     )  # fmt: skip
     procs = [chief]
@@ -87,7 +87,7 @@ def test_chief_and_two_workers_survive_a_killed_worker(tmp_path):
     finally:
         stop_all(procs, logs)
     chief_log = (tmp_path / "chief.log").read_text()
-    assert f"Worker w2 silent for 5 s: trial {killed_trial} goes to the next worker" in chief_log
+    assert f"Worker w2 silent for 15 s: trial {killed_trial} goes to the next worker" in chief_log
     final = rows(store)
     trained = [r for r in final if r[1] == "ok" or r[3]]
     assert len(trained) == TRIALS  # the same trial count as asked, the killed one redone
@@ -129,3 +129,51 @@ def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_pa
         assert after[tid] == row  # a finished trial kept as it was
     running = next(r[0] for r in before if r[1] == "running")
     assert after[running][1] == "ok"  # finished by the worker that was running it
+
+
+def last_trial_running(store, trials):
+    """(trial, worker) once every trial is handed out and one still runs, or None."""
+    now = rows(store)
+    running = [r for r in now if r[1] == "running"]
+    if len(now) >= trials and len(running) == 1:
+        return running[0][0], running[0][2]
+    return None
+
+
+@pytest.mark.slow
+def test_a_worker_killed_on_the_last_trial_leaves_it_to_the_other_who_stays(tmp_path):
+    """The other worker has nothing left to start but stays: the trial may come back to it.
+
+    Through the chief's door too: a token file the chief makes, which the workers show
+    on every call (Keras Tuner's oracle service and mcunas's store alike).
+    """
+    address = f"127.0.0.1:{free_port()}"
+    out, store, token = tmp_path / "run", tmp_path / "run" / "trials.sqlite", tmp_path / "tok"
+    logs = {n: (tmp_path / f"{n}.log").open("w") for n in ("chief", "w1", "w2")}
+    chief = start(
+        "search", "--board", "esp32s3", "--out", str(out), "--max-trials", "2",
+        "--epochs", "1", "--seed-arch", "none", "--serve", address, "--worker-timeout", "10",
+        "--token-file", str(token), "--wait", "120", log=logs["chief"],
+    )  # fmt: skip
+    procs = [chief]
+    try:
+        assert wait_for(token.exists, 120), (tmp_path / "chief.log").read_text()[-2000:]
+        for name in ("w1", "w2"):
+            worker = ("worker", "--connect", address, "--name", name, "--token-file", str(token))
+            procs.append(start(*worker, log=logs[name]))
+        held = wait_for(lambda: last_trial_running(store, 2), 400, every_s=0.2)
+        assert held, (rows(store), (tmp_path / "chief.log").read_text()[-2000:])
+        last, killed = held
+        procs[1 if killed == "w1" else 2].send_signal(signal.SIGKILL)
+        assert chief.wait(timeout=400) == 0, (tmp_path / "chief.log").read_text()[-3000:]
+        other = procs[2 if killed == "w1" else 1]
+        assert other.wait(timeout=60) == 0
+    finally:
+        stop_all(procs, logs)
+    chief_log = (tmp_path / "chief.log").read_text()
+    assert f"Worker {killed} silent for 10 s: trial {last} goes to the next worker" in chief_log
+    assert f"stays: no new trial, but trial {last} still runs elsewhere" in chief_log
+    final = {r[0]: r for r in rows(store)}
+    assert final[last][1] == "ok" and final[last][2] != killed  # finished by the one who stayed
+    assert all(r[1] != "running" for r in final.values())
+    assert (out / "best" / "model.tflite").is_file() and (out / "report.html").is_file()

@@ -38,7 +38,7 @@ def test_a_distributed_supernet_search_survives_its_training_worker_killed(tmp_p
         "search", "--board", "nano33ble", "--out", str(out), "--dataset", data,
         "--strategy", "supernet", "--epochs", "1", "--supernet-epochs", "3",
         "--subnets", str(SUBNETS), "--max-trials", "2", "--finetune-epochs", "1", "--seed", "1",
-        "--serve", address, "--worker-timeout", "5",
+        "--serve", address, "--worker-timeout", "15",
         log=logs["chief"],
     )  # fmt: skip
     procs = [chief]
