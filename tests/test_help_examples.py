@@ -9,6 +9,7 @@ run, since this machine has no boards and no chief:
   ``worker``): exit 2 in one line, no traceback (a worker waits ``--wait 1``, not 60 s);
 - ``search``: the real command with fake candidates (no training), ``--max-trials 2``;
 - ``export``: run as written on the folder of a search made first with fake candidates;
+- ``predict``: run as written on a ``best/`` with a keyword-spotting model and its front end;
   the examples that need real training (``--seed-arch``, ``--strategy supernet``) or
   serve until workers come (``--serve``) are checked up to the start of the search;
 - everything else: run as written, exit 0.
@@ -48,7 +49,7 @@ class Example:
         text = " ".join(self.args)
         if "refused" in self.comment:
             return "refused"
-        if self.args[0] == "export":  # needs a finished search's folder
+        if self.args[0] in ("export", "predict"):  # need a finished search's folder
             return "needs a search"
         if "--dry-run" in self.args:  # builds nothing, needs no board
             return "runs"
@@ -214,7 +215,7 @@ def test_examples_that_train_or_serve_pass_every_check(capsys, workdir, monkeypa
 
 def test_export_examples_run_on_a_finished_search(capsys, workdir, fake_runner) -> None:
     """The search folder the examples name is made first (fake candidates), then exported."""
-    exports = _by_kind("needs a search")
+    exports = [e for e in _by_kind("needs a search") if e.args[0] == "export"]
     folder = exports[0].args[1].split("/")[0]
     args = ("search", "--board", "esp32s3", "--out", folder, "--max-trials", "2", "--no-rescore")
     assert _run(capsys, args)[0] == 0
@@ -223,3 +224,21 @@ def test_export_examples_run_on_a_finished_search(capsys, workdir, fake_runner) 
         assert code == 0, (example.args, err)
         out = example.args[example.args.index("--out") + 1] if "--out" in example.args else None
         assert out is None or (workdir / out / "platformio.ini").is_file()
+
+
+def test_predict_examples_run_on_a_best_folder(capsys, workdir) -> None:
+    """The examples' best/ holds a KWS model and a front end; their clips are tones."""
+    from test_frontend_features import make_tones
+    from test_predict_command import _best
+
+    examples = [e for e in _by_kind("needs a search") if e.args[0] == "predict"]
+    best = Path(examples[0].args[1])
+    _best(workdir / best.parent)
+    make_tones(workdir / "clips", per_class=2)
+    for i, wav in enumerate(sorted((workdir / "clips").rglob("*.wav"))[:2]):
+        (workdir / f"clip{i + 1}.wav").write_bytes(wav.read_bytes())
+    x = np.random.default_rng(0).normal(0, 1, (4, 49, 10)).astype(np.float32)
+    np.savez(workdir / "test.npz", x_test=x, y_test=np.arange(4) % 12)
+    for example in examples:
+        code, err = _run(capsys, example.args)
+        assert code == 0, (example.args, err)
