@@ -5,8 +5,12 @@
 #include <new>
 
 #include "config.h"
+#include "frontend_stage.h"
 #include "generated/model_data.h"
 #include "generated/model_ops.h"
+#if MCUNAS_HAS_FRONTEND
+#include "generated/frontend_data.h"
+#endif
 #include "json_line.h"
 #include "op_profiler.h"
 #include "port.h"
@@ -41,6 +45,9 @@ OpProfiler g_profiler;
 alignas(tflite::MicroInterpreter) uint8_t g_interpreter_storage[sizeof(tflite::MicroInterpreter)];
 tflite::MicroInterpreter* g_interpreter = nullptr;
 uint32_t g_latency_us[MCUNAS_MAX_RUNS];
+#if MCUNAS_HAS_FRONTEND
+uint32_t g_frontend_us[MCUNAS_MAX_RUNS];  // one inference window each
+#endif
 char g_line[64];
 size_t g_line_len = 0;
 
@@ -72,6 +79,9 @@ void print_ready() {
       .num("model_bytes", g_model_data_len)
       .num("arena_budget_bytes", MCUNAS_ARENA_BYTES)
       .str("timer", port_timer_name())
+#if MCUNAS_HAS_FRONTEND
+      .hex32("frontend_crc32", MCUNAS_FRONTEND_CRC32_U32)
+#endif
       .end();
 }
 
@@ -169,13 +179,68 @@ bool timed_invoke(uint32_t* latency_us) {
   return status == kTfLiteOk;
 }
 
+#if MCUNAS_HAS_FRONTEND
+// The front end's set-up, then one window so the model's input holds real features.
+bool frontend_prepare() {
+  const char* message = "";
+  const char* code = frontend_set_up(g_interpreter->input(0), &message);
+  uint64_t ticks = 0;
+  if (code == nullptr && !frontend_window(g_interpreter->input(0), &ticks)) {
+    code = kErrInvoke;
+    message = "front end: Invoke failed";
+  }
+  if (code != nullptr) print_error(code, message);
+  return code == nullptr;
+}
+
+// MCUNAS_RUNS timed windows of the front end (after the model's runs: outside the
+// energy window, which stays the model's).
+bool frontend_timed() {
+  for (int i = 0; i < MCUNAS_RUNS; ++i) {
+    uint64_t ticks = 0;
+    if (!frontend_window(g_interpreter->input(0), &ticks)) {
+      print_error(kErrInvoke, "front end: Invoke failed");
+      return false;
+    }
+    g_frontend_us[i] = static_cast<uint32_t>(ticks_to_tenths_us(ticks) / 10);
+  }
+  return true;
+}
+
+void frontend_fields(JsonLine& line) {
+  uint32_t lo = g_frontend_us[0], hi = g_frontend_us[0];
+  for (int i = 1; i < MCUNAS_RUNS; ++i) {
+    if (g_frontend_us[i] < lo) lo = g_frontend_us[i];
+    if (g_frontend_us[i] > hi) hi = g_frontend_us[i];
+  }
+  line.begin_object("frontend")
+      .hex32("crc32", MCUNAS_FRONTEND_CRC32_U32)
+      .num("frames", MCUNAS_FRONTEND_FRAMES)
+      .num("frame_samples", MCUNAS_FRONTEND_FRAME_SAMPLES)
+      .num("hop_samples", MCUNAS_FRONTEND_HOP_SAMPLES)
+      .begin_object("latency_us")
+      .num("min", lo)
+      .num("median", median_u32(g_frontend_us, MCUNAS_RUNS))
+      .num("max", hi)
+      .end_object()
+      .num("arena_bytes", frontend_arena_used())
+      .num("arena_capacity_bytes", frontend_arena_capacity())
+      .num("model_bytes", g_frontend_data_len)
+      .end_object();
+}
+#endif
+
 void measure() {
   set_up();
   if (g_state.error != nullptr) {
     print_error(g_state.error, g_state.message);
     return;
   }
+#if MCUNAS_HAS_FRONTEND
+  if (!frontend_prepare()) return;
+#else
   fill_inputs();
+#endif
   g_profiler.set_enabled(false);
   for (int i = 0; i < MCUNAS_WARMUP_RUNS; ++i) {
     if (g_interpreter->Invoke() != kTfLiteOk) {
@@ -212,6 +277,9 @@ void measure() {
     if (g_latency_us[i] > hi) hi = g_latency_us[i];
   }
   const uint32_t median = median_u32(g_latency_us, MCUNAS_RUNS);
+#if MCUNAS_HAS_FRONTEND
+  if (!frontend_timed()) return;
+#endif
 
   JsonLine line("result");
   line.hex32("model_crc32", MCUNAS_MODEL_CRC32_U32)
@@ -230,8 +298,11 @@ void measure() {
       .str("timer", port_timer_name())
       .num("timer_hz", port_tick_hz())
       .num("profile_runs", MCUNAS_PROFILE_RUNS)
-      .boolean("ops_truncated", g_profiler.truncated())
-      .begin_array("ops");
+      .boolean("ops_truncated", g_profiler.truncated());
+#if MCUNAS_HAS_FRONTEND
+  frontend_fields(line);
+#endif
+  line.begin_array("ops");
   const uint64_t runs = MCUNAS_PROFILE_RUNS > 0 ? MCUNAS_PROFILE_RUNS : 1;
   for (size_t i = 0; i < g_profiler.count(); ++i) {
     line.begin_object(nullptr)
