@@ -49,6 +49,7 @@ def test_project_holds_both_graphs_and_the_call_sequence(tmp_path, board, src):
     assert f"`{src}/frontend_ops.h`" in readme
     if board == "esp32s3":
         assert '"frontend_data.cc"' in (out / "main" / "CMakeLists.txt").read_text()
+    assert ("predates TFLite Micro's signal library" in readme) == (board != "esp32s3")
 
 
 def test_project_without_front_end_is_unchanged(tmp_path):

@@ -18,7 +18,7 @@ from mcunas.boards import load_board
 from mcunas.cli import main
 from mcunas.commands import bench
 from mcunas.csource import model_crc32
-from mcunas.errors import CandidateError
+from mcunas.errors import BoardProfileError, CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.board import BoardMeasurer, ModelMismatch
@@ -71,6 +71,11 @@ def test_generate_without_front_end_keeps_the_old_build(tmp_path):
     assert "MCUNAS_HAS_FRONTEND" not in defines
     assert int(defines["MCUNAS_ARENA_BYTES"].rstrip("u")) == ESP.model_sram_budget_bytes
     assert not (project.generated_dir / "frontend_data.cc").exists()
+
+
+def test_a_cortex_m_board_is_refused_in_one_line_until_its_library_has_signal_ops(tmp_path):
+    with pytest.raises(BoardProfileError, match="no signal ops"):
+        PioProject(load_board("nucleo_f746zg"), tmp_path).generate(KWS, frontend=FRONT)
 
 
 def test_a_front_end_the_model_was_not_trained_on_is_refused(tmp_path):

@@ -17,7 +17,13 @@ from typing import Any
 from mcunas.csource import model_crc32
 from mcunas.paths import package_path
 
-__all__ = ["EXAMPLE_PLAIN", "frontend_values", "readme_section", "write_frontend_files"]
+__all__ = [
+    "CORTEX_M_NOTE",
+    "EXAMPLE_PLAIN",
+    "frontend_values",
+    "readme_section",
+    "write_frontend_files",
+]
 
 # The example of main.cpp without a front end: (buffer, call).
 EXAMPLE_PLAIN = {
@@ -68,12 +74,24 @@ def write_frontend_files(frontend: bytes, src: Path) -> list[Path]:
     return write_frontend_sources(frontend, src)
 
 
-def readme_section(values: dict[str, Any]) -> str:
+CORTEX_M_NOTE = """
+**Before building for this board:** the Arduino TFLite Micro library that
+`platformio.ini` pins (Chirale_TensorFlowLite, as mcunas's measurement firmware)
+predates TFLite Micro's signal library, so `frontend_ops.h` does not compile
+with it. Point `lib_deps` at a TFLite Micro Arduino build that includes
+`signal/micro/kernels` (upstream tflite-micro from late 2023 on), or deploy to an
+ESP32 board, whose esp-tflite-micro has the signal ops.
+"""
+
+
+def readme_section(values: dict[str, Any], espidf: bool) -> str:
     """The README's front-end section: what it computes and the exact call sequence."""
     if not values.get("fe_crc"):
         return ""
     v = values
-    return f"""
+    return (
+        ("" if espidf else CORTEX_M_NOTE)
+        + f"""
 ## The front end, then the model
 
 `frontend.tflite` ({values["fe_description"]}, CRC-32 {values["fe_crc"]}) runs
@@ -97,3 +115,5 @@ window), invokes it once per hop ({values["fe_hop_samples"]} samples) on
 halves to even, as mcunas's host pipeline), then invokes the model.
 `mcunas predict best/ clip.wav` runs the same sequence on the host.
 """
+        + ("" if espidf else CORTEX_M_NOTE)
+    )

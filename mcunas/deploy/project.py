@@ -279,4 +279,4 @@ def _readme(values: dict[str, Any], out_dir: Path, written: list[Path], espidf: 
     )
     return _template("deploy_README.md.in").substitute(
         values, file_rows="\n".join(rows), idf_note=idf_note
-    ) + readme_section(values)
+    ) + readme_section(values, espidf)

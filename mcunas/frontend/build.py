@@ -18,13 +18,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from mcunas.errors import CandidateError, ModelError
+from mcunas.errors import BoardProfileError, CandidateError, ModelError
 from mcunas.frontend.config import FrontendConfig
 
 __all__ = [
+    "CORTEX_M_SIGNAL_OPS",
     "FRONTEND_ARENA_MARGIN",
     "FrontendBuild",
+    "check_signal_ops",
     "frontend_build",
     "write_frontend_build",
 ]
@@ -33,6 +36,10 @@ __all__ = [
 # a margin on top covers what the planner may need while it allocates.
 FRONTEND_ARENA_MARGIN = 0.25
 ARENA_ROUND_BYTES = 1024
+# The Arduino TFLite Micro library platformio.ini pins for Cortex-M boards predates
+# TFLM's signal library (firmware/README.md says what was checked): None until a
+# pinned library has it, else the library's name.
+CORTEX_M_SIGNAL_OPS: str | None = None
 
 
 @dataclass(frozen=True)
@@ -94,6 +101,21 @@ def frontend_build(frontend_bytes: bytes, model_bytes: bytes) -> FrontendBuild:
     host = arena_report(interp).total_bytes
     size = math.ceil(host * (1 + FRONTEND_ARENA_MARGIN) / ARENA_ROUND_BYTES) * ARENA_ROUND_BYTES
     return FrontendBuild(cfg, shape[0], host, size)
+
+
+def check_signal_ops(board: Any) -> None:
+    """Refuse a front-end firmware for a board whose pinned TFLM lacks the signal ops.
+
+    Raises:
+        BoardProfileError: the board builds with the Cortex-M Arduino library.
+    """
+    if str(board.pio_platform).startswith("espressif32") or CORTEX_M_SIGNAL_OPS:
+        return
+    raise BoardProfileError(
+        f"{board.name}: the Arduino TFLite Micro library pinned for Cortex-M boards has no "
+        "signal ops, so frontend.tflite cannot run there yet: measure the front end and "
+        "model on an ESP32 board (esp-tflite-micro has them), or the model alone"
+    )
 
 
 def write_frontend_build(

@@ -205,8 +205,9 @@ class PioProject:
         self._check_generated(model_bytes)
         self.frontend_defines = {}
         if frontend is not None:
-            from mcunas.frontend.build import write_frontend_build
+            from mcunas.frontend.build import check_signal_ops, write_frontend_build
 
+            check_signal_ops(self.board)
             self.frontend_defines = write_frontend_build(frontend, model_bytes, self.generated_dir)
         write_file(self.generated_dir / "mcunas_config.h", self.config_header(), "firmware header")
         self.model_crc32 = model_crc32(model_bytes)
