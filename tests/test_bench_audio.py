@@ -1,0 +1,51 @@
+"""scripts/bench_audio.py: both arms share board, budgets, seed and wall time; the table."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import pytest
+from script_helpers import loaded_script
+
+
+@pytest.fixture(scope="module")
+def bench():
+    yield from loaded_script("bench_audio")
+
+
+def _args(tmp_path: Path) -> argparse.Namespace:
+    return argparse.Namespace(
+        out=tmp_path, board="esp32s3", seed=0, max_trials=3, epochs=2, time_budget=60.0,
+        max_latency_ms=100.0, max_sram_kb=160.0,
+    )  # fmt: skip
+
+
+def test_the_arms_differ_only_in_the_searched_flags(bench, tmp_path):
+    args = _args(tmp_path)
+    fixed = bench.search_cmd(args, tmp_path / "fixed", [])
+    searched = bench.search_cmd(args, tmp_path / "searched", ["--frontend-search"])
+    assert fixed[: fixed.index("--out")] == searched[: searched.index("--out")]
+    assert searched[len(fixed) :] == ["--frontend-search"]
+    for flag in ("--time-budget", "--max-latency-ms", "--max-sram-kb", "--frontend"):
+        assert fixed[fixed.index(flag) + 1] == searched[searched.index(flag) + 1]
+    assert fixed[fixed.index("--dataset") + 1].endswith("data/train")
+
+
+def test_table_and_reuse_of_an_earlier_wall_time(bench, tmp_path):
+    row = {
+        "arm": "fixed", "test_predict_accuracy": 0.9, "test_search_int8_accuracy": 0.9,
+        "val_int8_accuracy": 0.95, "frontend_ms": 12.8, "model_ms": 50.0, "latency_share": 0.2,
+        "frontend_arena_bytes": 7856, "window_bytes": 31680, "model_peak_sram_bytes": 140000,
+        "sram_share": 0.22, "wall_s": 901.0,
+        "frontend": {"frame_ms": 30.0, "hop_ms": 20.0, "mel_bands": 40, "pcan": False},
+    }  # fmt: skip
+    text = bench.table([row, {"arm": "searched", "error": "not run"}])
+    lines = text.splitlines()
+    assert len(lines) == 4 and all(line.count("|") == 12 for line in lines)
+    assert "| fixed | 30/20 ms, 40 bands | 90.0% | 90.0% | 95.0% | 12.80 (est.)" in text
+    assert "7.7 + 30.9 KiB" in text and "| 22% |" in text
+    (tmp_path / "bench_audio.json").write_text(json.dumps([row]))
+    assert bench.previous_wall(tmp_path, "fixed") == 901.0
+    assert bench.previous_wall(tmp_path, "searched") is None
