@@ -166,6 +166,7 @@ def test_bench_of_a_best_folder_measures_front_end_and_model(tmp_path, capsys, m
     out = capsys.readouterr().out
     assert exc.value.code == 0, out
     assert "front end " in out and "per window of 49 frames" in out
+    assert "= arena + front-end arena + static RAM" in out
     assert f"CRC-32 {model_crc32(FRONT)} (checked)" in out
     with pytest.raises(SystemExit) as exc:
         main(["bench", str(best), "--board", "esp32s3", "--dry-run", "--project-dir",

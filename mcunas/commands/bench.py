@@ -29,7 +29,9 @@ def _report(m: Figures) -> list[str]:
         f"  latency      {m.latency_ms:.3f} ms median, {m.latency_max_ms:.3f} ms max, "
         f"{d['latency_min_ms']:.3f} ms min ({d['runs']} runs)",
         f"  arena        {m.arena_bytes} B",
-        f"  peak SRAM    {m.peak_sram_bytes} B = arena + static RAM {d['static_ram_bytes']} B "
+        f"  peak SRAM    {m.peak_sram_bytes} B = arena + "
+        + ("front-end arena + " if d.get("frontend") else "")
+        + f"static RAM {d['static_ram_bytes']} B "
         f"[{d['static_ram_source']}] + stack {d['stack_bytes']} B",
         f"  flash        {m.flash_bytes} B [{d['flash_source']}]",
         _energy_line(m),
