@@ -6,8 +6,11 @@
    ``--frontend tflm``, on the same board, budgets, seed and wall time:
    ``fixed`` keeps today's 30/20 ms, 40-band log-mel front end; ``searched``
    adds the arguments that make the front end's parameters searched (given
-   by ``--searched-args``; the arm is skipped, with the reason, when this
-   mcunas's ``search --help`` does not offer them).
+   by ``--searched-args``, default ``--frontend-space search``; the arm is
+   skipped, with the reason, when this mcunas's ``search --help`` does not
+   offer them). Arms run one after the other; two runs of this script with
+   ``--arms fixed`` and ``--arms searched`` on one OUT (its data made first)
+   run them side by side, and ``--reuse`` then scores both in one table.
 3. The raw test clips go through ``best/frontend.tflite`` then
    ``best/model.tflite`` in the host TFLite Micro runtime (``mcunas predict
    OUT/ARM OUT/data/test --json``), and the same clips' features, made by the
@@ -35,7 +38,7 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 HERE = Path(__file__).resolve().parent
-SEARCHED_ARGS = "--frontend-search"  # the flag a searched front end needs, once it exists
+SEARCHED_ARGS = "--frontend-space search"  # what makes the front end searched
 
 
 def run(cmd: list[str], log: Path) -> subprocess.CompletedProcess:
@@ -131,6 +134,7 @@ def arm(args: argparse.Namespace, name: str, extra: list[str], log: Path) -> dic
     predicted = json.loads(pred)
     int8, n = search_path_accuracy(out / "best", args.out / "data" / "test")
     trial = json.loads((out / "best" / "best.json").read_text())["trial"]
+    (out / "bench_arm.json").write_text(json.dumps({"wall_s": wall}) + "\n")
     return {
         "arm": name, "wall_s": wall, "val_int8_accuracy": trial.get("int8_accuracy"),
         "test_predict_accuracy": predicted["accuracy"], "test_search_int8_accuracy": int8,
@@ -142,10 +146,9 @@ def arm(args: argparse.Namespace, name: str, extra: list[str], log: Path) -> dic
 def previous_wall(out: Path, name: str) -> float | None:
     """The wall time an earlier run of this bench recorded for the arm, if any."""
     try:
-        rows = json.loads((out / "bench_audio.json").read_text())
+        return json.loads((out / name / "bench_arm.json").read_text()).get("wall_s")
     except (OSError, ValueError):
         return None
-    return next((r.get("wall_s") for r in rows if r.get("arm") == name), None)
 
 
 def table(rows: list[dict]) -> str:

@@ -25,9 +25,9 @@ def _args(tmp_path: Path) -> argparse.Namespace:
 def test_the_arms_differ_only_in_the_searched_flags(bench, tmp_path):
     args = _args(tmp_path)
     fixed = bench.search_cmd(args, tmp_path / "fixed", [])
-    searched = bench.search_cmd(args, tmp_path / "searched", ["--frontend-search"])
+    searched = bench.search_cmd(args, tmp_path / "searched", ["--frontend-space", "search"])
     assert fixed[: fixed.index("--out")] == searched[: searched.index("--out")]
-    assert searched[len(fixed) :] == ["--frontend-search"]
+    assert searched[len(fixed) :] == ["--frontend-space", "search"]
     for flag in ("--time-budget", "--max-latency-ms", "--max-sram-kb", "--frontend"):
         assert fixed[fixed.index(flag) + 1] == searched[searched.index(flag) + 1]
     assert fixed[fixed.index("--dataset") + 1].endswith("data/train")
@@ -46,6 +46,7 @@ def test_table_and_reuse_of_an_earlier_wall_time(bench, tmp_path):
     assert len(lines) == 4 and all(line.count("|") == 12 for line in lines)
     assert "| fixed | 30/20 ms, 40 bands | 90.0% | 90.0% | 95.0% | 12.80 (est.)" in text
     assert "7.7 + 30.9 KiB" in text and "| 22% |" in text
-    (tmp_path / "bench_audio.json").write_text(json.dumps([row]))
+    (tmp_path / "fixed").mkdir()
+    (tmp_path / "fixed" / "bench_arm.json").write_text(json.dumps({"wall_s": 901.0}))
     assert bench.previous_wall(tmp_path, "fixed") == 901.0
     assert bench.previous_wall(tmp_path, "searched") is None
