@@ -9,6 +9,8 @@ TFLM runtime, and ``mcunas bench`` of a ``best/`` folder with a front end.
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -173,3 +175,21 @@ def test_bench_of_a_best_folder_measures_front_end_and_model(tmp_path, capsys, m
               str(tmp_path / "fw")])  # fmt: skip
     assert exc.value.code == 0
     assert (tmp_path / "fw" / "firmware" / "src" / "generated" / "frontend_ops.h").is_file()
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host g++")
+def test_frontend_stage_compiles_with_the_generated_sources(tmp_path):
+    """frontend_stage.cc against its generated headers and the TFLM API doubles of
+    tests/deploy_host (the real build is PlatformIO's; firmware/README.md says which
+    TFLM headers it was checked against)."""
+    from test_deploy import HOST, _resolver_double
+
+    project = PioProject(ESP, tmp_path / "fw")
+    project.generate(KWS, frontend=FRONT)
+    src = tmp_path / "fw" / "firmware" / "src"
+    _resolver_double(tmp_path / "inc")
+    cmd = ["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only"]
+    cmd += ["-DHOST_INPUT_BYTES=490", "-DHOST_OUTPUT_BYTES=12", "-I", str(tmp_path / "inc")]
+    cmd += ["-I", str(HOST), "-I", str(src), str(src / "frontend_stage.cc")]
+    build = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
+    assert build.returncode == 0, build.stderr

@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "tensorflow/lite/c/common.h"
+#include "tensorflow/lite/micro/micro_interpreter.h"
 
 namespace mcunas {
 
