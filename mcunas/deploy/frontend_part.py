@@ -67,11 +67,11 @@ def frontend_values(frontend: bytes, model_bytes: bytes) -> dict[str, Any]:
     }
 
 
-def write_frontend_files(frontend: bytes, src: Path) -> list[Path]:
-    """``frontend_data.cc/.h`` and ``frontend_ops.h`` beside ``main.cpp``."""
+def write_frontend_files(frontend: bytes | None, src: Path) -> list[Path]:
+    """``frontend_data.cc/.h`` and ``frontend_ops.h`` beside ``main.cpp`` (none without one)."""
     from mcunas.frontend.csource import write_frontend_sources
 
-    return write_frontend_sources(frontend, src)
+    return write_frontend_sources(frontend, src) if frontend else []
 
 
 CORTEX_M_NOTE = """

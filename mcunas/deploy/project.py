@@ -154,9 +154,7 @@ def write_project(
 ) -> list[Path]:
     """Write the deployable project for ``model_bytes`` on ``board`` into ``out_dir``.
 
-    With ``frontend`` (a ``frontend.tflite``) the project runs it before the model:
-    its C array and resolver beside the model's, ``predict_audio()`` in ``main.cpp``
-    (:mod:`mcunas.deploy.frontend_part`) and the call sequence in the README.
+    With ``frontend`` it runs before the model (:mod:`mcunas.deploy.frontend_part`).
 
     Args:
         model_bytes: bytes, a full-integer INT8 ``.tflite`` (one input, one output).
@@ -188,8 +186,7 @@ def write_project(
     written = [write_file(src / "main.cpp", main)]
     with storage_errors(src):
         written += write_model_sources(model_bytes, src, graph.op_names())
-        if frontend:
-            written += write_frontend_files(frontend, src)
+        written += write_frontend_files(frontend, src)
     extra: dict[str, dict[str, str]] = {}
     if espidf:
         extra = {
