@@ -128,8 +128,8 @@ def build(tflm: Path, src: Path, work: Path, ops: list[str]) -> Path:
                               tflm / "third_party/gemmlowp", tflm / "third_party/ruy",
                               tflm / "third_party/kissfft")]  # fmt: skip
     objs = []
-    for i, path in enumerate(sources(tflm, ops)):
-        obj = work / "obj" / f"{i:03d}_{path.stem}.o"
+    for path in sources(tflm, ops):
+        obj = work / "obj" / (path.relative_to(tflm).as_posix().replace("/", "__") + ".o")
         obj.parent.mkdir(exist_ok=True)
         if not obj.is_file():
             subprocess.run(["g++", *flags, *inc, "-c", str(path), "-o", str(obj)], check=True)
