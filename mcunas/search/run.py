@@ -172,6 +172,7 @@ class SearchRun:
         self.strategy, self.executor, self.debug = strategy, executor, debug
         self.dataset: Any = None
         self.recipe: Any = None
+        self._frontend_cost: Any = None  # mcunas.predict.frontend.FrontendCost, once estimated
 
     def run(self, progress: Progress) -> str | None:
         """Search until done or out of time; why it stopped early, or None."""
@@ -255,7 +256,28 @@ class SearchRun:
             cfg.budgets,
             self.out_dir / "models",
             cfg.objectives,
+            frontend=self.frontend_adder(),
         )
+
+    def frontend_adder(self) -> Callable[[Any], Any] | None:
+        """Adds the front end's cost to a model's figures; None when the data has no front end.
+
+        The cost (:func:`mcunas.predict.frontend.frontend_cost`) is estimated once, for
+        the loaded data's front end and input frames, on the run's board.
+        """
+        front = getattr(self.dataset, "frontend", None)
+        if front is None:
+            return None
+        if self._frontend_cost is None:
+            from mcunas.frontend.graph import frontend_model
+            from mcunas.predict.frontend import frontend_cost
+
+            frames = int(self.dataset.input_shape[0])
+            self._frontend_cost = frontend_cost(frontend_model(front), frames, self.board)
+        from mcunas.profile import with_frontend
+
+        cost, board = self._frontend_cost, self.board
+        return lambda figures: with_frontend(figures, cost, board)
 
     def seed_name(self, space: Any) -> str | None:
         """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
@@ -302,7 +324,7 @@ class SearchRun:
             from mcunas.profile import model_layers
 
             model_bytes = trial_model_bytes(result.best, self.out_dir)
-            result.layers = model_layers(model_bytes, self.board)
+            result.layers = self._frontend_rows() + model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
@@ -312,6 +334,14 @@ class SearchRun:
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
+
+    def _frontend_rows(self) -> list[dict[str, Any]]:
+        """The front end's ops for the per-layer table (listed first); [] without one."""
+        if self.frontend_adder() is None:
+            return []
+        from mcunas.profile import frontend_rows
+
+        return frontend_rows(self._frontend_cost)
 
     def _test_accuracy(self, best: Any) -> dict[str, Any] | None:
         """The chosen INT8 model's accuracy on the dataset's test split (TFLM kernels).
