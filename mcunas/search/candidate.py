@@ -109,6 +109,8 @@ class KerasRunner:
         self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
         self._description: str | None = None
+        # a space that searches the front end gives each trial its own data (dataset_for)
+        self.follows_space = hasattr(space, "dataset_for")
         _quiet_tensorflow()
         _deterministic_tensorflow()
 
@@ -118,9 +120,11 @@ class KerasRunner:
         Re-scoring (:mod:`mcunas.search.rescore`) trains finalists on other folds
         with it: the same build, training, conversion and INT8 scoring as a trial.
         """
-        return KerasRunner(
+        runner = KerasRunner(
             self.space, dataset, self.board, self.worker, recipe=self.recipe, seed=seed
         )
+        runner.follows_space = False  # these data, whatever the space would choose
+        return runner
 
     @property
     def recipe(self) -> Recipe:
@@ -133,8 +137,18 @@ class KerasRunner:
         """Seed every generator, then build and compile the candidate."""
         keras.utils.set_random_seed(seed)
         keras.backend.clear_session()
+        if self.follows_space:
+            self._use(self.space.dataset_for(hp))
         self._description = self.space.describe(hp)
         return self.space.build(hp)
+
+    def _use(self, dataset: Dataset) -> None:
+        """Train, check and calibrate on ``dataset`` from now on (a searched front end's)."""
+        if dataset is self.dataset:
+            return
+        self.dataset = dataset
+        self._check_samples = dataset.representative(CHECK_SAMPLES, self.seed)
+        self._calibration = dataset.representative(CALIBRATION_SAMPLES, self.seed)
 
     def check(self, model: Any) -> CheckResult:
         """Profile the untrained model's INT8 graph against the board (no training)."""
