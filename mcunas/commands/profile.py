@@ -21,7 +21,7 @@ Examples:
   mcunas profile model.tflite --board esp32s3 --kernels reference
   mcunas profile model.tflite --board ./my_board.toml --json
   mcunas profile model.tflite --board nano33ble --clock-mhz 32   # run below its maximum
-  mcunas profile best/model.tflite --frontend best/frontend.tflite --board nano33ble
+  mcunas profile model.tflite --board nano33ble --frontend frontend.tflite   # a search's best/
 With --frontend the audio front end's cost per inference window (every frame of
 the model's input) is added: front end + model latency, SRAM and flash, and the fit.
 All figures are simulator estimates: the arena comes from the real TFLite Micro
