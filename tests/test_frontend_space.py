@@ -134,7 +134,7 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
     out = tmp_path / "run"
     args = ["--board", "nano33ble", "--out", str(out), "--dataset", str(data), "--json"]
     more = ["--frontend", "tflm", "--frontend-space", "search", "--families", "dsconv"]
-    more += ["--strategy", "random", "--max-trials", "2", "--epochs", "1", "--finalists", "0"]
+    more += ["--strategy", "random", "--max-trials", "1", "--epochs", "1", "--finalists", "0"]
     code, stdout, err = run(capsys, *args, *more)
     assert code == 0, err
     result = json.loads(stdout)
@@ -155,5 +155,26 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
     configs = {fronts.config_of(t.hyperparameters)[0] for t in trials}
     entries = list((out / "cache").glob("frontend-features-*.npz"))
     assert len(entries) == len(configs | {FrontendConfig()})
+    from mcunas.cli import main
+
+    with pytest.raises(SystemExit) as info:  # raw clips through the exported pair, as a board
+        main(["predict", str(out / "best"), str(data)])
+    assert info.value.code == 0 and "accuracy" in capsys.readouterr().out
     code, _, err = run(capsys, "--out", str(out), "--resume", "--frontend-space", "fixed")
     assert code == 2 and "frontend_space" in err  # part of the search's identity
+
+
+def test_each_finalist_is_re_scored_on_its_own_front_ends_folds(tmp_path: Path, tones) -> None:
+    from mcunas.search.finalists import Plan
+    from mcunas.search.frontend_space import FrontendSpace
+    from mcunas.search.rescore import _splits_by_trial
+    from mcunas.search.store import TrialRecord
+
+    fronts = _fronts(tones, tmp_path / "cache")
+    space = FrontendSpace(fronts, 2, ("dsconv",))
+    splits = _splits_by_trial(space, fronts.default, Plan("kfold", 5), seed=0)
+    fixed = splits(TrialRecord("1", hyperparameters={}))
+    short = splits(TrialRecord("2", hyperparameters={**SHORT, "frontend_duration_ms": 490}))
+    assert fixed[0].input_shape == (49, 40, 1) and short[0].input_shape == (47, 20, 1)
+    assert all(np.array_equal(a.y_val, b.y_val) for a, b in zip(fixed, short, strict=True))
+    assert splits(TrialRecord("3", hyperparameters={**SHORT, "frontend_duration_ms": 490})) is short
