@@ -51,20 +51,22 @@ def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
     """
     if rec.frontend_latency_ms is None:
         return None
-    total = {
+    total: dict[str, Any] = {
         "latency_ms": rec.latency_ms,
         "peak_sram_bytes": rec.peak_sram_bytes,
         "flash_bytes": rec.flash_bytes,
     }
-    front = {
+    front: dict[str, Any] = {
         "latency_ms": rec.frontend_latency_ms,
         "peak_sram_bytes": rec.frontend_sram_bytes,
         "flash_bytes": rec.frontend_flash_bytes,
     }
-    model = {
-        k: None if total[k] is None or front[k] is None else total[k] - front[k] for k in total
-    }
+    model = {k: _minus(total[k], front[k]) for k in total}
     return {"frontend": {**front, "source": rec.frontend_source}, "model": model, "total": total}
+
+
+def _minus(total: float | None, part: float | None) -> float | None:
+    return None if total is None or part is None else total - part
 
 
 def split_text(rec: TrialRecord) -> str | None:
