@@ -284,8 +284,10 @@ def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
     arenas together must fit the board's model SRAM budget. Flash adds the graph and
     its tables. The board's fit is checked again on the totals. A board measurement
     that reports the front end's time (``details["frontend_ms"]``) replaces the
-    estimate. ``details["frontend"]`` and ``details["model"]`` keep the split;
-    figures that already have it are returned as they are.
+    estimate; one that also says its figures are the whole program's
+    (``details["frontend_included"]``: the firmware ran both graphs) is not added
+    to again, only split. ``details["frontend"]`` and ``details["model"]`` keep the
+    split; figures that already have it are returned as they are.
 
     Args:
         figures: the model's own figures (estimated or measured).
@@ -295,13 +297,15 @@ def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
     if front is None or "frontend" in figures.details:
         return figures
     from mcunas.predict.energy import with_energy
-    from mcunas.predict.frontend import MEASURED_FRONTEND_MS
+    from mcunas.predict.frontend import MEASURED_FRONTEND_MS, MEASURED_WHOLE_PROGRAM
 
     measured = figures.details.get(MEASURED_FRONTEND_MS)
     fe_ms = front.latency_ms if measured is None else float(measured)
     fe_err = front.error_pct if measured is None else None
     split = {**front.to_dict(), "latency_ms": fe_ms, "latency_error_pct": fe_err}
     split["source"] = front.source if measured is None else f"measured: {figures.source}"
+    if measured is not None and figures.details.get(MEASURED_WHOLE_PROGRAM):
+        return _split_only(figures, front, split)
     model = {
         "latency_ms": figures.latency_ms,
         "latency_error_pct": figures.latency_error_pct,
@@ -327,6 +331,19 @@ def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
         details={**figures.details, "frontend": split, "model": model},
     )
     return with_energy(total, board)
+
+
+def _split_only(figures: Figures, front: Any, split: dict[str, Any]) -> Figures:
+    """A board's figures of the whole program (both graphs), split without adding."""
+    model = {
+        "latency_ms": max(0.0, figures.latency_ms - split["latency_ms"]),
+        "latency_error_pct": figures.latency_error_pct,
+        "arena_bytes": figures.arena_bytes,
+        "peak_sram_bytes": max(0, figures.peak_sram_bytes - front.sram_bytes),
+        "flash_bytes": max(0, figures.flash_bytes - front.flash_bytes),
+    }
+    details = {**figures.details, "frontend": split, "model": model}
+    return dataclasses.replace(figures, details=details)
 
 
 def _metered(figures: Figures) -> bool:

@@ -16,7 +16,7 @@ from mcunas.cli import cli, main
 from mcunas.figures import Figures
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
-from mcunas.predict.frontend import MEASURED_FRONTEND_MS, frontend_cost
+from mcunas.predict.frontend import MEASURED_FRONTEND_MS, MEASURED_WHOLE_PROGRAM, frontend_cost
 from mcunas.profile import with_frontend
 from mcunas.search.budgets import Budgets
 from mcunas.search.pipeline import TrialPipeline
@@ -72,6 +72,11 @@ def test_a_board_that_reports_the_front_end_replaces_the_estimate(front) -> None
     assert total.latency_ms == pytest.approx(8.5)
     assert total.details["frontend"]["source"] == "measured: board:/dev/ttyACM0"
     assert total.details["frontend"]["latency_error_pct"] is None
+    whole = {MEASURED_FRONTEND_MS: 3.5, MEASURED_WHOLE_PROGRAM: True}
+    both = Figures(**{**measured.__dict__, "latency_ms": 8.5, "details": whole})
+    split = with_frontend(both, front, board)  # the firmware ran both: split, not added
+    assert split.latency_ms == 8.5 and split.peak_sram_bytes == 2000
+    assert split.details["model"]["latency_ms"] == pytest.approx(5.0)
 
 
 def _pipeline(tmp_path: Path, front, budgets: Budgets) -> tuple[TrialPipeline, TrialStore]:

@@ -30,6 +30,7 @@ __all__ = [
     "CYCLES_PER_ITERATION",
     "FRONTEND_ERROR_PCT",
     "MEASURED_FRONTEND_MS",
+    "MEASURED_WHOLE_PROGRAM",
     "FrontendCost",
     "FrontendEstimate",
     "FrontendOpCost",
@@ -59,6 +60,10 @@ FRONTEND_ERROR_PCT = 100.0
 # own time per inference window (ms), when the firmware runs it: it then replaces the
 # estimate (:func:`mcunas.profile.with_frontend`).
 MEASURED_FRONTEND_MS = "frontend_ms"
+# Set (True) beside it when the measurement's latency, SRAM and flash are already the
+# whole program's (the firmware ran both graphs): the front end is then split out, not
+# added. The front end's SRAM and flash shares stay the estimates.
+MEASURED_WHOLE_PROGRAM = "frontend_included"
 INT16_BYTES = 2
 
 
