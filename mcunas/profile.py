@@ -30,7 +30,6 @@ from mcunas.tflite.reader import Graph, load_model_bytes, read_graph
 __all__ = [
     "ModelProfile",
     "fit_reasons",
-    "frontend_rows",
     "layer_rows",
     "load_int8_model",
     "model_layers",
@@ -283,108 +282,105 @@ def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
     two arenas; see :class:`~mcunas.predict.frontend.FrontendCost`), and both
     arenas together must fit the board's model SRAM budget. Flash adds the graph and
     its tables. The board's fit is checked again on the totals. A board measurement
-    that reports the front end's time (``details["frontend_ms"]``) replaces the
-    estimate; one that also says its figures are the whole program's
-    (``details["frontend_included"]``: the firmware ran both graphs) is not added
-    to again, only split. ``details["frontend"]`` and ``details["model"]`` keep the
-    split; figures that already have it are returned as they are.
+    whose firmware ran both graphs (``details["frontend"]``, see
+    :data:`~mcunas.predict.frontend.BOARD_FRONTEND`) gives the front end's measured
+    time, and its SRAM and flash already hold the front end: they are split, not
+    added to. ``details["cost_split"]`` keeps the split; figures that already have
+    it are returned as they are.
 
     Args:
         figures: the model's own figures (estimated or measured).
         front: FrontendCost | None (None: ``figures`` unchanged).
         board: the ``BoardProfile`` the figures are for.
     """
-    if front is None or "frontend" in figures.details:
-        return figures
-    from mcunas.predict.energy import with_energy
-    from mcunas.predict.frontend import MEASURED_FRONTEND_MS, MEASURED_WHOLE_PROGRAM
+    from mcunas.predict.frontend import BOARD_FRONTEND, SPLIT
 
-    measured = figures.details.get(MEASURED_FRONTEND_MS)
-    fe_ms = front.latency_ms if measured is None else float(measured)
-    fe_err = front.error_pct if measured is None else None
-    split = {**front.to_dict(), "latency_ms": fe_ms, "latency_error_pct": fe_err}
-    split["source"] = front.source if measured is None else f"measured: {figures.source}"
-    if measured is not None and figures.details.get(MEASURED_WHOLE_PROGRAM):
-        return _split_only(figures, front, split)
-    model = {
-        "latency_ms": figures.latency_ms,
-        "latency_error_pct": figures.latency_error_pct,
-        "arena_bytes": figures.arena_bytes,
-        "peak_sram_bytes": figures.peak_sram_bytes,
-        "flash_bytes": figures.flash_bytes,
-    }
+    if front is None or SPLIT in figures.details:
+        return figures
+    measured = figures.details.get(BOARD_FRONTEND)
+    if isinstance(measured, dict) and "latency_ms" in measured:
+        return _with_measured(figures, front, measured, board)
+    split = front.to_dict()
+    model = _model_part(figures)
     peak = figures.peak_sram_bytes + front.sram_bytes
     flash = figures.flash_bytes + front.flash_bytes
     own = fit_reasons(figures.peak_sram_bytes, figures.arena_bytes, figures.flash_bytes, board)
     arenas = figures.arena_bytes + front.sram_bytes
     reasons = [r for r in figures.reasons if r not in own]
     reasons += fit_reasons(peak, arenas, flash, board, arena="model + front-end arenas")
+    fe_ms, fe_err = front.latency_ms, front.error_pct
     total = dataclasses.replace(
         figures,
         latency_ms=figures.latency_ms + fe_ms,
-        latency_max_ms=_upper(figures.latency_max_ms, fe_ms, fe_err),
+        latency_max_ms=_upper(figures.latency_max_ms, fe_ms * (1.0 + fe_err / 100.0)),
         latency_error_pct=_combined_error(figures, fe_ms, fe_err),
         peak_sram_bytes=peak,
         flash_bytes=flash,
         reasons=tuple(reasons),
         energy_uj=figures.energy_uj if _metered(figures) else None,
-        details={**figures.details, "frontend": split, "model": model},
+        details={**figures.details, SPLIT: {"frontend": split, "model": model}},
     )
-    return with_energy(total, board)
+    return _energy(total, board)
 
 
-def _split_only(figures: Figures, front: Any, split: dict[str, Any]) -> Figures:
-    """A board's figures of the whole program (both graphs), split without adding."""
+def _with_measured(figures: Figures, front: Any, measured: dict, board: Any) -> Figures:
+    """A board's figures with the front end it ran: its time added, SRAM and flash split."""
+    from mcunas.predict.frontend import SPLIT
+
+    fe_ms = float(measured["latency_ms"])
+    arena = int(measured.get("arena_bytes", front.arena_bytes))
+    split = {
+        **front.to_dict(),
+        "latency_ms": fe_ms,
+        "latency_error_pct": None,
+        "arena_bytes": arena,
+        "sram_bytes": arena + front.buffer_bytes,
+        "source": f"measured: {figures.source} (SRAM and flash shares: estimates)",
+    }
     model = {
-        "latency_ms": max(0.0, figures.latency_ms - split["latency_ms"]),
-        "latency_error_pct": figures.latency_error_pct,
-        "arena_bytes": figures.arena_bytes,
-        "peak_sram_bytes": max(0, figures.peak_sram_bytes - front.sram_bytes),
+        **_model_part(figures),
+        "peak_sram_bytes": max(0, figures.peak_sram_bytes - split["sram_bytes"]),
         "flash_bytes": max(0, figures.flash_bytes - front.flash_bytes),
     }
-    details = {**figures.details, "frontend": split, "model": model}
-    return dataclasses.replace(figures, details=details)
+    total = dataclasses.replace(
+        figures,
+        latency_ms=figures.latency_ms + fe_ms,
+        latency_max_ms=_upper(figures.latency_max_ms, float(measured.get("latency_max_ms", fe_ms))),
+        energy_uj=figures.energy_uj if _metered(figures) else None,
+        details={**figures.details, SPLIT: {"frontend": split, "model": model}},
+    )
+    return _energy(total, board)
+
+
+def _model_part(figures: Figures) -> dict[str, Any]:
+    return {
+        "latency_ms": figures.latency_ms,
+        "latency_error_pct": figures.latency_error_pct,
+        "arena_bytes": figures.arena_bytes,
+        "peak_sram_bytes": figures.peak_sram_bytes,
+        "flash_bytes": figures.flash_bytes,
+    }
+
+
+def _energy(figures: Figures, board: Any) -> Figures:
+    from mcunas.predict.energy import with_energy
+
+    return with_energy(figures, board)
 
 
 def _metered(figures: Figures) -> bool:
     return figures.energy_source.startswith("meter:")
 
 
-def _upper(model_max: float | None, fe_ms: float, fe_err: float | None) -> float | None:
-    if model_max is None:
-        return None
-    return model_max + fe_ms * (1.0 + (fe_err or 0.0) / 100.0)
+def _upper(model_max: float | None, fe_max: float) -> float | None:
+    return None if model_max is None else model_max + fe_max
 
 
-def _combined_error(figures: Figures, fe_ms: float, fe_err: float | None) -> float | None:
+def _combined_error(figures: Figures, fe_ms: float, fe_err: float) -> float | None:
     """The total latency's stated error: each part's error weighted by its share."""
     if figures.latency_error_pct is None:
         return None
     total = figures.latency_ms + fe_ms
-    if total <= 0:
+    if total <= 0 or not figures.estimated:  # a board's: the simulator's error against it
         return figures.latency_error_pct
-    if not figures.estimated:  # a board's figure: the simulator's error against it stays
-        return figures.latency_error_pct
-    model_part = figures.latency_ms * figures.latency_error_pct
-    return (model_part + fe_ms * (fe_err or 0.0)) / total
-
-
-def frontend_rows(front: Any) -> list[dict[str, Any]]:
-    """The front end's ops as rows of the per-layer table (``layer_rows``' keys), per window.
-
-    Indexed ``F0``, ``F1``, ...; each op's time is per frame x the window's frames.
-    """
-    return [
-        {
-            "index": f"F{i}",
-            "op": f"{row.op} (front end, x{front.frames} frames)",
-            "output_shape": [],
-            "dtype": "int16",
-            "macs": None,
-            "est_ms": row.ms * front.frames,
-            "est_error_pct": front.error_pct,
-            "accelerated": False,
-            "live_bytes": None,
-        }
-        for i, row in enumerate(front.ops)
-    ]
+    return (figures.latency_ms * figures.latency_error_pct + fe_ms * fe_err) / total

@@ -16,7 +16,7 @@ from mcunas.cli import cli, main
 from mcunas.figures import Figures
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
-from mcunas.predict.frontend import MEASURED_FRONTEND_MS, MEASURED_WHOLE_PROGRAM, frontend_cost
+from mcunas.predict.frontend import BOARD_FRONTEND, frontend_cost
 from mcunas.profile import with_frontend
 from mcunas.search.budgets import Budgets
 from mcunas.search.pipeline import TrialPipeline
@@ -50,7 +50,7 @@ def test_the_front_end_adds_to_latency_sram_and_flash(front) -> None:
     from mcunas.predict.energy import with_energy
 
     assert total.energy_uj > with_energy(model, board).energy_uj  # energy follows the latency
-    split = total.details
+    split = total.details["cost_split"]
     assert split["model"]["latency_ms"] == 5.0 and split["frontend"]["frames"] == FRAMES
     assert with_frontend(total, front, board) is total  # added once, whoever asks again
 
@@ -64,19 +64,24 @@ def test_the_board_fit_is_checked_on_the_totals(front) -> None:
     assert not total.fits and total.reasons[0].startswith("peak SRAM")
 
 
-def test_a_board_that_reports_the_front_end_replaces_the_estimate(front) -> None:
+def test_a_board_that_ran_the_front_end_gives_its_time_and_holds_its_memory(front) -> None:
+    """A firmware that runs both graphs reports the front end's time beside the model's; its
+    peak SRAM and flash already hold the front end: they are split, not added to."""
     board = load_board("nano33ble")
-    measured = Figures("board:/dev/ttyACM0", False, 5.0, 1000, 2000, 3000)
-    measured = Figures(**{**measured.__dict__, "details": {MEASURED_FRONTEND_MS: 3.5}})
+    ran = {"latency_ms": 3.5, "latency_max_ms": 3.6, "arena_bytes": 6000, "frames": FRAMES}
+    measured = Figures(
+        "board:/dev/ttyACM0", False, 5.0, 1000, 90_000, 300_000, details={BOARD_FRONTEND: ran}
+    )
     total = with_frontend(measured, front, board)
     assert total.latency_ms == pytest.approx(8.5)
-    assert total.details["frontend"]["source"] == "measured: board:/dev/ttyACM0"
-    assert total.details["frontend"]["latency_error_pct"] is None
-    whole = {MEASURED_FRONTEND_MS: 3.5, MEASURED_WHOLE_PROGRAM: True}
-    both = Figures(**{**measured.__dict__, "latency_ms": 8.5, "details": whole})
-    split = with_frontend(both, front, board)  # the firmware ran both: split, not added
-    assert split.latency_ms == 8.5 and split.peak_sram_bytes == 2000
-    assert split.details["model"]["latency_ms"] == pytest.approx(5.0)
+    assert (total.peak_sram_bytes, total.flash_bytes) == (90_000, 300_000)
+    split = total.details["cost_split"]
+    assert split["frontend"]["source"].startswith("measured: board:/dev/ttyACM0")
+    assert split["frontend"]["latency_error_pct"] is None
+    assert split["frontend"]["sram_bytes"] == 6000 + front.buffer_bytes
+    assert split["model"]["latency_ms"] == 5.0
+    assert split["model"]["peak_sram_bytes"] == 90_000 - 6000 - front.buffer_bytes
+    assert total.details[BOARD_FRONTEND] == ran  # the board's own report is kept as it came
 
 
 def _pipeline(tmp_path: Path, front, budgets: Budgets) -> tuple[TrialPipeline, TrialStore]:

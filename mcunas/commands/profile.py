@@ -78,7 +78,10 @@ def cli(
     if as_json:
         data = prof.to_dict()
         if total is not None:
-            data["with_frontend"] = {**total.details["frontend"], "total": _totals(total)}
+            data["with_frontend"] = {
+                **total.details["cost_split"]["frontend"],
+                "total": _totals(total),
+            }
         click.echo(dumps(data))
         return
     _print_profile(model, prof)
@@ -123,7 +126,7 @@ def _totals(total: Any) -> dict[str, Any]:
 
 def _print_total(frontend_path: str, total: Any) -> None:
     """The front end's share and front end + model, per inference window."""
-    fe, model = total.details["frontend"], total.details["model"]
+    fe, model = total.details["cost_split"]["frontend"], total.details["cost_split"]["model"]
     cfg = fe["config"]
     click.echo("")
     click.echo(

@@ -29,13 +29,14 @@ from mcunas.predict.coefficients import DISPATCH_CYCLES
 __all__ = [
     "CYCLES_PER_ITERATION",
     "FRONTEND_ERROR_PCT",
-    "MEASURED_FRONTEND_MS",
-    "MEASURED_WHOLE_PROGRAM",
+    "BOARD_FRONTEND",
+    "SPLIT",
     "FrontendCost",
     "FrontendEstimate",
     "FrontendOpCost",
     "estimate_frontend",
     "frontend_cost",
+    "frontend_rows",
 ]
 
 # Assumed cycles per inner-loop iteration on a Cortex-M4-class core (no SIMD use):
@@ -56,14 +57,15 @@ CYCLES_PER_ITERATION = {
 # The stated error of the front end's latency estimate: the cycle counts are assumed,
 # good to a factor of two, so the upper bound is twice the estimate.
 FRONTEND_ERROR_PCT = 100.0
-# The ``Figures.details`` key under which a board measurement reports the front end's
-# own time per inference window (ms), when the firmware runs it: it then replaces the
-# estimate (:func:`mcunas.profile.with_frontend`).
-MEASURED_FRONTEND_MS = "frontend_ms"
-# Set (True) beside it when the measurement's latency, SRAM and flash are already the
-# whole program's (the firmware ran both graphs): the front end is then split out, not
-# added. The front end's SRAM and flash shares stay the estimates.
-MEASURED_WHOLE_PROGRAM = "frontend_included"
+# The ``Figures.details`` key of a board measurement whose firmware ran the front end
+# before the model: a dict with its ``latency_ms`` per inference window (and
+# ``latency_max_ms``, ``arena_bytes``, ``frames``, ``crc32``). The measurement's own
+# ``latency_ms`` is the model's; its peak SRAM and flash already hold the front end.
+# :func:`mcunas.profile.with_frontend` then adds the measured time and only splits
+# SRAM and flash.
+BOARD_FRONTEND = "frontend"
+# The ``Figures.details`` key of the split: {"frontend": {...}, "model": {...}}.
+SPLIT = "cost_split"
 INT16_BYTES = 2
 
 
@@ -198,6 +200,27 @@ class FrontendCost:
             "source": self.source,
             "ops": [asdict(o) for o in self.ops],
         }
+
+
+def frontend_rows(front: FrontendCost) -> list[dict[str, Any]]:
+    """The front end's ops as rows of a per-layer table (``profile.layer_rows``' keys).
+
+    Indexed ``F0``, ``F1``, ...; each op's time is per frame x the window's frames.
+    """
+    return [
+        {
+            "index": f"F{i}",
+            "op": f"{row.op} (front end, x{front.frames} frames)",
+            "output_shape": [],
+            "dtype": "int16",
+            "macs": None,
+            "est_ms": row.ms * front.frames,
+            "est_error_pct": front.error_pct,
+            "accelerated": False,
+            "live_bytes": None,
+        }
+        for i, row in enumerate(front.ops)
+    ]
 
 
 def frontend_cost(model_bytes: bytes, frames: int, board: Any) -> FrontendCost:

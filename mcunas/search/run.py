@@ -346,7 +346,7 @@ class SearchRun:
         """The front end's ops for the per-layer table (listed first); [] without one."""
         if self.fronts is None:
             return []
-        from mcunas.profile import frontend_rows
+        from mcunas.predict.frontend import frontend_rows
 
         return frontend_rows(self.fronts.cost_of(data))
 

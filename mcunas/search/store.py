@@ -388,7 +388,7 @@ def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[s
     }
     if figures.macs is not None:
         values["macs"] = figures.macs
-    front = figures.details.get("frontend")
+    front = (figures.details.get("cost_split") or {}).get("frontend")  # with_frontend's
     if front is not None:
         values["frontend_latency_ms"] = front["latency_ms"]
         values["frontend_sram_bytes"] = front["sram_bytes"]
