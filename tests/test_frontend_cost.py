@@ -160,3 +160,28 @@ def test_profile_with_a_front_end_prints_the_total(capsys, tmp_path: Path) -> No
     with pytest.raises(SystemExit) as info:
         main(["profile", str(MODEL), "--board", "nano33ble", "--frontend", str(MODEL)])
     assert info.value.code == 2 and "not an mcunas audio front end" in capsys.readouterr().err
+
+
+def test_a_board_that_can_run_the_front_end_is_given_the_trials(tmp_path: Path) -> None:
+    from mcunas.data import load_dataset
+    from mcunas.search.candidate import KerasRunner
+
+    make_tones(tmp_path / "data", per_class=4)
+    data = load_dataset(tmp_path / "data", frontend=FrontendConfig(mel_bands=20))
+    ran = {"latency_ms": 3.0}
+
+    class Both:  # a measurer whose firmware runs the front end too
+        def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
+            self.got = frontend
+            return Figures("board:x", False, 5.0, 1000, 9000, 3000, details={BOARD_FRONTEND: ran})
+
+    class ModelOnly:
+        def measure(self, model_bytes: bytes) -> Figures:
+            return Figures("board:y", False, 5.0, 1000, 9000, 3000)
+
+    board = load_board("nano33ble")
+    both = Both()
+    got = KerasRunner(None, data, board, None, both).measure(b"model", lambda f: True)
+    assert both.got == frontend_model(data.frontend) and got.details[BOARD_FRONTEND] == ran
+    alone = KerasRunner(None, data, board, None, ModelOnly()).measure(b"model", lambda f: True)
+    assert alone.source == "board:y"

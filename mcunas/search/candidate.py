@@ -251,8 +251,25 @@ class KerasRunner:
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""
         if self.hardware is not None and not self.hybrid:
-            return self.hardware.measure(model_bytes)
+            return self._on_board(model_bytes)
         simulated = self.worker.simulate(model_bytes)
         if self.hardware is None or not promising(simulated):
             return simulated
-        return self.hardware.measure(model_bytes).checked_against(simulated)
+        return self._on_board(model_bytes).checked_against(simulated)
+
+    def _on_board(self, model_bytes: bytes) -> Figures:
+        """The board's figures; with the trial's front end when the measurer can run it.
+
+        A measurer whose ``measure`` takes ``frontend`` flashes the front-end graph
+        with the model and reports its time in ``details["frontend"]``
+        (:func:`mcunas.profile.with_frontend` uses it); others measure the model alone.
+        """
+        import inspect
+
+        hardware: Any = self.hardware
+        front = getattr(self.dataset, "frontend", None)
+        if front is None or "frontend" not in inspect.signature(hardware.measure).parameters:
+            return hardware.measure(model_bytes)
+        from mcunas.frontend.graph import frontend_model
+
+        return hardware.measure(model_bytes, frontend=frontend_model(front))
