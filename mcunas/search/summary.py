@@ -157,6 +157,8 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
     why = f"  chosen: {reason}\n" if reason else ""
     split = split_text(best)
     why += f"  {split}\n" if split else ""
+    if best.steps:
+        why += f"  trained {best.steps} optimizer steps ({best.epochs_run} epochs)\n"
     return (
         f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n{why}"
         f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "
