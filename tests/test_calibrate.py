@@ -176,7 +176,9 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     def med(results):  # noqa: ANN001, ANN202
         return sorted(abs(r.error_pct) for r in results)[len(results) // 2]
 
-    assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 20
+    # every variant is in at least two suite models, so no held-out model loses its
+    # variant's cost entirely; the held-out errors are still larger than the in-sample ones
+    assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 10
     report = CliRunner().invoke(predictor_cli, ["report", "--board", "esp32s3-virtual"])
     assert report.exit_code == 0 and "refitted without each model" in report.output
 

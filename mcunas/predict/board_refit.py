@@ -286,15 +286,18 @@ def _op_level_scale_and_error(
     same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
     if not same_runs:
         return
-    ratios = []
+    left, work = 0.0, 0.0  # measured time beyond the fixed costs, and the kernels' work
     for r in same_runs:
         b = replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
         est = predict_latency(cached_graph(r.model), b)
-        work = est.ms - est.fixed_ms  # the scale multiplies the kernels' work only
-        if work > 0:
-            ratios.append(max(r.latency_ms - est.fixed_ms, 1e-9) / work)
-    if ratios:
-        entry["scale"] = round(_geomean(ratios), 4)
+        if est.ms > est.fixed_ms:  # the scale multiplies the kernels' work only
+            left += max(r.latency_ms - est.fixed_ms, 0.0)
+            work += est.ms - est.fixed_ms
+    if work > 0 and left > 0:
+        # a ratio of sums, not a mean of ratios: a model whose time is nearly all fixed
+        # costs (an attention block on reference kernels) leaves its kernels' share as a
+        # small difference of large numbers, and must not weigh as much as a conv model
+        entry["scale"] = round(left / work, 4)
     entry["rows"] = [r.id for r in same_runs]
     ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
     cv = cross_validate(prior, ops, same_runs, graph_of)
