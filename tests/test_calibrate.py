@@ -15,6 +15,7 @@ from mcunas.calibrate import calibrate, check_models
 from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming
+from mcunas.measure.opener import open_measurer
 from mcunas.measure.virtual_board.truth import GroundTruth
 from mcunas.predict import suite as suite_mod
 from mcunas.predict.features import op_features
@@ -241,3 +242,24 @@ def test_rack_of_virtual_boards_measures_in_parallel(isolated_home, tmp_path):
 def test_cli_rejects_conflicting_targets():
     result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--port", "/dev/x"])
     assert isinstance(result.exception, UserError) and "--virtual" in str(result.exception)
+
+
+def test_an_unfitted_requantization_is_written_as_the_fit_used_it(isolated_home):
+    """One MAC variant on a path: its requantization is not fitted, and the table the
+    fit writes must carry the value the fit assumed (not one rescaled afterwards)."""
+    from mcunas.predict.kernel_fit import fit_op_tables
+    from mcunas.predict.latency import resolve
+    from mcunas.predict.store_refit import store_graphs
+
+    board = load_board("esp32s3")
+    suite = [m for m in load_suite("small") if m.name.startswith(("bmm_", "transpose_"))]
+    store = RecordStore()
+    with open_measurer("virtual", board, truth_seed=3) as measurer:
+        calibrate(board, measurer, suite, store, write=False)
+    ops = store.op_records(board.name)
+    tables, report = fit_op_tables(board, ops, store.model_rows(board.name), store_graphs(store))
+    assert report.variants["reference"] == ["bmm", "transpose"]  # one MAC variant
+    prior = resolve(board, "reference")
+    assert tables["reference"]["requant"] == pytest.approx(
+        prior.table.requant * prior.scale, abs=0.001
+    )

@@ -276,27 +276,23 @@ def _op_level_scale_and_error(
     The K-fold refits start from ``prior`` (the profile before this fit), so a
     held-out model never leaks into the costs it is predicted with.
     """
-    from dataclasses import replace
-
     from mcunas.predict.kernel_fit import cross_validate
-    from mcunas.predict.latency import predict_latency
     from mcunas.predict.records import model_hash
 
     keys = {r.model_hash for r in op_records}
     same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
     if not same_runs:
         return
-    left, work = 0.0, 0.0  # measured time beyond the fixed costs, and the kernels' work
+    left, work = 0.0, 0.0  # measured time beyond the rest, and this library's kernel work
     for r in same_runs:
-        b = replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
-        est = predict_latency(cached_graph(r.model), b)
-        if est.ms > est.fixed_ms:  # the scale multiplies the kernels' work only
-            left += max(r.latency_ms - est.fixed_ms, 0.0)
-            work += est.ms - est.fixed_ms
+        rest, mine = _library_split(board, r, entry)
+        if mine > 0:
+            left += max(r.latency_ms - rest, 0.0)
+            work += mine
     if work > 0 and left > 0:
-        # a ratio of sums, not a mean of ratios: a model whose time is nearly all fixed
-        # costs (an attention block on reference kernels) leaves its kernels' share as a
-        # small difference of large numbers, and must not weigh as much as a conv model
+        # a ratio of sums, not a mean of ratios: a model whose time is nearly all another
+        # path's (an attention block on reference kernels) leaves this library's share as
+        # a small difference of large numbers, and must not weigh as much as a conv model
         entry["scale"] = round(left / work, 4)
     entry["rows"] = [r.id for r in same_runs]
     ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
@@ -306,6 +302,29 @@ def _op_level_scale_and_error(
         entry["error_pct"] = round(statistics.median(errs), 1)
         entry["within_10_pct"] = round(sum(e <= 10 for e in errs) / len(errs) * 100, 1)
         entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
+
+
+def _library_split(
+    board: BoardProfile, row: CalibrationRow, entry: dict[str, Any]
+) -> tuple[float, float]:
+    """(ms of everything else, ms of the kernel work ``entry``'s scale multiplies) of a row.
+
+    The scale of a library multiplies only the work of the ops that run on it: the
+    other path's kernels (TFLM's reference ones), the dispatch and the unscaled
+    variants are what the prediction leaves at any scale, read from two predictions.
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+
+    graph = cached_graph(row.model)
+    ms = []
+    for scale in (1.0, 2.0):
+        latency = {**(board.latency or {}), row.kernels: {**entry, "scale": scale}}
+        b = replace(board, kernels=row.kernels, clock_hz=row.clock_hz, latency=latency)
+        ms.append(predict_latency(graph, b).ms)
+    mine = ms[1] - ms[0]
+    return ms[0] - mine, mine
 
 
 def _toml_value(value: Any) -> str:

@@ -152,7 +152,8 @@ def fit_op_tables(
     if not rows:
         return {}, report
     priors = {lib: resolve(board, lib) for lib in {r[0] for r in rows}}
-    solved = _solve(rows, _columns(rows), {k: c.table.requant * c.scale for k, c in priors.items()})
+    prior_requant = {k: c.table.requant * c.scale for k, c in priors.items()}
+    solved = _solve(rows, _columns(rows), prior_requant)
     tables: dict[str, dict[str, Any]] = {}
     for (lib, name), value in solved.items():
         entry = tables.setdefault(lib, {"scale": 1.0, "mac": {}})
@@ -160,6 +161,8 @@ def fit_op_tables(
             entry["mac"][name[4:]] = round(value, 5)
         else:
             entry[name] = round(value, 3)
+    for lib, entry in tables.items():  # an unfitted requantization stays what the fit used
+        entry.setdefault("requant", round(prior_requant[lib], 3))
     for lib, entry in tables.items():
         report.variants[lib] = sorted(entry["mac"])
         _keep_unfitted(board, lib, entry)
