@@ -132,6 +132,19 @@ def cli(
         progress = None if as_json else _print_progress
         result = calibrate(board, measurer, suite, db, progress=progress)
     _print_result(result, as_json)
+    if not as_json:
+        _print_setup(board, result.setup)
+
+
+def _print_setup(board: Any, reported: dict[str, Any]) -> None:
+    """What the firmware says it was built with, and where that contradicts the profile."""
+    from mcunas.measure.setup_report import describe_setup, setup_differences
+
+    click.echo(f"firmware setup:     {describe_setup(reported)}")
+    for difference in setup_differences(board, reported):
+        click.echo(
+            f"  warning: {difference}; state the board's real setup in its profile", err=True
+        )
 
 
 def _print_progress(i: int, n: int, outcome: Any) -> None:
