@@ -107,3 +107,12 @@ def _json(value: dict) -> str:
     import json
 
     return json.dumps(value)
+
+
+def test_the_build_names_the_tflm_it_pins(tmp_path):
+    from mcunas.measure.pio import PioProject
+
+    arduino = PioProject(load_board("nucleo_f746zg"), tmp_path).config_header()
+    idf = PioProject(load_board("esp32s3"), tmp_path).config_header()
+    assert '#define MCUNAS_RUNTIME "Chirale_TensorFlowLite@' in arduino
+    assert '#define MCUNAS_RUNTIME "esp-tflite-micro ' in idf

@@ -32,6 +32,7 @@ from mcunas.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.files import output_path, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
+from mcunas.measure.setup_report import runtime_label
 from mcunas.paths import firmware_template_dir
 
 __all__ = [
@@ -385,28 +386,6 @@ class PioProject:
             except OSError as exc:
                 raise FatalError(f"Cannot run PlatformIO ({cmd[0]}): {exc}") from exc
         return proc.returncode, log_path.read_text("utf-8", errors="replace")
-
-
-_PINNED_TFLM = re.compile(r"/(?P<lib>[\w.-]+?)(?:\.git)?#(?P<pin>[0-9a-f]{7,40})")
-_IDF_TFLM = re.compile(r"esp-tflite-micro:\s*\n\s*version:\s*\"?(?P<version>[^\"\n]+)")
-
-
-def runtime_label(template_dir: Path, board: BoardProfile) -> str:
-    """The TFLite Micro build the firmware links, as pinned in the template ("" if unknown).
-
-    ``Chirale_TensorFlowLite@46da2f9`` for the Arduino Cortex-M builds (the commit in
-    platformio.ini's lib_deps), ``esp-tflite-micro 1.3.4`` for ESP-IDF (its
-    idf_component.yml).
-    """
-    if board.family in ("xtensa", "riscv32"):
-        manifest = Path(template_dir) / "firmware" / "src" / "idf_component.yml"
-        found = (
-            _IDF_TFLM.search(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
-        )
-        return f"esp-tflite-micro {found['version'].strip()}" if found else ""
-    ini = Path(template_dir) / "platformio.ini"
-    found = _PINNED_TFLM.search(ini.read_text(encoding="utf-8")) if ini.is_file() else None
-    return f"{found['lib']}@{found['pin'][:7]}" if found else ""
 
 
 def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:

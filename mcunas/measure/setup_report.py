@@ -27,6 +27,8 @@ Example::
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Any
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "describe_setup",
     "firmware_setup",
     "reported_setup",
+    "runtime_label",
     "setup_differences",
 ]
 
@@ -184,3 +187,25 @@ def describe_setup(reported: dict[str, Any]) -> str:
     if "opt" in reported:
         parts.append(f"-{reported['opt']}")
     return ", ".join(parts) or "nothing (firmware older than the setup report)"
+
+
+_PINNED_TFLM = re.compile(r"/(?P<lib>[\w.-]+?)(?:\.git)?#(?P<pin>[0-9a-f]{7,40})")
+_IDF_TFLM = re.compile(r"esp-tflite-micro:\s*\n\s*version:\s*\"?(?P<version>[^\"\n]+)")
+
+
+def runtime_label(template_dir: Path, board: Any) -> str:
+    """The TFLite Micro build the firmware links, as pinned in the template ("" if unknown).
+
+    ``Chirale_TensorFlowLite@46da2f9`` for the Arduino Cortex-M builds (the commit in
+    platformio.ini's lib_deps), ``esp-tflite-micro 1.3.4`` for ESP-IDF (its
+    idf_component.yml).
+    """
+    if board.family in ("xtensa", "riscv32"):
+        manifest = Path(template_dir) / "firmware" / "src" / "idf_component.yml"
+        found = (
+            _IDF_TFLM.search(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
+        )
+        return f"esp-tflite-micro {found['version'].strip()}" if found else ""
+    ini = Path(template_dir) / "platformio.ini"
+    found = _PINNED_TFLM.search(ini.read_text(encoding="utf-8")) if ini.is_file() else None
+    return f"{found['lib']}@{found['pin'][:7]}" if found else ""
