@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcunas.predict.calibrated_error import FEW_MODELS, cv_band, few_model_band
 from mcunas.predict.scale_fit import (
     CalibrationRow,
     LooResult,
@@ -299,9 +300,14 @@ def _op_level_scale_and_error(
     cv = cross_validate(prior, ops, same_runs, graph_of)
     if cv:
         errs = [abs(p / r.latency_ms - 1) * 100 for r, p in cv]
-        entry["error_pct"] = round(statistics.median(errs), 1)
+        entry["error_pct"] = cv_band([(p, r.latency_ms) for r, p in cv])
         entry["within_10_pct"] = round(sum(e <= 10 for e in errs) / len(errs) * 100, 1)
-        entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
+        entry["error_method"] = (
+            f"90% band of k-fold cross-validation over {len(errs)} models "
+            f"(median {statistics.median(errs):.1f}%)"
+        )
+        if len(errs) < FEW_MODELS:
+            few_model_band(prior, entry, ops, graph_of, statistics.median(errs))
 
 
 def _library_split(
