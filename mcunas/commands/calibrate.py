@@ -73,7 +73,7 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
     type=click.Choice(["small", "full", "quick"]),
     default="small",
     show_default=True,
-    help="Calibration suite: small (~40 models), full (~65) or quick (3 blocks).",
+    help="Calibration suite: small (~45 models), full (~70) or quick (3 chains).",
 )
 @click.option("--quick", is_flag=True, help="Few-shot: the 3-model suite (--suite quick).")
 @click.option(

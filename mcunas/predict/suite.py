@@ -280,7 +280,7 @@ def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
 
 
 def build_suite(size: str = "small") -> list[SuiteModel]:
-    """Build the ``small`` (about 40 models), ``full`` (about 70) or ``quick`` (3) suite."""
+    """Build the ``small`` (about 45 models), ``full`` (about 70) or ``quick`` (3) suite."""
     if size not in SUITE_SIZES:
         raise UserError(f"unknown suite '{size}': choose one of {', '.join(SUITE_SIZES)}")
     return [
