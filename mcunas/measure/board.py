@@ -27,6 +27,7 @@ from mcunas.measure.base import MeasureOptions
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
+from mcunas.measure.setup_report import reported_setup
 from mcunas.paths import user_path
 from mcunas.predict.energy import board_power, with_energy
 
@@ -333,6 +334,7 @@ class BoardMeasurer:
             "stage_s": stages,
             "ready": ready.raw,
             "result": result.raw,
+            "setup": reported_setup(ready.raw, result.raw),
         }
         return Figures(
             # a virtual board reports the simulator's figures: say so in the source too
