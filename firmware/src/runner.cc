@@ -15,6 +15,11 @@
 #include "op_profiler.h"
 #include "port.h"
 #include "util.h"
+#if defined(__arm__)
+#include "cortex_m.h"
+// CMSIS's core clock variable; weak, so a core without it links and reports none.
+extern "C" __attribute__((weak)) uint32_t SystemCoreClock;
+#endif
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 #include "tensorflow/lite/schema/schema_utils.h"
@@ -37,6 +42,7 @@ struct State {
   const char* error = nullptr;  // set-up error code, repeated on every run
   char message[96] = {};
   size_t arena_capacity = 0;
+  uintptr_t arena_addr = 0;     // where the arena was allocated (0: not yet)
 };
 
 State g_state;
@@ -70,9 +76,36 @@ void print_error(const char* code, const char* message) {
   JsonLine("error").str("code", code).str("message", message).hex32("model_crc32", MCUNAS_MODEL_CRC32_U32).end();
 }
 
+// The compiler's optimisation, from GCC's and Clang's predefined macros.
+#if !defined(__OPTIMIZE__)
+const char kOpt[] = "none";
+#elif defined(__OPTIMIZE_SIZE__)
+const char kOpt[] = "size";
+#else
+const char kOpt[] = "speed";
+#endif
+
+// The build setup the host stores with each measured row (mcunas/measure/setup_report.py
+// decodes it): where the model and the arena live, which core and whether its caches
+// are on (CPUID, CCR), the clock the core really runs at, the runtime and -O level.
+void print_setup(JsonLine& line) {
+  line.begin_object("setup")
+      .hex32("model_addr", static_cast<uint32_t>(reinterpret_cast<uintptr_t>(g_model_data)))
+      .str("opt", kOpt);
+  if (g_state.arena_addr != 0) line.hex32("arena_addr", static_cast<uint32_t>(g_state.arena_addr));
+#ifdef MCUNAS_RUNTIME
+  line.str("runtime", MCUNAS_RUNTIME);
+#endif
+#if defined(__arm__)
+  line.hex32("cpuid", cortex_m::reg(cortex_m::kCpuid)).hex32("ccr", cortex_m::reg(cortex_m::kCcr));
+  if (&SystemCoreClock != nullptr) line.num("core_clock_hz", SystemCoreClock);
+#endif
+  line.end_object();
+}
+
 void print_ready() {
-  JsonLine("ready")
-      .str("board", MCUNAS_BOARD_NAME)
+  JsonLine line("ready");
+  line.str("board", MCUNAS_BOARD_NAME)
       .str("fw", MCUNAS_FW_VERSION)
       .num("clock_hz", MCUNAS_CLOCK_HZ)
       .hex32("model_crc32", MCUNAS_MODEL_CRC32_U32)
@@ -82,7 +115,9 @@ void print_ready() {
 #if MCUNAS_HAS_FRONTEND
       .hex32("frontend_crc32", MCUNAS_FRONTEND_CRC32_U32)
 #endif
-      .end();
+      ;
+  print_setup(line);
+  line.end();
 }
 
 // Every op code of the model must be in the resolver, else name the first missing one.
@@ -130,6 +165,7 @@ void set_up() {
     return;
   }
   g_state.arena_capacity = got;
+  g_state.arena_addr = reinterpret_cast<uintptr_t>(arena);
   g_interpreter = new (g_interpreter_storage)
       tflite::MicroInterpreter(model, g_resolver, arena, got, nullptr, &g_profiler);
   if (g_interpreter->AllocateTensors() != kTfLiteOk) {
@@ -292,6 +328,7 @@ void measure() {
       .end_object()
       .num("arena_bytes", g_interpreter->arena_used_bytes())
       .num("arena_capacity_bytes", g_state.arena_capacity)
+      .hex32("arena_addr", static_cast<uint32_t>(g_state.arena_addr))
       .num("stack_bytes", stack_used)
       .num("static_ram_bytes", port_static_ram())
       .num("model_bytes", g_model_data_len)

@@ -50,6 +50,10 @@ def _report(m: Figures) -> list[str]:
         lines.append(
             "  slowest ops  " + ", ".join(f"#{o.index} {o.op} {o.ms:.3f} ms" for o in slowest)
         )
+    if "setup" in d:  # what the firmware says it was built with
+        from mcunas.measure.setup_report import describe_setup
+
+        lines.append(f"  setup        {describe_setup(d['setup'])}")
     stages = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in d["stage_s"].items())
     lines.append(f"  stages       {stages}")
     return lines

@@ -27,6 +27,7 @@ from mcunas.measure.base import MeasureOptions
 from mcunas.measure.ports import Lister, detect_port
 from mcunas.measure.protocol import FrontendResult, Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
+from mcunas.measure.setup_report import reported_setup
 from mcunas.paths import user_path
 from mcunas.predict.energy import board_power, with_energy
 
@@ -354,6 +355,7 @@ class BoardMeasurer:
             "stage_s": stages,
             "ready": ready.raw,
             "result": result.raw,
+            "setup": reported_setup(ready.raw, result.raw),
         }
         fe_arena = result.frontend.arena_bytes if result.frontend else 0
         if result.frontend is not None:

@@ -17,6 +17,7 @@ from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserErr
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
+from mcunas.search.summary import cost_split
 
 __all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
 
@@ -98,6 +99,9 @@ def export_best(
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }
+    split = cost_split(best)
+    if split is not None:  # latency, SRAM, flash: front end / model / total
+        info["cost_split"] = split
     if board is not None:
         front = (dest / "frontend.tflite").read_bytes() if frontend is not None else None
         _add_project(model_bytes, board, dest, best, info, front)

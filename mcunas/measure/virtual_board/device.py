@@ -39,6 +39,7 @@ from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.measure.power.virtual import PowerTimeline
 from mcunas.measure.protocol import encode_line
+from mcunas.measure.setup_report import firmware_setup
 from mcunas.measure.virtual_board.figures import (
     FiguresProvider,
     FirmwareFigures,
@@ -51,6 +52,8 @@ __all__ = ["FAULTS", "VirtualBoard", "board_at"]
 
 FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
+# The runtime the virtual board says it was built with (its `ready` line's setup).
+VIRTUAL_RUNTIME = "virtual (mcunas simulator)"
 # Invokes besides the timed runs, as the firmware does: warm-up before, per-op profiler after.
 WARMUP_INVOKES = 3
 PROFILE_INVOKES = 3
@@ -263,6 +266,7 @@ class VirtualBoard:
                 "clock_hz": self.board.clock_hz,
                 "model_crc32": self._crc(),
                 "virtual": True,
+                "setup": firmware_setup(self.board, VIRTUAL_RUNTIME)[0],
                 **({"frontend_crc32": model_crc32(self._frontend)} if self._frontend else {}),
             }
         )
@@ -271,6 +275,7 @@ class VirtualBoard:
         assert self._model is not None
         crc = self._crc()
         median = round(f.latency_ms * 1000)
+        arena = firmware_setup(self.board)[1]
         return encode_line(
             {
                 "event": "result",
@@ -287,6 +292,7 @@ class VirtualBoard:
                 "flash_bytes": f.flash_bytes,
                 "ops": [{"op": op, "us": round(ms * 1000, 1)} for op, ms in f.ops],
                 "virtual": True,
+                **({"arena_addr": arena} if arena else {}),
                 **self._frontend_field(),
             }
         )
