@@ -202,3 +202,11 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip")
     with pytest.raises((OSError, ValueError)):
         runner.load_weights(model(4), junk)
+
+
+def test_a_promoted_trial_counts_its_parents_steps_too() -> None:
+    from mcunas.search.pipeline import TrainResult
+    from mcunas.search.tuner import _cumulative_steps
+
+    assert _cumulative_steps(TrainResult(0.5, 2, 60), epochs_before=1) == 90
+    assert _cumulative_steps(TrainResult(0.5, 2, None), epochs_before=1) is None
