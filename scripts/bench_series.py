@@ -14,10 +14,16 @@ the budget. The designs are points of the stage space:
   depthwise-separable blocks (5, 5 and 3 steps, the first and last dilated
   by 2, the second strided), global average + max pooling;
 - ``dil-avg``: ``dil`` without dilation and with the average-pooling head
-  only (what the space could express before);
+  only (what the space could express before); ``dil-only`` and ``avgmax``
+  add one of the two back, ``d4`` dilates by 4;
+- ``hires``: input /2, three dilated blocks, two of them strided;
+- ``res``: input /4, two ResNet basic blocks;
 - ``wide``: input /4, a 10-step stem of 32 with stride 4 (a quarter of the
   steps left), two 48-wide and one 64-wide separable blocks dilated by 2,
-  average + max pooling: fewer steps, more channels.
+  average + max pooling: fewer steps, more channels;
+- ``stem4``: no input pooling, a 10-step stem of 16 with stride 4 (learned
+  downsampling from every step), ds24 k5 s2, ds32 k5, ds48 k3 s2;
+- ``p2s4``: input /2, the same stride-4 stem 24 wide, then ``dil-avg``'s blocks.
 
 MiniRocket (aeon) on the same split is the target. One seed per row: on these
 sets a test series is 0.4-0.6 points.
