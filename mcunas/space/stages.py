@@ -23,9 +23,13 @@ cheaply: average pooling of the input by 2 or 4 (``st_resolution``), a stem
 of up to 10 steps with stride 1, 2 or 4, and dilated depthwise or residual
 convolutions (``st_dilation_i`` 1, 2 or 4 in every stride-1 block of a
 stage; TFLite Micro's CONV_2D and DEPTHWISE_CONV_2D take dilation factors),
-which widen the receptive field at no cost in MACs. Every kernel is cut to the side it slides
-over (a 1-wide series gets kx1 kernels), and strides are equal on both sides
-(TensorFlow's depthwise kernel needs that; a side of 1 is unchanged by it).
+which widen the receptive field at no cost in MACs. On OSULeaf under the Nano
+33 BLE budget the stride-4 stem on the full series paid, dilation and the
+max-pooling head did not (``scripts/bench series``).
+
+Every kernel is cut to the side it slides over (a 1-wide series gets kx1
+kernels), and strides are equal on both sides (TensorFlow's depthwise kernel
+needs that; a side of 1 is unchanged by it).
 """
 
 from __future__ import annotations
