@@ -68,7 +68,9 @@ def test_series_choices_are_declared_for_series_only() -> None:
     assert series.values["st_head"] == "avg" and image.values["st_head"] == "avg"
     assert [4, 2, 1] == sorted(series._hps["st_stem_stride"][0].values, reverse=True)
     assert sorted(series._hps["st_dilation_0"][0].values) == [1, 2, 4]
-    assert image._hps["st_dilation_0"][0].values == [1]  # images: no dilation
+    assert image._hps["st_dilation_0"][0].values == [1]  # images: the space as before
+    assert image._hps["st_head"][0].values == ["avg"]
+    assert image._hps["st_stem_stride"][0].values == [2, 1]
 
 
 @pytest.mark.slow

@@ -65,8 +65,9 @@ STEM_KERNELS_H = (3, 5, 7, 10)
 STEM_KERNELS_W = (3, 1, 4, 5)
 MIN_SIDE_TO_SHRINK = 16  # the resolution knob leaves sides shorter than this alone
 MIN_SIDE_TO_HALVE = 4  # a stage stride is dropped on maps whose sides are all shorter
+# Series only (images and spectrograms keep the first or only value):
 STEM_STRIDES = (2, 1, 4)
-DILATIONS = (1, 2, 4)  # series only: the dilation of a stage's stride-1 blocks
+DILATIONS = (1, 2, 4)  # the dilation of a stage's stride-1 blocks
 HEADS = ("avg", "avgmax")  # global average pooling, or average and max pooling concatenated
 
 
@@ -77,8 +78,8 @@ def declare_stages(hp: kt.HyperParameters, one_dimensional: bool) -> None:
     hp.Int("st_stem_width", 8, 64, step=8, default=16)
     hp.Choice("st_stem_kh", list(STEM_KERNELS_H))
     hp.Choice("st_stem_kw", [1] if one_dimensional else list(STEM_KERNELS_W))
-    hp.Choice("st_stem_stride", list(STEM_STRIDES))
-    hp.Choice("st_head", list(HEADS))
+    hp.Choice("st_stem_stride", list(STEM_STRIDES) if one_dimensional else [2, 1])
+    hp.Choice("st_head", list(HEADS) if one_dimensional else [HEADS[0]])
     hp.Int("st_stages", 1, MAX_STAGES, default=3)
     for i in range(MAX_STAGES):
         with hp.conditional_scope("st_stages", list(range(i + 1, MAX_STAGES + 1))):
