@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -82,6 +84,12 @@ def test_training_uses_smoothing_and_a_decaying_rate() -> None:
     assert model.loss.get_config()["label_smoothing"] == pytest.approx(0.1)
     compile_for_training(model, recipe, steps=10)  # a second training starts from 0.01 again
     assert float(model.optimizer._learning_rate(0)) == pytest.approx(0.01)
+    assert type(model.optimizer).__name__ == "Adam" and recipe.weight_decay == 0
+    decayed = dataclasses.replace(recipe, weight_decay=0.05)
+    compile_for_training(model, decayed, steps=10)
+    assert type(model.optimizer).__name__ == "AdamW"
+    assert model.optimizer.weight_decay == pytest.approx(0.05)
+    assert "weight decay 0.05" in decayed.describe()
 
 
 @pytest.mark.slow  # trains a Keras model

@@ -26,7 +26,7 @@ def _int8(shape: tuple[int, ...], classes: int, values: dict) -> bytes:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name", sorted(REFERENCES))
+@pytest.mark.parametrize("name", sorted(n for n, r in REFERENCES.items() if r.model_file))
 def test_reference_matches_the_mlperf_model(name: str) -> None:
     ref = REFERENCES[name]
     built = read_graph(_int8(ref.input_shape, ref.num_classes, ref.values))
@@ -50,6 +50,21 @@ def test_a_reference_scales_to_a_series_and_trains() -> None:
     assert np.isfinite(history.history["loss"][0])
     graph = read_graph(_int8(shape, 4, values))
     assert graph.ops[-1].output_shape == (1, 4)
+
+
+@pytest.mark.slow
+def test_the_series_design_fits_the_nano33ble_budget_on_osuleaf() -> None:
+    from mcunas.boards import load_board
+    from mcunas.profile import profile_model
+
+    ref = REFERENCES["series-s4"]
+    values = reference_hyperparameters("series-s4", ref.input_shape)
+    profile = profile_model(
+        _int8(ref.input_shape, ref.num_classes, values), load_board("nano33ble")
+    )
+    kinds = Counter(o.name for o in profile.graph.ops)
+    assert kinds["CONV_2D"] == 4 and kinds["DEPTHWISE_CONV_2D"] == 3
+    assert profile.latency.ms < 20 and profile.memory.peak_sram_bytes < 96 * 1024
 
 
 def test_unknown_reference_is_one_line(capsys) -> None:

@@ -28,7 +28,8 @@
 The recipe states its optimizer steps: :attr:`Recipe.steps_per_epoch` and,
 in :meth:`Recipe.describe`, the steps of a full ``--epochs`` schedule.
 
-Every candidate then trains with Adam on a cosine-decayed learning rate (from
+Every candidate then trains with Adam (AdamW when the recipe has a weight
+decay, :data:`SERIES_WEIGHT_DECAY` for series) on a cosine-decayed learning rate (from
 the candidate's own ``learning_rate`` down to :data:`COSINE_FLOOR` of it) and
 categorical cross-entropy with label smoothing :data:`LABEL_SMOOTHING`.
 Validation data is never augmented or weighted.
@@ -72,6 +73,7 @@ SMALL_SERIES = 500  # training samples; a series set below this trains longer
 SMALL_SERIES_STEPS_PER_EPOCH = 4 * MIN_STEPS_PER_EPOCH
 SERIES_OPS = DEFAULT_SERIES_OPS  # series augmentation operations of a planned recipe
 MIXUP_ALPHA = 0.0  # mixup's Beta(alpha, alpha) for series (0: none)
+SERIES_WEIGHT_DECAY = 0.0  # AdamW's decoupled weight decay for series (0: plain Adam)
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,7 @@ class Recipe:
         series_ops: the series augmentation's operations (see :mod:`mcunas.search.augment`).
         mixup: mixup's Beta(alpha, alpha) parameter (0: no mixup).
         steps_per_epoch: optimizer steps in one epoch (0: not planned from a dataset).
+        weight_decay: AdamW's decoupled weight decay (0: Adam without decay).
     """
 
     batch_size: int
@@ -99,6 +102,7 @@ class Recipe:
     series_ops: tuple[str, ...] = DEFAULT_SERIES_OPS
     mixup: float = 0.0
     steps_per_epoch: int = 0
+    weight_decay: float = 0.0
 
     def describe(self, epochs: int | None = None) -> str:
         """One line for the search's start-up message and the report.
@@ -119,6 +123,8 @@ class Recipe:
             parts.insert(1, steps)
         if self.repeats > 1:
             parts.insert(1, f"{self.repeats} passes/epoch")
+        if self.weight_decay > 0:
+            parts.append(f"weight decay {self.weight_decay:g}")
         if self.class_weights is not None:
             parts.append("balanced class weights")
         return ", ".join(parts)
@@ -167,6 +173,7 @@ def plan_recipe(dataset: Dataset, batch_size: int | None = None, augment: str = 
         series_ops=tuple(SERIES_OPS) if series else DEFAULT_SERIES_OPS,
         mixup=float(MIXUP_ALPHA) if series and augment != "off" else 0.0,
         steps_per_epoch=max(1, math.ceil(n * repeats / batch)),
+        weight_decay=float(SERIES_WEIGHT_DECAY) if series else 0.0,
     )
 
 
@@ -215,8 +222,9 @@ def training_data(dataset: Dataset, recipe: Recipe, seed: int = 0) -> Any:
 
 
 def compile_for_training(model: Any, recipe: Recipe, steps: int) -> None:
-    """Recompile ``model``: Adam on a cosine decay over ``steps``, smoothed cross-entropy.
+    """Recompile ``model``: Adam(W) on a cosine decay over ``steps``, smoothed cross-entropy.
 
+    AdamW when the recipe has a weight decay, Adam otherwise.
     The starting learning rate is the one the model was compiled with (the
     candidate's ``learning_rate`` hyperparameter).
     """
@@ -229,8 +237,13 @@ def compile_for_training(model: Any, recipe: Recipe, steps: int) -> None:
     schedule = keras.optimizers.schedules.CosineDecay(
         start, decay_steps=max(1, steps), alpha=COSINE_FLOOR
     )
+    optimizer = (
+        keras.optimizers.AdamW(schedule, weight_decay=recipe.weight_decay)
+        if recipe.weight_decay > 0
+        else keras.optimizers.Adam(schedule)
+    )
     model.compile(
-        optimizer=keras.optimizers.Adam(schedule),
+        optimizer=optimizer,
         loss=keras.losses.CategoricalCrossentropy(label_smoothing=recipe.label_smoothing),
         metrics=["accuracy"],
         jit_compile=False,

@@ -86,20 +86,36 @@ def conv_bn(
     kernel: int | tuple[int, int],
     stride: tuple[int, int] = (1, 1),
     act: str | None = "relu",
+    dilation: tuple[int, int] = (1, 1),
 ) -> keras.KerasTensor:
-    """Conv2D (no bias) + BatchNormalization (+ activation)."""
+    """Conv2D (no bias) + BatchNormalization (+ activation); dilation only at stride 1."""
     x = layers.Conv2D(
-        filters, kernel, strides=stride, padding="same", use_bias=False, kernel_initializer=INIT
+        filters,
+        kernel,
+        strides=stride,
+        padding="same",
+        dilation_rate=dilation,
+        use_bias=False,
+        kernel_initializer=INIT,
     )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return activation(x, act) if act else x
 
 
 def _dw_bn(
-    x: keras.KerasTensor, kernel: int | tuple[int, int], stride: tuple[int, int], act: str
+    x: keras.KerasTensor,
+    kernel: int | tuple[int, int],
+    stride: tuple[int, int],
+    act: str,
+    dilation: tuple[int, int] = (1, 1),
 ) -> keras.KerasTensor:
     x = layers.DepthwiseConv2D(
-        kernel, strides=stride, padding="same", use_bias=False, depthwise_initializer=INIT
+        kernel,
+        strides=stride,
+        padding="same",
+        dilation_rate=dilation,
+        use_bias=False,
+        depthwise_initializer=INIT,
     )(x)
     x = layers.BatchNormalization(momentum=BN_MOMENTUM)(x)
     return activation(x, act)
@@ -111,9 +127,10 @@ def ds_block(
     kernel: int | tuple[int, int],
     stride: tuple[int, int],
     act: str,
+    dilation: tuple[int, int] = (1, 1),
 ) -> keras.KerasTensor:
     """Depthwise-separable block: depthwise kxk + BN + act, pointwise 1x1 + BN + act."""
-    x = _dw_bn(x, kernel, stride, act)
+    x = _dw_bn(x, kernel, stride, act, dilation)
     return conv_bn(x, width, 1, act=act)
 
 
@@ -124,6 +141,7 @@ def mb_block(
     stride: tuple[int, int],
     expansion: int,
     act: str,
+    dilation: tuple[int, int] = (1, 1),
 ) -> keras.KerasTensor:
     """Inverted residual (MobileNetV2): expand 1x1, depthwise kxk, linear project 1x1.
 
@@ -133,7 +151,7 @@ def mb_block(
     channels = int(x.shape[-1])
     if expansion > 1:
         x = conv_bn(x, channels * expansion, 1, act=act)
-    x = _dw_bn(x, kernel, stride, act)
+    x = _dw_bn(x, kernel, stride, act, dilation)
     x = conv_bn(x, width, 1, act=None)
     if stride == (1, 1) and channels == width:
         x = layers.Add()([inputs, x])

@@ -15,9 +15,21 @@ repeats one block type 1-4 times; its first block takes the stage's stride:
 The head is MLPerf Tiny's: average pooling over the whole feature map, a
 Dense softmax and a reshape (AVERAGE_POOL_2D, FULLY_CONNECTED, SOFTMAX, RESHAPE),
 so the MLPerf Tiny reference models are points of this space
-(:mod:`mcunas.space.reference`). Every kernel is cut to the side it slides
-over (a 1-wide series gets kx1 kernels), and strides are equal on both sides
-(TensorFlow's depthwise kernel needs that; a side of 1 is unchanged by it).
+(:mod:`mcunas.space.reference`); ``st_head`` "avgmax" concatenates a global
+max pooling to it (MAX_POOL_2D, CONCATENATION), as time-series CNNs do.
+
+For long series (one pixel wide) the space cuts the time axis early and
+cheaply: average pooling of the input by 2 or 4 (``st_resolution``), a stem
+of up to 10 steps with stride 1, 2 or 4, and dilated depthwise or residual
+convolutions (``st_dilation_i`` 1, 2 or 4 in every stride-1 block of a
+stage; TFLite Micro's CONV_2D and DEPTHWISE_CONV_2D take dilation factors),
+which widen the receptive field at no cost in MACs. On OSULeaf under the Nano
+33 BLE budget the stride-4 stem on the full series paid, dilation and the
+max-pooling head did not (``scripts/bench series``).
+
+Every kernel is cut to the side it slides over (a 1-wide series gets kx1
+kernels), and strides are equal on both sides (TensorFlow's depthwise kernel
+needs that; a side of 1 is unchanged by it).
 """
 
 from __future__ import annotations
@@ -35,6 +47,8 @@ __all__ = [
     "MAX_STAGES",
     "RESOLUTIONS",
     "WIDTH_MULTS",
+    "DILATIONS",
+    "HEADS",
     "build_stages",
     "declare_stages",
     "describe_stages",
@@ -51,6 +65,10 @@ STEM_KERNELS_H = (3, 5, 7, 10)
 STEM_KERNELS_W = (3, 1, 4, 5)
 MIN_SIDE_TO_SHRINK = 16  # the resolution knob leaves sides shorter than this alone
 MIN_SIDE_TO_HALVE = 4  # a stage stride is dropped on maps whose sides are all shorter
+# Series only (images and spectrograms keep the first or only value):
+STEM_STRIDES = (2, 1, 4)
+DILATIONS = (1, 2, 4)  # the dilation of a stage's stride-1 blocks
+HEADS = ("avg", "avgmax")  # global average pooling, or average and max pooling concatenated
 
 
 def declare_stages(hp: kt.HyperParameters, one_dimensional: bool) -> None:
@@ -60,7 +78,8 @@ def declare_stages(hp: kt.HyperParameters, one_dimensional: bool) -> None:
     hp.Int("st_stem_width", 8, 64, step=8, default=16)
     hp.Choice("st_stem_kh", list(STEM_KERNELS_H))
     hp.Choice("st_stem_kw", [1] if one_dimensional else list(STEM_KERNELS_W))
-    hp.Choice("st_stem_stride", [2, 1])
+    hp.Choice("st_stem_stride", list(STEM_STRIDES) if one_dimensional else [2, 1])
+    hp.Choice("st_head", list(HEADS) if one_dimensional else [HEADS[0]])
     hp.Int("st_stages", 1, MAX_STAGES, default=3)
     for i in range(MAX_STAGES):
         with hp.conditional_scope("st_stages", list(range(i + 1, MAX_STAGES + 1))):
@@ -69,6 +88,7 @@ def declare_stages(hp: kt.HyperParameters, one_dimensional: bool) -> None:
             hp.Choice(f"st_kernel_{i}", [3, 5, 7])
             hp.Int(f"st_width_{i}", 8, MAX_WIDTH, step=8, default=min(MAX_WIDTH, 16 * 2**i))
             hp.Choice(f"st_stride_{i}", [2, 1] if i else [1, 2])
+            hp.Choice(f"st_dilation_{i}", list(DILATIONS) if one_dimensional else [1])
             with hp.conditional_scope(f"st_block_{i}", ["mb"]):
                 hp.Int(f"st_expansion_{i}", 1, 6, default=4 if block == "mb" else 1)
 
@@ -99,16 +119,33 @@ def _downsample(inputs: keras.KerasTensor, factor: int) -> keras.KerasTensor:
     return layers.AveragePooling2D(pool_size=pool, strides=pool, padding="same")(inputs)
 
 
-def _conv(x: keras.KerasTensor, width: int, kernel: Any, stride: int, act: str | None) -> Any:
+def _dilation(size: tuple[int, int], kernel: tuple[int, int], want: int) -> tuple[int, int]:
+    """The dilation per side: ``want`` where the dilated kernel still fits the side, else less."""
+
+    def side(n: int, k: int) -> int:
+        d = max(1, int(want))
+        while d > 1 and (k - 1) * d + 1 > n:
+            d //= 2
+        return d if k > 1 else 1
+
+    return side(size[0], kernel[0]), side(size[1], kernel[1])
+
+
+def _conv(
+    x: keras.KerasTensor, width: int, kernel: Any, stride: int, act: str | None, dilation: int = 1
+) -> Any:
     k = _kernel(_hw(x), kernel)
-    return blocks.conv_bn(x, width, k, _side_stride(_hw(x), stride), act)
+    dil = _dilation(_hw(x), k, dilation if stride == 1 else 1)
+    return blocks.conv_bn(x, width, k, _side_stride(_hw(x), stride), act, dil)
 
 
-def _res_block(x: keras.KerasTensor, width: int, kernel: int, stride: int, act: str) -> Any:
+def _res_block(
+    x: keras.KerasTensor, width: int, kernel: int, stride: int, act: str, dilation: int = 1
+) -> Any:
     """Basic residual block: kxk conv (stride) + BN + act, kxk conv + BN, shortcut, ADD, act."""
     shortcut = x
-    h = _conv(x, width, kernel, stride, act)
-    h = _conv(h, width, kernel, 1, None)
+    h = _conv(x, width, kernel, stride, act, dilation)
+    h = _conv(h, width, kernel, 1, None, dilation)
     if stride > 1 or int(x.shape[-1]) != width:
         shortcut = _conv(x, width, 1, stride, None)
     return blocks.activation(layers.Add()([h, shortcut]), act)
@@ -119,11 +156,13 @@ def _block(x: keras.KerasTensor, v: dict[str, Any], i: int, stride: int) -> kera
     width = _scaled(v[f"st_width_{i}"], v["st_width_mult"])
     kernel = _kernel(_hw(x), v[f"st_kernel_{i}"])
     strides = _side_stride(_hw(x), stride)
+    want = int(v.get(f"st_dilation_{i}", 1)) if strides == (1, 1) else 1
+    dilation = _dilation(_hw(x), kernel, want)
     if kind == "ds":
-        return blocks.ds_block(x, width, kernel, strides, act)
+        return blocks.ds_block(x, width, kernel, strides, act, dilation)
     if kind == "mb":
-        return blocks.mb_block(x, width, kernel, strides, v[f"st_expansion_{i}"], act)
-    return _res_block(x, width, v[f"st_kernel_{i}"], stride, act)
+        return blocks.mb_block(x, width, kernel, strides, v[f"st_expansion_{i}"], act, dilation)
+    return _res_block(x, width, v[f"st_kernel_{i}"], stride, act, want)
 
 
 def build_stages(inputs: keras.KerasTensor, v: dict[str, Any], num_classes: int) -> Any:
@@ -137,18 +176,25 @@ def build_stages(inputs: keras.KerasTensor, v: dict[str, Any], num_classes: int)
             if stride > 1 and max(_hw(x)) < MIN_SIDE_TO_HALVE:
                 stride = 1  # keep a map of at least 2x2 for the head to pool
             x = _block(x, v, i, stride)
-    return pooled_head(x, num_classes)
+    return pooled_head(x, num_classes, v.get("st_head", HEADS[0]))
 
 
-def pooled_head(x: keras.KerasTensor, num_classes: int) -> keras.KerasTensor:
+def pooled_head(x: keras.KerasTensor, num_classes: int, pool: str = "avg") -> keras.KerasTensor:
     """MLPerf Tiny's head: AVERAGE_POOL_2D over the map, FULLY_CONNECTED, SOFTMAX, RESHAPE.
 
     The classifier runs on the pooled (1, 1, C) map and its softmax output is
     reshaped to (K,). The converter keeps that RESHAPE (one before the classifier
     is folded into it), so the op kinds and counts match the reference models'.
+    ``pool`` "avgmax" adds a MAX_POOL_2D over the map, concatenated to the
+    average (CONCATENATION): 2C features for the classifier.
     """
-    x = layers.AveragePooling2D(pool_size=_hw(x))(x)
-    x = layers.Dense(num_classes, activation="softmax")(x)
+    if pool not in HEADS:
+        raise ValueError(f"st_head must be one of {HEADS}, got {pool!r}")
+    pooled = layers.AveragePooling2D(pool_size=_hw(x))(x)
+    if pool == "avgmax":
+        top = layers.MaxPooling2D(pool_size=_hw(x))(x)
+        pooled = layers.Concatenate(axis=-1)([pooled, top])
+    x = layers.Dense(num_classes, activation="softmax")(pooled)
     return layers.Reshape((num_classes,))(x)
 
 
@@ -158,12 +204,14 @@ def describe_stages(v: dict[str, Any]) -> str:
     for i in range(v["st_stages"]):
         kind = v[f"st_block_{i}"]
         exp = f" e{v[f'st_expansion_{i}']}" if kind == "mb" else ""
+        dil = int(v.get(f"st_dilation_{i}", 1))
         parts.append(
-            f"{kind}{v[f'st_width_{i}']}x{v[f'st_repeats_{i}']} k{v[f'st_kernel_{i}']}{exp} "
-            f"s{v[f'st_stride_{i}']}"
+            f"{kind}{v[f'st_width_{i}']}x{v[f'st_repeats_{i}']} k{v[f'st_kernel_{i}']}"
+            f"{f' d{dil}' if dil > 1 else ''}{exp} s{v[f'st_stride_{i}']}"
         )
     res = f"/{v['st_resolution']} " if v["st_resolution"] > 1 else ""
+    head = " | avg+max head" if v.get("st_head", HEADS[0]) != HEADS[0] else ""
     return (
         f"{res}x{v['st_width_mult']:g} stem {v['st_stem_width']} "
-        f"{v['st_stem_kh']}x{v['st_stem_kw']}/s{v['st_stem_stride']} | " + ", ".join(parts)
+        f"{v['st_stem_kh']}x{v['st_stem_kw']}/s{v['st_stem_stride']} | " + ", ".join(parts) + head
     )

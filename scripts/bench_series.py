@@ -1,0 +1,203 @@
+"""Long series under a small budget: designs that cut the time axis early, against MiniRocket.
+
+Per task, each design of ``--designs`` is trained as a complete one-trial
+``mcunas search`` (INT8 conversion, the budget check on the profile's
+estimate, TFLite Micro kernels, the published test split), under each recipe
+of ``--recipes`` (those of ``scripts/bench recipe``: ``long`` is the default
+for small series sets). A design that misses the budget steps down in
+width (x0.75, x0.5, x0.25 at its own input resolution; the DS-CNN down the
+width / input-resolution ladder of ``--seed-arch``), so every row is inside
+the budget. The designs are points of the stage space:
+
+- ``kws-dscnn``: the MLPerf Tiny DS-CNN, what ``--seed-arch auto`` starts from;
+- ``dil``: input /4, a 7-step stem of 24 with stride 2, three
+  depthwise-separable blocks (5, 5 and 3 steps, the first and last dilated
+  by 2, the second strided), global average + max pooling;
+- ``dil-avg``: ``dil`` without dilation and with the average-pooling head
+  only (what the space could express before); ``dil-only`` and ``avgmax``
+  add one of the two back, ``d4`` dilates by 4;
+- ``hires``: input /2, three dilated blocks, two of them strided;
+- ``res``: input /4, two ResNet basic blocks;
+- ``wide``: input /4, a 10-step stem of 32 with stride 4 (a quarter of the
+  steps left), two 48-wide and one 64-wide separable blocks dilated by 2,
+  average + max pooling: fewer steps, more channels;
+- ``stem4``: no input pooling, a 10-step stem of 16 with stride 4 (learned
+  downsampling from every step), ds24 k5 s2, ds32 k5, ds48 k3 s2;
+- ``p2s4``: input /2, the same stride-4 stem 24 wide, then ``dil-avg``'s blocks.
+
+MiniRocket (aeon) on the same split is the target. One seed per row: on these
+sets a test series is 0.4-0.6 points.
+
+    scripts/bench series [--tasks osuleaf,arrowhead] [--designs dil,wide] [--recipes long]
+                         [--budget nano33ble] [--epochs 30] [--out runs/bench-series]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+def _stages(*spec: tuple[str, int, int, int, int]) -> dict:
+    """Stage values from (block, width, kernel, stride, dilation) per stage, one repeat each."""
+    values: dict = {"st_stages": len(spec)}
+    for i, (block, width, kernel, stride, dilation) in enumerate(spec):
+        values |= {
+            f"st_block_{i}": block,
+            f"st_width_{i}": width,
+            f"st_repeats_{i}": 1,
+            f"st_kernel_{i}": kernel,
+            f"st_stride_{i}": stride,
+            f"st_dilation_{i}": dilation,
+        }
+    return values
+
+
+def _design(res: int, stem: tuple[int, int, int], head: str, *spec: tuple) -> dict:
+    width, kernel, stride = stem
+    return {
+        "family": "stages",
+        "activation": "relu",
+        "st_resolution": res,
+        "st_width_mult": 1.0,
+        "st_stem_width": width,
+        "st_stem_kh": kernel,
+        "st_stem_kw": 1,
+        "st_stem_stride": stride,
+        "st_head": head,
+        **_stages(*spec),
+    }
+
+
+DESIGNS = {
+    "dil": _design(4, (24, 7, 2), "avgmax", ("ds", 32, 5, 1, 2), ("ds", 32, 5, 2, 1),
+                   ("ds", 48, 3, 1, 2)),
+    "dil-avg": _design(4, (24, 7, 2), "avg", ("ds", 32, 5, 1, 1), ("ds", 32, 5, 2, 1),
+                       ("ds", 48, 3, 1, 1)),
+    "dil-only": _design(4, (24, 7, 2), "avg", ("ds", 32, 5, 1, 2), ("ds", 32, 5, 2, 1),
+                        ("ds", 48, 3, 1, 2)),
+    "avgmax": _design(4, (24, 7, 2), "avgmax", ("ds", 32, 5, 1, 1), ("ds", 32, 5, 2, 1),
+                      ("ds", 48, 3, 1, 1)),
+    "stem4": _design(1, (16, 10, 4), "avg", ("ds", 24, 5, 2, 1), ("ds", 32, 5, 1, 1),
+                     ("ds", 48, 3, 2, 1)),
+    "p2s4": _design(2, (24, 10, 4), "avg", ("ds", 32, 5, 1, 1), ("ds", 32, 5, 2, 1),
+                    ("ds", 48, 3, 1, 1)),
+    "d4": _design(4, (24, 7, 2), "avgmax", ("ds", 32, 5, 1, 4), ("ds", 32, 5, 2, 1),
+                  ("ds", 48, 3, 1, 4)),
+    "hires": _design(2, (16, 7, 2), "avgmax", ("ds", 24, 5, 2, 2), ("ds", 32, 5, 1, 2),
+                     ("ds", 48, 3, 2, 1)),
+    "res": _design(4, (16, 7, 2), "avgmax", ("res", 16, 5, 1, 2), ("res", 24, 3, 2, 1)),
+    "wide": _design(4, (32, 10, 4), "avgmax", ("ds", 48, 5, 1, 2), ("ds", 48, 5, 1, 2),
+                    ("ds", 64, 3, 1, 2)),
+}  # fmt: skip
+
+
+RECIPES = ("long", "long-aug", "long-mix", "long-wd", "longer", "longer-wd")
+WEIGHT_DECAY = 0.05
+
+
+def recipe_settings(name: str, factor: int) -> dict:
+    """A recipe of ``scripts/bench recipe`` by name, or ``long-wd``, ``longer``, ``longer-wd``.
+
+    ``-wd``: AdamW's weight decay :data:`WEIGHT_DECAY`; ``longer``: twice long's steps.
+    """
+    from bench_recipe import variant_settings
+
+    if name not in RECIPES:
+        raise SystemExit(f"unknown recipe {name!r}; choose from {', '.join(RECIPES)}")
+    base = name.removesuffix("-wd").replace("longer", "long")
+    settings = variant_settings(base, factor * (2 if name.startswith("longer") else 1))
+    return settings | {"wd": WEIGHT_DECAY if name.endswith("-wd") else 0.0}
+
+
+def register(name: str, shape: tuple[int, ...], classes: int) -> None:
+    """Make ``name`` a ``--seed-arch`` for this process (the bench's designs are not shipped)."""
+    from mcunas.space import reference
+
+    if name in reference.REFERENCES:
+        return
+    values = DESIGNS[name]
+    reference.REFERENCES[name] = reference.Reference(
+        name, shape, classes, values, "", f"series design {name}"
+    )
+
+
+def run_design(npz: Path, out: Path, design: str, budget: tuple, settings: dict, args) -> dict:  # noqa: ANN001
+    """One trial of ``design`` under the recipe ``settings`` (see ``scripts/bench recipe``)."""
+    from bench_recipe import _set_steps, _steps_saved
+    from bench_tasks import mcunas_run
+
+    from mcunas.data import load_dataset
+    from mcunas.search import recipe
+    from mcunas.space import reference
+
+    if design != "kws-dscnn":
+        data = load_dataset(str(npz))
+        register(design, data.input_shape, data.num_classes)
+    saved = _steps_saved()
+    saved_aug = (recipe.SERIES_OPS, recipe.MIXUP_ALPHA, recipe.SERIES_WEIGHT_DECAY)
+    saved_ladder = reference.LADDER
+    if design in DESIGNS:  # keep the design's own input resolution; only the width steps down
+        res = DESIGNS[design]["st_resolution"]
+        reference.LADDER = tuple((res, m) for m in (1.0, 0.75, 0.5, 0.25))
+    _set_steps(settings["min_steps"])
+    recipe.SERIES_OPS, recipe.MIXUP_ALPHA = settings["ops"], settings["mixup"]
+    recipe.SERIES_WEIGHT_DECAY = settings.get("wd", 0.0)
+    ref = {"seed_arch": design, "families": ("stages",), "strategy": "random", "finalists": 0}
+    try:
+        draws = len(reference.LADDER)
+        return mcunas_run(npz, out, budget, args, **ref, max_trials=1, max_draws=draws)
+    finally:
+        _set_steps(*saved)
+        recipe.SERIES_OPS, recipe.MIXUP_ALPHA, recipe.SERIES_WEIGHT_DECAY = saved_aug
+        reference.LADDER = saved_ladder
+
+
+def main() -> None:
+    from bench_datasets import task_arrays, write
+    from bench_recipe import planned_steps
+    from bench_tasks import BUDGETS, minirocket
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="osuleaf,arrowhead")
+    parser.add_argument("--designs", default="kws-dscnn,dil,dil-avg,wide")
+    parser.add_argument("--recipes", default="long")
+    parser.add_argument("--budget", default="nano33ble", choices=sorted(BUDGETS))
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--steps-factor", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trials", type=int, default=1)
+    parser.add_argument("--out", default="runs/bench-series")
+    args = parser.parse_args()
+    out, rows = Path(args.out), []
+    print(f"{'task':15}{'design':10}{'recipe':9}{'test':>7}{'MiniR.':>7}{'steps':>7}"
+          f"{'ms':>7}{'SRAM KB':>8}{'train s':>8}  model")  # fmt: skip
+    for task in args.tasks.split(","):
+        npz = write(task, out)
+        mini = minirocket(task_arrays(task), args.seed)
+        for design in args.designs.split(","):
+            for name in args.recipes.split(","):
+                settings = recipe_settings(name, args.steps_factor)
+                where = out / f"{task}-{design}-{name}"
+                row = run_design(npz, where, design, BUDGETS[args.budget], settings, args)
+                row |= {"task": task, "design": design, "recipe": name}
+                row |= {"minirocket": mini["test"], "budget": args.budget}
+                row["planned_steps"] = planned_steps(npz, settings, args.epochs)
+                rows.append(row)
+                test = "-" if row.get("test") is None else f"{100 * row['test']:.1f}"
+                print(
+                    f"{task:15}{design:10}{name:9}{test:>7}{100 * mini['test']:>7.1f}"
+                    f"{row['planned_steps']:>7}{row.get('latency_ms') or 0:>7.1f}"
+                    f"{row.get('sram_kb') or 0:>8.1f}{row['wall_s']:>8.0f}  "
+                    f"{row.get('description', '-')}",
+                    flush=True,
+                )
+                (out / "results.json").write_text(json.dumps(rows, indent=1, default=str))
+
+
+if __name__ == "__main__":
+    main()
