@@ -275,13 +275,16 @@ class SearchRun:
         return auto_reference(self.dataset.kind, self.dataset.input_shape)
 
     def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
-        """The reference design's variants (hyperparameter values), largest first; [] for none."""
-        from mcunas.space.reference import reference_ladder
+        """The reference design's variants (hyperparameter values); [] for none.
+
+        In the order a search tries them (:func:`mcunas.search.seeds.seed_rungs`).
+        """
+        from mcunas.search.seeds import seed_rungs
 
         name = self.seed_name(space)
         if name is None:
             return []
-        ladder = reference_ladder(name, self.dataset.input_shape)
+        ladder = seed_rungs(name, self.dataset.input_shape)
         return [space.hyperparameters(**v).values for v in ladder]
 
     def data_line(self) -> str:
