@@ -10,6 +10,10 @@ checks it with made-up numbers.
   no higher latency, and the accuracy difference (searched minus reference);
   the fastest searched model at no lower accuracy, and the latency ratio
   (reference over searched: 1.3 means the searched model is 1.3x faster).
+  A searched model of the reference point's own design (the search seeds
+  the reference curve's best points, so it holds some of them, trained
+  again) is recorded beside the pair: the point is "not worse", whatever the
+  retraining's noise says; :func:`summary` counts both.
 - :func:`hypervolume`: the area dominated by a set of models in the box
   accuracy [0, 1] x latency [0, ``max_latency_ms``], as a share of the box.
 """
@@ -29,6 +33,7 @@ class Model:
     name: str
     accuracy: float
     latency_ms: float
+    design: str | None = None  # a reference-grid design ("x1 /2"), None for a searched one
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,8 @@ class Pair:
         accuracy_gain: its accuracy minus the reference's (None without one).
         at_accuracy: the fastest searched model at no lower accuracy, or None.
         speedup: reference latency over that model's (None without one).
+        same_design: a searched model of the reference point's own design (a
+            seed of the search, trained again), or None.
     """
 
     reference: Model
@@ -48,11 +55,17 @@ class Pair:
     accuracy_gain: float | None
     at_accuracy: Model | None
     speedup: float | None
+    same_design: Model | None = None
 
     @property
     def dominated(self) -> bool:
-        """A searched model is at no higher latency and no lower accuracy."""
+        """A searched model is at no higher latency and no lower accuracy (as measured)."""
         return self.accuracy_gain is not None and self.accuracy_gain >= 0
+
+    @property
+    def not_worse(self) -> bool:
+        """Dominated as measured, or the search holds the reference point's own design."""
+        return self.dominated or self.same_design is not None
 
 
 def _better_or_equal(a: Model, b: Model) -> bool:
@@ -88,6 +101,7 @@ def pair(reference: Sequence[Model], searched: Sequence[Model]) -> list[Pair]:
                 None if best is None else best.accuracy - r.accuracy,
                 fastest,
                 None if fastest is None else r.latency_ms / fastest.latency_ms,
+                next((s for s in searched if r.design and s.design == r.design), None),
             )
         )
     return pairs
@@ -122,6 +136,8 @@ def summary(pairs: Sequence[Pair]) -> dict:
     return {
         "points": len(pairs),
         "dominated": sum(p.dominated for p in pairs),
+        "same_design": sum(p.same_design is not None for p in pairs),
+        "not_worse": sum(p.not_worse for p in pairs),
         "with_model_at_latency": len(gains),
         "mean_gain": sum(gains) / len(gains) if gains else None,
         "with_model_at_accuracy": len(ratios),

@@ -111,3 +111,17 @@ def test_compare_pairs_only_grid_points_inside_the_budget(ff):
         assert evo["hypervolume"] > out["reference"]["hypervolume"]
     finally:
         gen.close()
+
+
+def test_a_searched_model_of_the_reference_design_is_not_worse(ff):
+    M = ff.Model
+    reference = [M("r1", 0.90, 5.0, "x1 /2"), M("r2", 0.95, 9.0, "x0.75 /1")]
+    searched = [M("seed", 0.89, 5.0, "x1 /2"), M("new", 0.96, 8.0)]
+    pairs = {p.reference.name: p for p in ff.pair(reference, searched)}
+    r1 = pairs["r1"]  # retrained 1 point lower: not dominated as measured, still not worse
+    assert r1.same_design.name == "seed" and not r1.dominated and r1.not_worse
+    assert pairs["r2"].same_design is None and pairs["r2"].dominated
+    s = ff.summary(list(pairs.values()))
+    assert (s["dominated"], s["same_design"], s["not_worse"]) == (1, 1, 2)
+    (p,) = ff.pair([M("r", 0.9, 5.0)], [M("s", 0.8, 5.0, "x1 /1")])  # no design: never same
+    assert p.same_design is None and not p.not_worse
