@@ -220,6 +220,7 @@ def compare(grid_rows: list[dict], found: dict, budget: tuple) -> dict:
         beyond = [m for m in mine if m.design is None]
         out[name] = summary(pairs) | {
             "hypervolume": hypervolume(mine, budget[1]),
+            "models": len(mine),
             "pairs": [
                 [p.reference.name, p.reference.accuracy, p.reference.latency_ms,
                  p.accuracy_gain, p.speedup, _label(p.at_latency), _label(p.at_accuracy),
@@ -345,7 +346,9 @@ def main() -> None:
     unknown = set(args.budgets.split(",")) - set(BUDGETS)
     if unknown:
         raise SystemExit(f"unknown budget {sorted(unknown)}; choose from {', '.join(BUDGETS)}")
-    results, panels = [], []
+    from frontier_figures import markdown
+
+    results, panels, tables = [], [], []
     for task in args.tasks.split(","):
         npz = write(task, args.out / "data")
         grid_rows = grid(task, npz, args)
@@ -356,6 +359,8 @@ def main() -> None:
             found = searches(task, npz, name, grid_wall, args)
             result = compare(ref, found, budget)
             print_rows(task, name, grid_wall, result)
+            tables.append(markdown(task, name, result, grid_wall))
+            (args.out / "results.md").write_text("\n\n".join(tables) + "\n")
             sets = {"reference": ref} | {k: v["models"] for k, v in found.items()}
             panels.append({"task": task, "budget": name, "max_latency_ms": budget[1], "sets": sets})
             results.append({"task": task, "budget": name, "grid_wall_s": grid_wall,

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Model", "Pair", "front", "hypervolume", "pair", "summary"]
+__all__ = ["Model", "Pair", "front", "hypervolume", "markdown", "pair", "summary"]
 
 
 @dataclass(frozen=True)
@@ -143,3 +143,58 @@ def summary(pairs: Sequence[Pair]) -> dict:
         "with_model_at_accuracy": len(ratios),
         "geomean_speedup": geo,
     }
+
+
+def _pct(v: float | None, sign: str = "") -> str:
+    return "-" if v is None else format(100 * v, f"{sign}.1f")
+
+
+def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
+    """The docs page's two tables for one task and budget (``compare``'s result in the bench).
+
+    The summary: per set, points, reference points dominated as measured and
+    not worse (the search's own retraining of a reference design counts), the
+    mean accuracy difference at no higher latency, the geometric-mean latency
+    ratio at no lower accuracy, the same difference over the models past the
+    grid's designs, hypervolume and wall time. Then one row per reference point.
+    """
+    ref = result["reference"]
+    lines = [
+        f"{task}, {budget}:",
+        "",
+        "| set | points | dominated (measured) | not worse (incl. same design) "
+        "| mean acc. diff. at <= latency | latency ratio at >= acc. "
+        "| beyond the grid's designs: dominated, mean diff. | hypervolume | wall s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| reference grid | {ref['points']} | - | - | - | - | - | {ref['hypervolume']:.3f} "
+        f"| {grid_wall_s:.0f} |",
+    ]
+    for name in ("evolution", "supernet"):
+        s = result.get(name)
+        if s is None:
+            continue
+        b = s["beyond"]
+        ratio = "-" if s["geomean_speedup"] is None else f"{s['geomean_speedup']:.2f}"
+        lines.append(
+            f"| {name} | {s.get('models', '-')} | {s['dominated']} of {s['points']} "
+            f"| {s['not_worse']} of {s['points']} | {_pct(s['mean_gain'], '+')} pt "
+            f"| {ratio} | {b['dominated']} of {b['points']} ({b['models']} models), "
+            f"{_pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} |"
+        )
+    for name in ("evolution", "supernet"):
+        s = result.get(name)
+        if s is None:
+            continue
+        lines += [
+            "",
+            f"| reference point | test % | ms | {name}: best at <= ms | diff. "
+            "| fastest at >= accuracy | ratio | same design |",
+            "| --- | ---: | ---: | --- | ---: | --- | ---: | --- |",
+        ]
+        for rname, acc, ms, gain, speedup, at_lat, at_acc, same in s["pairs"]:
+            ratio = "-" if speedup is None else f"{speedup:.2f}"
+            lines.append(
+                f"| {rname} | {100 * acc:.1f} | {ms:.2f} | {at_lat or 'none that fast'} "
+                f"| {_pct(gain, '+')} | {at_acc or 'none'} | {ratio} | {same or '-'} |"
+            )
+    return "\n".join(lines)
