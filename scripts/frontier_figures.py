@@ -26,6 +26,10 @@ from dataclasses import dataclass
 __all__ = ["Model", "Pair", "front", "hypervolume", "markdown", "pair", "summary"]
 
 
+# Accuracies closer than this are equal (float32 means of the same count of right answers).
+EPS = 1e-6
+
+
 @dataclass(frozen=True)
 class Model:
     """One trained model: name, test accuracy (0-1) and estimated latency (ms)."""
@@ -60,7 +64,7 @@ class Pair:
     @property
     def dominated(self) -> bool:
         """A searched model is at no higher latency and no lower accuracy (as measured)."""
-        return self.accuracy_gain is not None and self.accuracy_gain >= 0
+        return self.accuracy_gain is not None and self.accuracy_gain >= -EPS
 
     @property
     def not_worse(self) -> bool:
@@ -92,7 +96,7 @@ def pair(reference: Sequence[Model], searched: Sequence[Model]) -> list[Pair]:
     for r in sorted(reference, key=lambda m: m.latency_ms):
         cheaper = [s for s in searched if s.latency_ms <= r.latency_ms]
         best = max(cheaper, key=lambda s: (s.accuracy, -s.latency_ms), default=None)
-        good = [s for s in searched if s.accuracy >= r.accuracy and s.latency_ms > 0]
+        good = [s for s in searched if s.accuracy >= r.accuracy - EPS and s.latency_ms > 0]
         fastest = min(good, key=lambda s: (s.latency_ms, -s.accuracy), default=None)
         pairs.append(
             Pair(
@@ -146,7 +150,7 @@ def summary(pairs: Sequence[Pair]) -> dict:
 
 
 def _pct(v: float | None, sign: str = "") -> str:
-    return "-" if v is None else format(100 * v, f"{sign}.1f")
+    return "-" if v is None else format(100 * v + 0.0, f"{sign}.1f").replace("-0.0", "+0.0")
 
 
 def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:

@@ -145,3 +145,10 @@ def test_markdown_tables_name_every_reference_point(ff):
     assert "| evolution | 2 | 0 of 2 | 1 of 2 | -1.0 pt | 0.71 |" in text
     assert "| 0 of 2 (1 models), - pt |" in text  # the new model is slower than both
     assert "| ref x1 /2 | 90.0 | 5.00 |" in text and text.endswith("| 0.83 | seed |")
+
+
+def test_accuracies_equal_but_for_float_rounding_count_as_equal(ff):
+    M = ff.Model
+    (p,) = ff.pair([M("r", 364 / 370, 2.0)], [M("s", float(np.float32(364 / 370)) - 1e-8, 1.0)])
+    assert p.dominated and p.speedup == pytest.approx(2.0)
+    assert ff._pct(-1e-9, "+") == "+0.0"
