@@ -54,10 +54,14 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What training gave: float validation accuracy and epochs actually run."""
+    """What training gave: float validation accuracy, epochs and optimizer steps run.
+
+    ``steps`` is None where the trainer does not count them (an older runner).
+    """
 
     float_accuracy: float | None
     epochs_run: int
+    steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -263,6 +267,7 @@ class TrialPipeline:
             int8_accuracy=evaluated.accuracy,
             int8_loss=evaluated.loss,
             epochs_run=trained.epochs_run,
+            train_steps=trained.steps,
             **trial.timings,
         )
         reason = self.cost_reasons(cost)

@@ -209,7 +209,10 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             start = self.warm.start(model, values)
             notes.append(self.warm.note(tid, check.description if check else None, start))
             trained = self.warm.train(model, values, start, self.epochs)
-            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run)
+            steps = trained.steps
+            if steps is not None and start.before and trained.epochs_run:  # the parent's too
+                steps += start.before * steps // trained.epochs_run
+            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run, steps)
 
         def keep(model: Any) -> str | None:  # only OK trials can be promoted
             return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None
