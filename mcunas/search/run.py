@@ -205,12 +205,16 @@ class SearchRun:
         )
 
     def components(
-        self, families: tuple[str, ...] | None = None
+        self, families: tuple[str, ...] | None = None, measure: bool = True
     ) -> tuple[Any, CandidateRunner, Callable[[], None]]:
-        """The search space, the candidate runner and a clean-up callable (closes both)."""
+        """The search space, the candidate runner and a clean-up callable (closes both).
+
+        ``measure=False``: no board or rack is connected (a runner that only
+        trains and scores, as re-scoring needs).
+        """
         cfg = self.config
         stack = contextlib.ExitStack()
-        hardware = self._hardware(stack)
+        hardware = self._hardware(stack) if measure else None
 
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
