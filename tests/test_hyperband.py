@@ -41,8 +41,6 @@ def test_promoted_trial_loads_parent_and_trains_remaining_epochs(tmp_path: Path)
     # started at epoch 1 with the parent's 1 trained epoch, trained epochs 1..3 only
     assert (width, 1, 3, 1) in runner.fits
     assert child.epochs_run == 3  # cumulative: parent's 1 + 2 here
-    assert child.train_steps == 30  # the fake's 10 steps an epoch, the parent's counted too
-    assert store.get(parent).train_steps == 10
     assert f"warm start from trial {parent} at epoch 1" in child.description
     assert child.reason is None
     # only bracket 1's first-round trials can be promoted: only they keep weights
@@ -195,9 +193,7 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     assert all(
         np.array_equal(a, b) for a, b in zip(parent.get_weights(), child.get_weights(), strict=True)
     )
-    trained = runner.train(child, 3, initial_epoch=1)
-    assert trained.epochs_run == 2  # epochs 1..3 only
-    assert trained.steps == 2 * recipe.steps_per_epoch > 0  # the optimizer steps it ran
+    assert runner.train(child, 3, initial_epoch=1).epochs_run == 2  # epochs 1..3 only
     other = model(6)
     before = other.get_weights()
     assert runner.load_weights(other, path) is False  # shapes differ: model unchanged

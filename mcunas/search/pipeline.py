@@ -54,14 +54,10 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What training gave: float validation accuracy, epochs and optimizer steps run.
-
-    ``steps`` is None where the trainer does not count them (an older runner).
-    """
+    """What training gave: float validation accuracy and epochs actually run."""
 
     float_accuracy: float | None
     epochs_run: int
-    steps: int | None = None
 
 
 @dataclass(frozen=True)
@@ -267,7 +263,6 @@ class TrialPipeline:
             int8_accuracy=evaluated.accuracy,
             int8_loss=evaluated.loss,
             epochs_run=trained.epochs_run,
-            train_steps=trained.steps,
             **trial.timings,
         )
         reason = self.cost_reasons(cost)

@@ -99,7 +99,6 @@ class TrialRecord:
     eval_s: float = 0.0
     measure_s: float = 0.0
     epochs_run: int | None = None
-    train_steps: int | None = None  # optimizer steps its training ran (epochs x steps/epoch)
     model_sha256: str | None = None
     model_path: str | None = None
     worker: str | None = None  # distributed search: the worker that ran it (None: local)

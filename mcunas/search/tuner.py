@@ -209,10 +209,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             start = self.warm.start(model, values)
             notes.append(self.warm.note(tid, check.description if check else None, start))
             trained = self.warm.train(model, values, start, self.epochs)
-            steps = trained.steps
-            if steps is not None and start.before and trained.epochs_run:  # the parent's too
-                steps += start.before * steps // trained.epochs_run
-            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run, steps)
+            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run)
 
         def keep(model: Any) -> str | None:  # only OK trials can be promoted
             return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None

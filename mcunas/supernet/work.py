@@ -250,7 +250,7 @@ class SupernetWork:
             return self.runner.build(hp, seed)
 
         def train(model: Any, check: CheckResult | None) -> TrainResult:
-            return self.runner.train(model, epochs) if epochs else TrainResult(None, 0, 0)
+            return self.runner.train(model, epochs) if epochs else TrainResult(None, 0)
 
         self.pipeline.run(job.tid, build, train)
         return Done()
@@ -267,7 +267,7 @@ class SupernetWork:
             return scorer.extract(net, self.space)
 
         def train(model: Any, check: CheckResult | None) -> TrainResult:
-            return self.runner.train(model, job.epochs) if job.epochs else TrainResult(None, 0, 0)
+            return self.runner.train(model, job.epochs) if job.epochs else TrainResult(None, 0)
 
         names = ("extract", "fine-tune")
         self.pipeline.run(job.tid, extract, train, check=False, names=names)
