@@ -125,3 +125,22 @@ def test_a_worker_stays_while_a_trial_runs_elsewhere():
     oracle._retry_queue.clear()  # nothing runs or waits anywhere: the search is over
     reply = servicer.CreateTrial(Request(), None)
     assert trial_module.TrialStatus.from_proto(reply.trial.status) == "STOPPED"
+
+
+def test_the_chief_says_so_when_every_worker_left_between_two_trials(service):
+    service.alone = AloneWatch(0.3, service.notes.append, "mcunas search --out o --resume", "h:1")
+    service.oracle.trials, service.oracle.max_trials = {"0": FakeTrial("0")}, 3
+    json.loads(service.handle(json.dumps(join_request("w1")).encode()))
+    time.sleep(0.15)
+    service.check_silence()  # w1 left after its trial: nothing running, two trials to go
+    assert any("No worker connected, the next trial waiting" in n for n in service.notes)
+    time.sleep(0.35)
+    with pytest.raises(NoWorkers, match="the next trial waiting"):
+        service.check_silence()
+
+
+def test_a_chief_whose_trials_are_all_given_out_waits_for_nothing(service):
+    service.alone = AloneWatch(0.0, service.notes.append, "mcunas search --out o --resume", "h:1")
+    service.oracle.trials, service.oracle.max_trials = {"0": FakeTrial("0")}, 1
+    service.check_silence()  # the search is done: no note, no stop
+    assert service.notes == []

@@ -116,6 +116,22 @@ def test_unsaveable_weights_keep_the_trial_ok(tmp_path: Path) -> None:
     assert not list((tmp_path / "models").glob(".*"))  # no temporary file left
 
 
+def test_weights_are_written_through_a_fresh_temporary_name_never_a_planted_link(
+    tmp_path: Path,
+) -> None:
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    models = tmp_path / "models"
+    models.mkdir()
+    for tid in "0123":  # the names an older writer used
+        (models / f".trial_{tid}.part.weights.npz").symlink_to(target)
+    tuner, store = make_tuner(tmp_path, FakeRunner(), strategy="hyperband", budgets=Budgets())
+    tuner.search()
+    assert target.read_text() == "keep me" and _weights(tmp_path)
+    left = {p.name for p in models.glob(".*")}
+    assert left == {f".trial_{tid}.part.weights.npz" for tid in "0123"}
+
+
 @pytest.mark.parametrize("strategy", ["random", "bayesian", "evolution"])
 def test_other_strategies_write_no_weights(tmp_path: Path, strategy: str) -> None:
     runner = FakeRunner()
@@ -202,3 +218,11 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     junk.write_bytes(b"not a zip")
     with pytest.raises((OSError, ValueError)):
         runner.load_weights(model(4), junk)
+
+
+def test_a_promoted_trial_counts_its_parents_steps_too() -> None:
+    from mcunas.search.pipeline import TrainResult
+    from mcunas.search.tuner import _cumulative_steps
+
+    assert _cumulative_steps(TrainResult(0.5, 2, 60), epochs_before=1) == 90
+    assert _cumulative_steps(TrainResult(0.5, 2, None), epochs_before=1) is None

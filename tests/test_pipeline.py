@@ -13,6 +13,7 @@ from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
 from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
 from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.summary import chosen_text
 
 
 def _figures(ms: float) -> Figures:
@@ -52,7 +53,7 @@ def _train(model: dict, check) -> TrainResult:
         assert rec is None or (rec.check_s and rec.params == 10 and rec.description == "d")
     if model.get("broken"):
         raise RuntimeError("no memory")
-    return TrainResult(0.9, 3)
+    return TrainResult(0.9, 3, 90)
 
 
 def _run(tmp_path: Path, runner: Runner, model: dict, **options) -> tuple:
@@ -67,6 +68,7 @@ def test_a_candidate_inside_the_budgets_is_trained_scored_and_kept(tmp_path) -> 
     outcome, rec = _run(tmp_path, Runner(), {"ms": 5.0}, keep=lambda m: "weights kept")
     assert outcome.status == rec.status == TrialStatus.OK and outcome.score == rec.score
     assert rec.int8_accuracy == 0.8 and rec.float_accuracy == 0.9 and rec.epochs_run == 3
+    assert rec.steps == 90 and "trained 90 optimizer steps (3 epochs)" in chosen_text(rec, "b")
     assert rec.reason == "weights kept" and (tmp_path / rec.model_path).is_file()
     assert all(getattr(rec, k) is not None for k in ("build_s", "check_s", "train_s", "eval_s"))
 

@@ -108,5 +108,7 @@ def test_early_stopping_waits_for_the_second_half_of_the_schedule() -> None:
 
     history = []
     for epochs, initial in ((8, 0), (8, 4)):
-        history.append(runner.train(model(), epochs, initial_epoch=initial).epochs_run)
+        trained = runner.train(model(), epochs, initial_epoch=initial)
+        assert trained.steps == trained.epochs_run * runner.recipe.steps_per_epoch
+        history.append(trained.epochs_run)
     assert history == [8, 4]  # watched from epoch 4 (6): no stop before the 3 epochs' patience

@@ -21,7 +21,7 @@ from typing import Any
 import mcunas
 from mcunas.distributed.alone import AloneWatch
 from mcunas.errors import McunasError
-from mcunas.search.kt_state import release, requeue, retry_queue
+from mcunas.search.kt_state import release, requeue, retry_queue, running
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["HEARTBEAT_S", "ChiefService", "release", "requeue"]
@@ -199,10 +199,20 @@ class ChiefService:
                 self.alone.check(len(self.verified), self._waiting())
 
     def _waiting(self) -> list[str]:
-        """The work handed back that waits for a worker ("trial 5")."""
+        """The work that waits for a worker: trials handed back ("trial 5"), else the next one.
+
+        With nothing handed back and nothing running, a search whose oracle
+        still has trials to give waits for its next worker too (every worker
+        left between two trials): the chief says so rather than wait silently.
+        """
         if self.oracle is None:
             return []
-        return [f"trial {t}" for t in retry_queue(self.oracle)]
+        queued = [f"trial {t}" for t in retry_queue(self.oracle)]
+        if queued or running(self.oracle):
+            return queued
+        wanted = getattr(self.oracle, "max_trials", None) or 0
+        left = wanted - len(getattr(self.oracle, "trials", {}))
+        return ["the next trial"] if left > 0 else []
 
     def _take_back(self, name: str) -> list[str]:
         """The trials ``name`` was running, handed back to be run again."""

@@ -201,7 +201,9 @@ class KerasRunner:
             raise CandidateError("training diverged (loss is NaN or infinite)")
         probs = model.predict(d.x_val, batch_size=256, verbose=0)
         accuracy = float(np.mean(np.argmax(probs, axis=-1) == d.y_val))
-        return TrainResult(float_accuracy=accuracy, epochs_run=len(losses))
+        return TrainResult(
+            float_accuracy=accuracy, epochs_run=len(losses), steps=steps * len(losses)
+        )
 
     def save_weights(self, model: Any, path: Path) -> None:
         """Write the model's weights, trainable or not (no optimizer state), as ``.npz``."""

@@ -54,10 +54,11 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What training gave: float validation accuracy and epochs actually run."""
+    """What training gave: float validation accuracy, epochs and optimizer steps actually run."""
 
     float_accuracy: float | None
     epochs_run: int
+    steps: int | None = None  # optimizer steps of those epochs (None: not counted)
 
 
 @dataclass(frozen=True)
@@ -263,6 +264,7 @@ class TrialPipeline:
             int8_accuracy=evaluated.accuracy,
             int8_loss=evaluated.loss,
             epochs_run=trained.epochs_run,
+            steps=trained.steps,
             **trial.timings,
         )
         reason = self.cost_reasons(cost)

@@ -99,6 +99,7 @@ class TrialRecord:
     eval_s: float = 0.0
     measure_s: float = 0.0
     epochs_run: int | None = None
+    steps: int | None = None  # optimizer steps of its training (epochs_run x steps/epoch)
     model_sha256: str | None = None
     model_path: str | None = None
     worker: str | None = None  # distributed search: the worker that ran it (None: local)

@@ -101,6 +101,8 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
     """Lines on the chosen model: figures, why (if not the top score), where it went."""
     mark = estimate_mark(best)
     why = f"  chosen: {reason}\n" if reason else ""
+    if best.steps:
+        why += f"  trained {best.steps} optimizer steps ({best.epochs_run} epochs)\n"
     return (
         f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n{why}"
         f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "

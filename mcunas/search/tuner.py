@@ -209,7 +209,11 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             start = self.warm.start(model, values)
             notes.append(self.warm.note(tid, check.description if check else None, start))
             trained = self.warm.train(model, values, start, self.epochs)
-            return TrainResult(trained.float_accuracy, start.before + trained.epochs_run)
+            return TrainResult(
+                trained.float_accuracy,
+                start.before + trained.epochs_run,
+                _cumulative_steps(trained, start.before),
+            )
 
         def keep(model: Any) -> str | None:  # only OK trials can be promoted
             return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None
@@ -296,3 +300,10 @@ def _untrained(rec: Any) -> bool:
 def _index(trial_id: str) -> int:
     digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
     return int(digits) if digits else 0
+
+
+def _cumulative_steps(trained: TrainResult, epochs_before: int) -> int | None:
+    """Optimizer steps of a warm-started trial: its parent's epochs at this recipe's rate, too."""
+    if trained.steps is None or not trained.epochs_run:
+        return trained.steps
+    return trained.steps + epochs_before * (trained.steps // trained.epochs_run)

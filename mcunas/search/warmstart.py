@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,18 +89,25 @@ class WarmStart:
         trial OK, and a promoted child trains from scratch.
         """
         final = output_path(self.weights_path(tid), "Hyperband weights")
-        tmp = final.with_name(f".trial_{tid}.part{WEIGHTS_SUFFIX}")
+        tmp: Path | None = None
         try:
             with storage_errors(final):
                 final.parent.mkdir(parents=True, exist_ok=True)
+                # a fresh name made with O_EXCL: nothing planted beside it is written through
+                fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".trial_{tid}.")
+                os.close(fd)
+                tmp = Path(name)
                 self.runner.save_weights(model, tmp)
+                output_path(final, "Hyperband weights")  # still no special file there
                 os.replace(tmp, final)
         except FatalError:
             raise
         except Exception as exc:  # noqa: BLE001 - the trial itself is fine
-            with contextlib.suppress(OSError):
-                tmp.unlink()
             return f"weights not kept for Hyperband: {describe(exc)}"
+        finally:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink(missing_ok=True)
         return None
 
     def start(self, model: Any, values: dict[str, Any]) -> Start:

@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -116,7 +117,11 @@ def run_forked(fn: Callable[..., Any], *args: Any) -> Any:
     for stream in (sys.stdout, sys.stderr):  # None when the caller closed it
         if stream is not None:
             stream.flush()
-    pid = os.fork()
+    with warnings.catch_warnings():
+        # Python 3.12+ warns on fork() in a threaded process (TensorFlow's pools). The
+        # child touches no TensorFlow (only the TFLM runtime and pickle) and ends with _exit.
+        warnings.filterwarnings("ignore", ".*fork.*", DeprecationWarning)
+        pid = os.fork()
     if pid == 0:  # child: never returns into the caller
         code = 1
         try:
