@@ -72,3 +72,11 @@ def test_walk_never_repeats_a_rung_under_random_budgets() -> None:
         assert len(seen) == len(set(seen))
         fits = [c for c in seen if c[1] ** 2 / c[0] <= limit]
         assert len({r for r, _ in fits}) == len(fits)  # at most one trained per resolution
+
+
+def test_a_narrow_fit_from_the_ladder_still_gets_its_wider_neighbours_tried() -> None:
+    ladder = seed_rungs("ic-resnet8", (28, 28, 1))
+    # only a quarter of the input fits, up to x0.5: the ladder reaches /4 at x0.25 only
+    seen = _walk(ladder, lambda r, w: r == 4 and w <= 0.5)
+    assert seen[: len(LADDER)] == list(LADDER)
+    assert seen[len(LADDER) :] == [(4, 1.0), (4, 0.75), (4, 0.5)]

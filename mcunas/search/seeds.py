@@ -7,12 +7,12 @@ points under the budgets, not on one of them:
 1. **Step down** :data:`mcunas.space.reference.LADDER` (largest first) until
    one variant passes the cost check: the search's first trained model is the
    largest variant of the seed that fits.
-2. **Then one more per input resolution**: at every other resolution the
+2. **Then the widest fit per input resolution**: at every resolution the
    input can take, the widest variant that fits (widths of :data:`WIDTHS`,
    widest first; a width refused at a resolution rules out the wider ones
-   there). Full width at half the input resolution is often as accurate as
-   the full design at a fraction of its latency, and the plain ladder never
-   tries it.
+   there, one accepted the narrower ones). Full width at half the input
+   resolution is often as accurate as the full design at a fraction of its
+   latency, and the plain ladder never tries it.
 
 A refused variant costs one cost check (no training), so the rungs that miss
 the budgets are cheap. After the last rung the oracle draws its own trials
@@ -68,18 +68,24 @@ def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]
             still running counts as ACCEPTED.
 
     Until a rung is accepted, the next untried rung in order (the step-down
-    ladder). After that, per resolution without an accepted rung (finest
-    first), its widest untried rung narrower than every refused one there.
+    ladder). After that, per resolution (finest first), its widest untried
+    rung narrower than every refused one there and wider than every accepted
+    one there: at a resolution the ladder reached with a narrow rung that fit,
+    the wider ones it skipped are tried too.
     """
     done = {i for i, _ in tried}
     if not any(state == ACCEPTED for _, state in tried):
         return next((i for i in range(len(ladder)) if i not in done), None)
     corners = [_corner(v) for v in ladder]
-    accepted = {corners[i][0] for i, s in tried if s == ACCEPTED}
-    for res in sorted({r for r, _ in corners} - accepted):
-        refused = [corners[i][1] for i, s in tried if s == REFUSED and corners[i][0] == res]
-        below = min(refused, default=float("inf"))  # wider than a refused width: refused too
-        left = [i for i, (r, w) in enumerate(corners) if i not in done and r == res and w < below]
+    for res in sorted({r for r, _ in corners}):
+        at = [(corners[i][1], s) for i, s in tried if corners[i][0] == res]
+        below = min((w for w, s in at if s == REFUSED), default=float("inf"))
+        above = max((w for w, s in at if s == ACCEPTED), default=float("-inf"))
+        left = [
+            i
+            for i, (r, w) in enumerate(corners)
+            if i not in done and r == res and above < w < below
+        ]
         if left:
             return max(left, key=lambda i: (corners[i][1], -i))
     return None
