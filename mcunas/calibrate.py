@@ -70,6 +70,7 @@ class CalibrationResult:
     after: dict[str, float]
     table: dict[str, Any] = field(default_factory=dict)
     profile_path: Path | None = None
+    setup: dict[str, Any] = field(default_factory=dict)  # what the firmware reported
 
     def to_dict(self) -> dict[str, Any]:
         """Plain dict for ``--json``."""
@@ -81,6 +82,7 @@ class CalibrationResult:
             "after": self.after,
             "models": [vars(o) | {"ok": o.ok} for o in self.outcomes],
             "latency": self.table,
+            "setup": self.setup,
         }
 
 
@@ -153,6 +155,7 @@ def _store_one(
     truncated = bool((m.details.get("result") or {}).get("ops_truncated"))
     if not names_match or truncated:
         ops = []  # a profile that does not line up op for op cannot be attributed
+    where = f"calibrate:{source or m.calibration_source or m.source}"
     store.add_measurement(
         model.model_bytes,
         board.name,
@@ -160,10 +163,12 @@ def _store_one(
         board.kernels,
         board.clock_hz,
         m.latency_ms,
-        f"calibrate:{source or m.calibration_source or m.source}",
+        where,
         label=f"suite:{model.name}",
         ops=ops,
     )
+    if m.details.get("setup"):
+        store.add_setup(board.name, where, m.details["setup"])
     return len(ops)
 
 
@@ -174,13 +179,16 @@ def measure_suite(
     store: Any,
     progress: Progress | None = None,
     source: str | None = None,
+    setups: list[dict[str, Any]] | None = None,
 ) -> list[ModelOutcome]:
     """Measure and store every suite model; a model that fails is recorded and skipped.
 
     ``source`` names where the figures come from in the store (default: the
     measurement's ``calibration_source``, else its ``source``, ``board:<port>``);
     a new measurement of the same model
-    from the same source replaces the old one.
+    from the same source replaces the old one. The build setup the firmware
+    reported (``Figures.details["setup"]``) is stored beside the rows and, if
+    ``setups`` is given, appended to it.
 
     Raises:
         FatalError: the setup broke (no port, every rack board out).
@@ -193,6 +201,8 @@ def measure_suite(
             if m.latency_ms <= 0:
                 raise MeasurementError(f"non-positive latency {m.latency_ms} ms")
             n_ops = _store_one(store, board, model, m, source)
+            if setups is not None and m.details.get("setup"):
+                setups.append(m.details["setup"])
             outcome = ModelOutcome(
                 model.name, m.latency_ms, predicted, n_ops, calibration_source=m.calibration_source
             )
@@ -233,7 +243,8 @@ def calibrate(
     """
     from mcunas.predict.board_refit import write_user_board
 
-    outcomes = measure_suite(board, measurer, suite, store, progress, source)
+    setups: list[dict[str, Any]] = []
+    outcomes = measure_suite(board, measurer, suite, store, progress, source, setups)
     measured = [o for o in outcomes if o.ok]
     if not measured:
         reasons = "; ".join(f"{o.name}: {o.error}" for o in outcomes[:3])
@@ -243,7 +254,8 @@ def calibrate(
     path = write_user_board(board, table) if write else None
     stable = next((o.calibration_source for o in measured if o.calibration_source), "")
     source = source or stable or getattr(measurer, "name", type(measurer).__name__)
-    return CalibrationResult(board.name, source, outcomes, before, after, table, path)
+    setup = setups[-1] if setups else {}
+    return CalibrationResult(board.name, source, outcomes, before, after, table, path, setup)
 
 
 def check_models(

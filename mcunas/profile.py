@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +27,15 @@ from mcunas.figures import Figures, OpTiming
 from mcunas.predict.memory import MemoryEstimate, estimate_memory, live_bytes_per_op
 from mcunas.tflite.reader import Graph, load_model_bytes, read_graph
 
-__all__ = ["ModelProfile", "layer_rows", "load_int8_model", "model_layers", "profile_model"]
+__all__ = [
+    "ModelProfile",
+    "fit_reasons",
+    "layer_rows",
+    "load_int8_model",
+    "model_layers",
+    "profile_model",
+    "with_frontend",
+]
 
 
 def load_int8_model(model: bytes | str | os.PathLike) -> tuple[bytes, Graph]:
@@ -187,25 +196,40 @@ def _predict_latency(graph: Graph, board: Any) -> Any:
     return predict_latency(graph, board)
 
 
-def _fit_reasons(memory: MemoryEstimate, board: Any) -> list[str]:
+def fit_reasons(
+    peak_sram_bytes: int, arena_bytes: int, flash_bytes: int, board: Any, arena: str = "arena"
+) -> list[str]:
+    """Why these memory figures do not fit ``board`` (empty: they fit).
+
+    Args:
+        peak_sram_bytes: peak SRAM, checked against the board's usable SRAM.
+        arena_bytes: tensor arena(s), checked against the board's model SRAM budget.
+        flash_bytes: flash, checked against the board's usable flash.
+        board: a ``BoardProfile``.
+        arena: what the arena figure is called in the reason.
+    """
     reasons = []
     kib = 1024
-    if memory.peak_sram_bytes > board.usable_sram_bytes:
+    if peak_sram_bytes > board.usable_sram_bytes:
         reasons.append(
-            f"peak SRAM {memory.peak_sram_bytes / kib:.1f} KiB > usable SRAM "
+            f"peak SRAM {peak_sram_bytes / kib:.1f} KiB > usable SRAM "
             f"{board.usable_sram_bytes / kib:.1f} KiB"
         )
-    if memory.arena_bytes > board.model_sram_budget_bytes:
+    if arena_bytes > board.model_sram_budget_bytes:
         reasons.append(
-            f"arena {memory.arena_bytes / kib:.1f} KiB > model SRAM budget "
+            f"{arena} {arena_bytes / kib:.1f} KiB > model SRAM budget "
             f"{board.model_sram_budget_bytes / kib:.1f} KiB"
         )
-    if memory.flash_bytes > board.usable_flash_bytes:
+    if flash_bytes > board.usable_flash_bytes:
         reasons.append(
-            f"flash {memory.flash_bytes / kib:.1f} KiB > usable flash "
+            f"flash {flash_bytes / kib:.1f} KiB > usable flash "
             f"{board.usable_flash_bytes / kib:.1f} KiB"
         )
     return reasons
+
+
+def _fit_reasons(memory: MemoryEstimate, board: Any) -> list[str]:
+    return fit_reasons(memory.peak_sram_bytes, memory.arena_bytes, memory.flash_bytes, board)
 
 
 def profile_model(
@@ -248,3 +272,115 @@ def profile_model(
         reasons=tuple(reasons),
         source=f"simulator:{latency.version}",
     )
+
+
+def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
+    """A model's figures with the audio front end's cost added: front end + model.
+
+    Latency per inference window adds (the front end runs, then the model). SRAM:
+    the front end's arena and buffers add to the model's peak (two interpreters,
+    two arenas; see :class:`~mcunas.predict.frontend.FrontendCost`), and both
+    arenas together must fit the board's model SRAM budget. Flash adds the graph and
+    its tables. The board's fit is checked again on the totals. A board measurement
+    whose firmware ran both graphs (``details["frontend"]``, see
+    :data:`~mcunas.predict.frontend.BOARD_FRONTEND`) gives the front end's measured
+    time, and its SRAM and flash already hold the front end: they are split, not
+    added to. ``details["cost_split"]`` keeps the split; figures that already have
+    it are returned as they are.
+
+    Args:
+        figures: the model's own figures (estimated or measured).
+        front: FrontendCost | None (None: ``figures`` unchanged).
+        board: the ``BoardProfile`` the figures are for.
+    """
+    from mcunas.predict.frontend import BOARD_FRONTEND, SPLIT
+
+    if front is None or SPLIT in figures.details:
+        return figures
+    measured = figures.details.get(BOARD_FRONTEND)
+    if isinstance(measured, dict) and "latency_ms" in measured:
+        return _with_measured(figures, front, measured, board)
+    split = front.to_dict()
+    model = _model_part(figures)
+    peak = figures.peak_sram_bytes + front.sram_bytes
+    flash = figures.flash_bytes + front.flash_bytes
+    own = fit_reasons(figures.peak_sram_bytes, figures.arena_bytes, figures.flash_bytes, board)
+    arenas = figures.arena_bytes + front.sram_bytes
+    reasons = [r for r in figures.reasons if r not in own]
+    reasons += fit_reasons(peak, arenas, flash, board, arena="model + front-end arenas")
+    fe_ms, fe_err = front.latency_ms, front.error_pct
+    total = dataclasses.replace(
+        figures,
+        latency_ms=figures.latency_ms + fe_ms,
+        latency_max_ms=_upper(figures.latency_max_ms, fe_ms * (1.0 + fe_err / 100.0)),
+        latency_error_pct=_combined_error(figures, fe_ms, fe_err),
+        peak_sram_bytes=peak,
+        flash_bytes=flash,
+        reasons=tuple(reasons),
+        energy_uj=figures.energy_uj if _metered(figures) else None,
+        details={**figures.details, SPLIT: {"frontend": split, "model": model}},
+    )
+    return _energy(total, board)
+
+
+def _with_measured(figures: Figures, front: Any, measured: dict, board: Any) -> Figures:
+    """A board's figures with the front end it ran: its time added, SRAM and flash split."""
+    from mcunas.predict.frontend import SPLIT
+
+    fe_ms = float(measured["latency_ms"])
+    arena = int(measured.get("arena_bytes", front.arena_bytes))
+    split = {
+        **front.to_dict(),
+        "latency_ms": fe_ms,
+        "latency_error_pct": None,
+        "arena_bytes": arena,
+        "sram_bytes": arena + front.buffer_bytes,
+        "source": f"measured: {figures.source} (SRAM and flash shares: estimates)",
+    }
+    model = {
+        **_model_part(figures),
+        "peak_sram_bytes": max(0, figures.peak_sram_bytes - split["sram_bytes"]),
+        "flash_bytes": max(0, figures.flash_bytes - front.flash_bytes),
+    }
+    total = dataclasses.replace(
+        figures,
+        latency_ms=figures.latency_ms + fe_ms,
+        latency_max_ms=_upper(figures.latency_max_ms, float(measured.get("latency_max_ms", fe_ms))),
+        energy_uj=figures.energy_uj if _metered(figures) else None,
+        details={**figures.details, SPLIT: {"frontend": split, "model": model}},
+    )
+    return _energy(total, board)
+
+
+def _model_part(figures: Figures) -> dict[str, Any]:
+    return {
+        "latency_ms": figures.latency_ms,
+        "latency_error_pct": figures.latency_error_pct,
+        "arena_bytes": figures.arena_bytes,
+        "peak_sram_bytes": figures.peak_sram_bytes,
+        "flash_bytes": figures.flash_bytes,
+    }
+
+
+def _energy(figures: Figures, board: Any) -> Figures:
+    from mcunas.predict.energy import with_energy
+
+    return with_energy(figures, board)
+
+
+def _metered(figures: Figures) -> bool:
+    return figures.energy_source.startswith("meter:")
+
+
+def _upper(model_max: float | None, fe_max: float) -> float | None:
+    return None if model_max is None else model_max + fe_max
+
+
+def _combined_error(figures: Figures, fe_ms: float, fe_err: float) -> float | None:
+    """The total latency's stated error: each part's error weighted by its share."""
+    if figures.latency_error_pct is None:
+        return None
+    total = figures.latency_ms + fe_ms
+    if total <= 0 or not figures.estimated:  # a board's: the simulator's error against it
+        return figures.latency_error_pct
+    return (figures.latency_ms * figures.latency_error_pct + fe_ms * fe_err) / total

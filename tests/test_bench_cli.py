@@ -45,6 +45,18 @@ def test_bench_no_flash_human(model_file, capsys):
     assert code == 0, err
     assert "latency      2.000 ms median" in out and "model CRC-32" in out
     assert "slowest ops  #0 CONV_2D 1.600 ms" in out
+    # the virtual firmware reports its build setup like a board's (esp32s3: no Cortex-M map)
+    assert "setup        240 MHz, runtime virtual (mcunas simulator), -O2" in out
+
+
+def test_bench_reports_a_cortex_m_boards_placement(model_file, capsys):
+    with virtual_board(board="nucleo_f746zg") as vb:
+        code, out, err = run(
+            ["bench", str(model_file), "--board", "nucleo_f746zg", "--port", vb.port, "--no-flash"],
+            capsys,
+        )
+    assert code == 0, err
+    assert "setup        weights flash, arena sram, caches on, 216 MHz" in out
 
 
 def test_bench_json_keys(model_file, capsys):

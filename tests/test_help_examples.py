@@ -29,6 +29,8 @@ import pytest
 from test_search_cli import MODEL, fake_runner_fixture
 
 from mcunas.cli import COMMANDS, cli, main
+from mcunas.frontend.config import FrontendConfig
+from mcunas.frontend.graph import frontend_model
 
 REPO = Path(__file__).resolve().parent.parent
 fake_runner = pytest.fixture(fake_runner_fixture)
@@ -105,9 +107,10 @@ def _ids(examples: list[Example]) -> list[str]:
 
 @pytest.fixture
 def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A folder holding the files the examples name (model.tflite, data/, my_board.toml)."""
+    """A folder holding the files the examples name (model.tflite, frontend.tflite, data/, ...)."""
     monkeypatch.chdir(tmp_path)
     (tmp_path / "model.tflite").write_bytes(MODEL.read_bytes())
+    (tmp_path / "frontend.tflite").write_bytes(frontend_model(FrontendConfig()))
     (tmp_path / "mcunas").symlink_to(REPO / "mcunas")  # mcunas/calibration/measurements.csv
     (tmp_path / "models").symlink_to(REPO / "mcunas" / "calibration" / "models")
     measurements = REPO / "mcunas" / "calibration" / "measurements.csv"

@@ -38,6 +38,17 @@
 #define MCUNAS_MAX_OPS 256
 #endif
 
+// The audio front end (frontend_stage.h): generated/mcunas_config.h defines these
+// with MCUNAS_HAS_FRONTEND 1 when the build carries frontend.tflite.
+#ifndef MCUNAS_HAS_FRONTEND
+#define MCUNAS_HAS_FRONTEND 0
+#endif
+#if MCUNAS_HAS_FRONTEND && !(defined(MCUNAS_FRONTEND_FRAMES) && defined(MCUNAS_FRONTEND_FRAME_SAMPLES) && \
+                             defined(MCUNAS_FRONTEND_HOP_SAMPLES) && defined(MCUNAS_FRONTEND_MEL_BANDS) && \
+                             defined(MCUNAS_FRONTEND_OUTPUT_BITS) && defined(MCUNAS_FRONTEND_ARENA_BYTES))
+#error "MCUNAS_HAS_FRONTEND needs MCUNAS_FRONTEND_FRAMES, _FRAME_SAMPLES, _HOP_SAMPLES, _MEL_BANDS, _OUTPUT_BITS, _ARENA_BYTES"
+#endif
+
 #define MCUNAS_MAX_RUNS 200
 static_assert(MCUNAS_RUNS >= 1 && MCUNAS_RUNS <= MCUNAS_MAX_RUNS, "MCUNAS_RUNS out of range");
 static_assert(MCUNAS_ARENA_BYTES >= 1024, "MCUNAS_ARENA_BYTES too small");

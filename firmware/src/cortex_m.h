@@ -15,6 +15,8 @@ constexpr uintptr_t kDemcr = 0xE000EDFCu;      // Debug Exception and Monitor Co
 constexpr uintptr_t kDwtCtrl = 0xE0001000u;    // DWT control
 constexpr uintptr_t kDwtCyccnt = 0xE0001004u;  // DWT cycle counter
 constexpr uintptr_t kDwtLar = 0xE0001FB0u;     // lock access (Cortex-M7 needs the key)
+constexpr uintptr_t kCpuid = 0xE000ED00u;      // CPUID: implementer, part number (B3.2.3)
+constexpr uintptr_t kCcr = 0xE000ED14u;        // CCR: IC (bit 17) and DC (bit 16) on M7/M55/M85
 constexpr uint32_t kPaint = 0xA5A5A5A5u;       // stack paint word
 constexpr size_t kPaintMargin = 256;           // bytes kept clear below the live frame
 

@@ -5,12 +5,21 @@
 #include <new>
 
 #include "config.h"
+#include "frontend_stage.h"
 #include "generated/model_data.h"
 #include "generated/model_ops.h"
+#if MCUNAS_HAS_FRONTEND
+#include "generated/frontend_data.h"
+#endif
 #include "json_line.h"
 #include "op_profiler.h"
 #include "port.h"
 #include "util.h"
+#if defined(__arm__)
+#include "cortex_m.h"
+// CMSIS's core clock variable; weak, so a core without it links and reports none.
+extern "C" __attribute__((weak)) uint32_t SystemCoreClock;
+#endif
 #include "tensorflow/lite/micro/micro_interpreter.h"
 #include "tensorflow/lite/schema/schema_generated.h"
 #include "tensorflow/lite/schema/schema_utils.h"
@@ -33,6 +42,7 @@ struct State {
   const char* error = nullptr;  // set-up error code, repeated on every run
   char message[96] = {};
   size_t arena_capacity = 0;
+  uintptr_t arena_addr = 0;     // where the arena was allocated (0: not yet)
 };
 
 State g_state;
@@ -41,6 +51,9 @@ OpProfiler g_profiler;
 alignas(tflite::MicroInterpreter) uint8_t g_interpreter_storage[sizeof(tflite::MicroInterpreter)];
 tflite::MicroInterpreter* g_interpreter = nullptr;
 uint32_t g_latency_us[MCUNAS_MAX_RUNS];
+#if MCUNAS_HAS_FRONTEND
+uint32_t g_frontend_us[MCUNAS_MAX_RUNS];  // one inference window each
+#endif
 char g_line[64];
 size_t g_line_len = 0;
 
@@ -63,16 +76,48 @@ void print_error(const char* code, const char* message) {
   JsonLine("error").str("code", code).str("message", message).hex32("model_crc32", MCUNAS_MODEL_CRC32_U32).end();
 }
 
+// The compiler's optimisation, from GCC's and Clang's predefined macros.
+#if !defined(__OPTIMIZE__)
+const char kOpt[] = "none";
+#elif defined(__OPTIMIZE_SIZE__)
+const char kOpt[] = "size";
+#else
+const char kOpt[] = "speed";
+#endif
+
+// The build setup the host stores with each measured row (mcunas/measure/setup_report.py
+// decodes it): where the model and the arena live, which core and whether its caches
+// are on (CPUID, CCR), the clock the core really runs at, the runtime and -O level.
+void print_setup(JsonLine& line) {
+  line.begin_object("setup")
+      .hex32("model_addr", static_cast<uint32_t>(reinterpret_cast<uintptr_t>(g_model_data)))
+      .str("opt", kOpt);
+  if (g_state.arena_addr != 0) line.hex32("arena_addr", static_cast<uint32_t>(g_state.arena_addr));
+#ifdef MCUNAS_RUNTIME
+  line.str("runtime", MCUNAS_RUNTIME);
+#endif
+#if defined(__arm__)
+  line.hex32("cpuid", cortex_m::reg(cortex_m::kCpuid)).hex32("ccr", cortex_m::reg(cortex_m::kCcr));
+  if (&SystemCoreClock != nullptr) line.num("core_clock_hz", SystemCoreClock);
+#endif
+  line.end_object();
+}
+
 void print_ready() {
-  JsonLine("ready")
-      .str("board", MCUNAS_BOARD_NAME)
+  JsonLine line("ready");
+  line.str("board", MCUNAS_BOARD_NAME)
       .str("fw", MCUNAS_FW_VERSION)
       .num("clock_hz", MCUNAS_CLOCK_HZ)
       .hex32("model_crc32", MCUNAS_MODEL_CRC32_U32)
       .num("model_bytes", g_model_data_len)
       .num("arena_budget_bytes", MCUNAS_ARENA_BYTES)
       .str("timer", port_timer_name())
-      .end();
+#if MCUNAS_HAS_FRONTEND
+      .hex32("frontend_crc32", MCUNAS_FRONTEND_CRC32_U32)
+#endif
+      ;
+  print_setup(line);
+  line.end();
 }
 
 // Every op code of the model must be in the resolver, else name the first missing one.
@@ -120,6 +165,7 @@ void set_up() {
     return;
   }
   g_state.arena_capacity = got;
+  g_state.arena_addr = reinterpret_cast<uintptr_t>(arena);
   g_interpreter = new (g_interpreter_storage)
       tflite::MicroInterpreter(model, g_resolver, arena, got, nullptr, &g_profiler);
   if (g_interpreter->AllocateTensors() != kTfLiteOk) {
@@ -169,13 +215,68 @@ bool timed_invoke(uint32_t* latency_us) {
   return status == kTfLiteOk;
 }
 
+#if MCUNAS_HAS_FRONTEND
+// The front end's set-up, then one window so the model's input holds real features.
+bool frontend_prepare() {
+  const char* message = "";
+  const char* code = frontend_set_up(g_interpreter->input(0), &message);
+  uint64_t ticks = 0;
+  if (code == nullptr && !frontend_window(g_interpreter->input(0), &ticks)) {
+    code = kErrInvoke;
+    message = "front end: Invoke failed";
+  }
+  if (code != nullptr) print_error(code, message);
+  return code == nullptr;
+}
+
+// MCUNAS_RUNS timed windows of the front end (after the model's runs: outside the
+// energy window, which stays the model's).
+bool frontend_timed() {
+  for (int i = 0; i < MCUNAS_RUNS; ++i) {
+    uint64_t ticks = 0;
+    if (!frontend_window(g_interpreter->input(0), &ticks)) {
+      print_error(kErrInvoke, "front end: Invoke failed");
+      return false;
+    }
+    g_frontend_us[i] = static_cast<uint32_t>(ticks_to_tenths_us(ticks) / 10);
+  }
+  return true;
+}
+
+void frontend_fields(JsonLine& line) {
+  uint32_t lo = g_frontend_us[0], hi = g_frontend_us[0];
+  for (int i = 1; i < MCUNAS_RUNS; ++i) {
+    if (g_frontend_us[i] < lo) lo = g_frontend_us[i];
+    if (g_frontend_us[i] > hi) hi = g_frontend_us[i];
+  }
+  line.begin_object("frontend")
+      .hex32("crc32", MCUNAS_FRONTEND_CRC32_U32)
+      .num("frames", MCUNAS_FRONTEND_FRAMES)
+      .num("frame_samples", MCUNAS_FRONTEND_FRAME_SAMPLES)
+      .num("hop_samples", MCUNAS_FRONTEND_HOP_SAMPLES)
+      .begin_object("latency_us")
+      .num("min", lo)
+      .num("median", median_u32(g_frontend_us, MCUNAS_RUNS))
+      .num("max", hi)
+      .end_object()
+      .num("arena_bytes", frontend_arena_used())
+      .num("arena_capacity_bytes", frontend_arena_capacity())
+      .num("model_bytes", g_frontend_data_len)
+      .end_object();
+}
+#endif
+
 void measure() {
   set_up();
   if (g_state.error != nullptr) {
     print_error(g_state.error, g_state.message);
     return;
   }
+#if MCUNAS_HAS_FRONTEND
+  if (!frontend_prepare()) return;
+#else
   fill_inputs();
+#endif
   g_profiler.set_enabled(false);
   for (int i = 0; i < MCUNAS_WARMUP_RUNS; ++i) {
     if (g_interpreter->Invoke() != kTfLiteOk) {
@@ -212,6 +313,9 @@ void measure() {
     if (g_latency_us[i] > hi) hi = g_latency_us[i];
   }
   const uint32_t median = median_u32(g_latency_us, MCUNAS_RUNS);
+#if MCUNAS_HAS_FRONTEND
+  if (!frontend_timed()) return;
+#endif
 
   JsonLine line("result");
   line.hex32("model_crc32", MCUNAS_MODEL_CRC32_U32)
@@ -224,14 +328,18 @@ void measure() {
       .end_object()
       .num("arena_bytes", g_interpreter->arena_used_bytes())
       .num("arena_capacity_bytes", g_state.arena_capacity)
+      .hex32("arena_addr", static_cast<uint32_t>(g_state.arena_addr))
       .num("stack_bytes", stack_used)
       .num("static_ram_bytes", port_static_ram())
       .num("model_bytes", g_model_data_len)
       .str("timer", port_timer_name())
       .num("timer_hz", port_tick_hz())
       .num("profile_runs", MCUNAS_PROFILE_RUNS)
-      .boolean("ops_truncated", g_profiler.truncated())
-      .begin_array("ops");
+      .boolean("ops_truncated", g_profiler.truncated());
+#if MCUNAS_HAS_FRONTEND
+  frontend_fields(line);
+#endif
+  line.begin_array("ops");
   const uint64_t runs = MCUNAS_PROFILE_RUNS > 0 ? MCUNAS_PROFILE_RUNS : 1;
   for (size_t i = 0; i < g_profiler.count(); ++i) {
     line.begin_object(nullptr)

@@ -29,17 +29,31 @@ def _report(m: Figures) -> list[str]:
         f"  latency      {m.latency_ms:.3f} ms median, {m.latency_max_ms:.3f} ms max, "
         f"{d['latency_min_ms']:.3f} ms min ({d['runs']} runs)",
         f"  arena        {m.arena_bytes} B",
-        f"  peak SRAM    {m.peak_sram_bytes} B = arena + static RAM {d['static_ram_bytes']} B "
+        f"  peak SRAM    {m.peak_sram_bytes} B = arena + "
+        + ("front-end arena + " if d.get("frontend") else "")
+        + f"static RAM {d['static_ram_bytes']} B "
         f"[{d['static_ram_source']}] + stack {d['stack_bytes']} B",
         f"  flash        {m.flash_bytes} B [{d['flash_source']}]",
         _energy_line(m),
         f"  model CRC-32 {m.model_crc32} (checked)",
     ]
+    fe = d.get("frontend")
+    if fe:
+        share = fe["latency_ms"] / (fe["latency_ms"] + m.latency_ms) if m.latency_ms else 0.0
+        lines[2:2] = [
+            f"  front end    {fe['latency_ms']:.3f} ms median per window of {fe['frames']} frames "
+            f"({share:.0%} of front end + model), arena {fe['arena_bytes']} B, "
+            f"CRC-32 {fe['crc32']} (checked)",
+        ]
     if m.ops:
         slowest = sorted(m.ops, key=lambda o: -o.ms)[:8]
         lines.append(
             "  slowest ops  " + ", ".join(f"#{o.index} {o.op} {o.ms:.3f} ms" for o in slowest)
         )
+    if "setup" in d:  # what the firmware says it was built with
+        from mcunas.measure.setup_report import describe_setup
+
+        lines.append(f"  setup        {describe_setup(d['setup'])}")
     stages = ", ".join(f"{k[:-2]} {v:.1f} s" for k, v in d["stage_s"].items())
     lines.append(f"  stages       {stages}")
     return lines
@@ -65,12 +79,15 @@ Examples:
   mcunas bench model.tflite --board nano33ble --power ppk2:/dev/ttyACM1
   mcunas bench model.tflite --board nucleo_l4r5zi --power joulescope
   mcunas bench model.tflite --board esp32s3 --dry-run --project-dir fw
+  mcunas bench out/best --board esp32s3 --port /dev/ttyUSB0   # front end + model
+MODEL may be a search's folder or its best/: with best/frontend.tflite the firmware runs
+the front end on a raw audio window, then the model on its features, and reports both.
 With --power, a meter in the board's supply records the run; the energy of the timed
 invokes is integrated while the board's marker pin ([power] marker_pin) is high, or
 between the firmware's mark lines when the pin is not wired to the meter.
 Exit code 2 with one line on any failure (no board, busy port, timeout, wrong model)."""
 )
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=click.Path())
 @click.option("--board", "board_name", required=True, help="Board profile name or .toml path.")
 @click.option("--port", default="auto", show_default=True, help="Serial port, or auto (USB ids).")
 @click.option("--no-flash", is_flag=True, help="Only read from a board already running MODEL.")
@@ -116,13 +133,11 @@ def cli(
     project_dir: str | None,
     dry_run: bool,
 ) -> None:
-    """Build, flash and measure MODEL.tflite on a board over serial."""
+    """Build, flash and measure MODEL.tflite (or a search's best/) on a board over serial."""
     board = load_board(board_name)
-    from mcunas.profile import load_int8_model
-
-    model_bytes, _ = load_int8_model(model)
+    model_bytes, frontend = _model_and_frontend(model)
     if dry_run:
-        _write_project(board, model_bytes, project_dir, pio)
+        _write_project(board, model_bytes, project_dir, pio, frontend)
         return
     check_port(port)
     if power:
@@ -133,18 +148,39 @@ def cli(
     options |= {"trace": trace, "power": power, "project_factory": PROJECT_FACTORY}
     options |= {"work_dir": project_dir}
     with open_measurer("board", board, **options) as measurer:
-        m = measurer.measure(model_bytes)
+        m = measurer.measure(model_bytes, frontend) if frontend else measurer.measure(model_bytes)
     if as_json:
         click.echo(dumps(m.to_dict()))
     else:
         click.echo("\n".join(_report(m)))
 
 
-def _write_project(board: Any, model_bytes: bytes, project_dir: str | None, pio: str) -> None:
+def _model_and_frontend(model: str) -> tuple[bytes, bytes | None]:
+    """The model's bytes, and ``frontend.tflite``'s when MODEL is a best/ folder that has one.
+
+    Raises:
+        UserError: a folder that is no search's output nor its best/.
+        ModelError: the model is missing, not a .tflite, or float.
+    """
+    from mcunas.profile import load_int8_model
+
+    if not Path(model).is_dir():
+        return load_int8_model(model)[0], None
+    from mcunas.search.export import find_best_dir
+
+    best = find_best_dir(Path(model))
+    model_bytes, _ = load_int8_model(best / "model.tflite")
+    front = best / "frontend.tflite"
+    return model_bytes, front.read_bytes() if front.is_file() else None
+
+
+def _write_project(
+    board: Any, model_bytes: bytes, project_dir: str | None, pio: str, frontend: bytes | None
+) -> None:
     """``--dry-run``: write the measurement firmware project and say how to build it."""
     from mcunas.measure.pio import PioProject
 
     work = Path(project_dir) if project_dir else user_path("build", f"{board.name}-dry-run")
-    PioProject(board, work, pio=pio).generate(model_bytes)
+    PioProject(board, work, pio=pio).generate(model_bytes, frontend=frontend)
     click.echo(f"Firmware project for {board.name} written to {work} (not built).")
     click.echo(f"Build and flash it: pio run -e {board.pio_env} -d {work} -t upload")

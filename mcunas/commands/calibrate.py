@@ -73,7 +73,7 @@ simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predict
     type=click.Choice(["small", "full", "quick"]),
     default="small",
     show_default=True,
-    help="Calibration suite: small (~40 models), full (~65) or quick (3 blocks).",
+    help="Calibration suite: small (~45 models), full (~70) or quick (3 chains).",
 )
 @click.option("--quick", is_flag=True, help="Few-shot: the 3-model suite (--suite quick).")
 @click.option(
@@ -132,6 +132,19 @@ def cli(
         progress = None if as_json else _print_progress
         result = calibrate(board, measurer, suite, db, progress=progress)
     _print_result(result, as_json)
+    if not as_json:
+        _print_setup(board, result.setup)
+
+
+def _print_setup(board: Any, reported: dict[str, Any]) -> None:
+    """What the firmware says it was built with, and where that contradicts the profile."""
+    from mcunas.measure.setup_report import describe_setup, setup_differences
+
+    click.echo(f"firmware setup:     {describe_setup(reported)}")
+    for difference in setup_differences(board, reported):
+        click.echo(
+            f"  warning: {difference}; state the board's real setup in its profile", err=True
+        )
 
 
 def _print_progress(i: int, n: int, outcome: Any) -> None:

@@ -21,6 +21,9 @@ Examples:
   mcunas profile model.tflite --board esp32s3 --kernels reference
   mcunas profile model.tflite --board ./my_board.toml --json
   mcunas profile model.tflite --board nano33ble --clock-mhz 32   # run below its maximum
+  mcunas profile model.tflite --board nano33ble --frontend frontend.tflite   # a search's best/
+With --frontend the audio front end's cost per inference window (every frame of
+the model's input) is added: front end + model latency, SRAM and flash, and the fit.
 All figures are simulator estimates: the arena comes from the real TFLite Micro
 planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
 )
@@ -41,6 +44,13 @@ planner (corrected to a 32-bit MCU), latency from the fitted latency model.""",
     ),
 )
 @click.option("--overclock", is_flag=True, help="Allow a --clock-mhz above the profile's clock.")
+@click.option(
+    "--frontend",
+    "frontend_path",
+    default=None,
+    metavar="FRONTEND.tflite",
+    help="An audio front end (a search's best/frontend.tflite) that feeds MODEL: print the total.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 def cli(
     model: str,
@@ -48,6 +58,7 @@ def cli(
     kernels: str | None,
     clock_mhz: float | None,
     overclock: bool,
+    frontend_path: str | None,
     as_json: bool,
 ) -> None:
     """Estimate latency, arena, peak SRAM, flash and fit of MODEL.tflite on a board."""
@@ -58,15 +69,90 @@ def cli(
     board = load_board(board_name)
     if clock_mhz is not None:
         board = board.at_clock(clock_mhz, above_profile=overclock)
-    if _profile_frontend(model, board, as_json):
+    if frontend_path is None and _profile_frontend(model, board, as_json):
         return
     prof = profile_model(model, board, kernels=kernels)
     if not prof.runnable:
         raise ModelError(f"{model}: {'; '.join(prof.reasons[:1])}")
+    total = _with_frontend(prof, frontend_path, board)
     if as_json:
-        click.echo(dumps(prof.to_dict()))
+        data = prof.to_dict()
+        if total is not None:
+            data["with_frontend"] = {
+                **total.details["cost_split"]["frontend"],
+                "total": _totals(total),
+            }
+        click.echo(dumps(data))
         return
     _print_profile(model, prof)
+    if total is not None:
+        _print_total(frontend_path or "", total)
+
+
+def _with_frontend(prof: Any, frontend_path: str | None, board: Any) -> Any:
+    """The model's figures with the front end's added (None without ``--frontend``).
+
+    Raises:
+        ModelError: the file is not an mcunas audio front end.
+    """
+    if frontend_path is None:
+        return None
+    from mcunas.predict.frontend import frontend_cost
+    from mcunas.profile import with_frontend
+    from mcunas.tflite.reader import load_model_bytes
+
+    shape = tuple(int(d) for d in prof.graph.inputs[0].shape[1:])
+    front = frontend_cost(load_model_bytes(frontend_path), shape[0] if shape else 1, board)
+    if len(shape) > 1 and shape[1] != front.config.mel_bands:
+        click.echo(
+            f"note: the model's input {'x'.join(map(str, shape))} does not have the front "
+            f"end's {front.config.mel_bands} mel bands per frame",
+            err=True,
+        )
+    return with_frontend(prof.figures(), front, board)
+
+
+def _totals(total: Any) -> dict[str, Any]:
+    return {
+        "latency_ms": total.latency_ms,
+        "latency_error_pct": total.latency_error_pct,
+        "peak_sram_bytes": total.peak_sram_bytes,
+        "flash_bytes": total.flash_bytes,
+        "energy_uj": total.energy_uj,
+        "fits": total.fits,
+        "reasons": list(total.reasons),
+    }
+
+
+def _print_total(frontend_path: str, total: Any) -> None:
+    """The front end's share and front end + model, per inference window."""
+    fe, model = total.details["cost_split"]["frontend"], total.details["cost_split"]["model"]
+    cfg = fe["config"]
+    click.echo("")
+    click.echo(
+        f"with {frontend_path} ({cfg['frame_ms']:g} ms frame / {cfg['hop_ms']:g} ms hop, "
+        f"{cfg['mel_bands']} mel bands, PCAN {'on' if cfg['pcan'] else 'off'}), "
+        f"{fe['frames']} frames per inference - ESTIMATES"
+    )
+    click.echo(f"{'':<20} {'latency ms':>11} {'SRAM KiB':>9} {'flash KiB':>10}")
+    rows = (
+        ("front end", fe["latency_ms"], fe["sram_bytes"], fe["flash_bytes"]),
+        ("model", model["latency_ms"], model["peak_sram_bytes"], model["flash_bytes"]),
+        ("total", total.latency_ms, total.peak_sram_bytes, total.flash_bytes),
+    )
+    for name, ms, sram, flash in rows:
+        click.echo(f"{name:<20} {ms:>11.2f} {sram / KIB:>9.1f} {flash / KIB:>10.1f}")
+    click.echo(
+        f"front-end SRAM: its own arena {fe['arena_bytes'] / KIB:.1f} KiB (a second "
+        f"interpreter, added to the model's) + buffers {fe['buffer_bytes'] / KIB:.1f} KiB "
+        "(one frame of samples, the window's feature rows); model SRAM is its peak "
+        "(arena + firmware baseline)"
+    )
+    board = total.details.get("board", "the board")
+    if total.fits:
+        click.secho(f"front end + model fit {board}: yes", fg="green")
+    else:
+        click.secho(f"front end + model fit {board}: NO - " + "; ".join(total.reasons), fg="red")
 
 
 def _profile_frontend(model: str, board: Any, as_json: bool) -> bool:

@@ -19,6 +19,7 @@ from mcunas.search.config import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
     DEFAULT_SUBNETS,
+    FRONTEND_SPACES,
     MEASURES,
     STRATEGIES,
     SUPERNET_SCHEDULES,
@@ -37,6 +38,7 @@ Examples:
   mcunas search --board nano33ble --max-energy-uj 500 --objectives accuracy,energy,sram
   mcunas search --board nano33ble --dataset data/kws --seed-arch kws-dscnn --max-latency-ms 50
   mcunas search --board nano33ble --dataset data/kws --strategy supernet --subnets 1000
+  mcunas search --board nano33ble --dataset data/kws --frontend tflm --frontend-space search
   mcunas search --out runs/kws --resume            # continue an interrupted search
   mcunas search --board esp32s3 --out runs/kws --overwrite   # start over in the same folder
   mcunas search --board esp32s3 --measure board --port /dev/ttyUSB0
@@ -115,6 +117,15 @@ are simulator estimates."""
     show_default=True,
     help="WAV datasets: features by the numpy log-mel, or by the audio front end as a "
     "TFLite Micro graph (run in the host runtime; exported as best/frontend.tflite).",
+)
+@click.option(
+    "--frontend-space",
+    type=click.Choice(FRONTEND_SPACES),
+    default=FRONTEND_SPACES[0],
+    show_default=True,
+    help="With --frontend tflm: keep one front end (30 ms frame / 20 ms hop, 40 mel bands), "
+    "or search frame/hop (30/20, 40/20, 25/10 ms), mel bands (40, 32, 20), PCAN on/off and "
+    "the input length (whole clip, 3/4, 1/2) with the network, each costed in the budgets.",
 )
 @click.option(
     "--supernet-epochs",

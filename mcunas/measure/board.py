@@ -25,8 +25,9 @@ from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures, OpTiming
 from mcunas.measure.base import MeasureOptions
 from mcunas.measure.ports import Lister, detect_port
-from mcunas.measure.protocol import Ready, Result
+from mcunas.measure.protocol import FrontendResult, Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
+from mcunas.measure.setup_report import reported_setup
 from mcunas.paths import user_path
 from mcunas.predict.energy import board_power, with_energy
 
@@ -204,8 +205,12 @@ class BoardMeasurer:
         except LinkError as exc:
             raise FatalError(str(exc)) from exc
 
-    def measure(self, model_bytes: bytes) -> Figures:
-        """Flash (unless ``flash=False``) and measure one model.
+    def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
+        """Flash (unless ``flash=False``) and measure one model (after ``frontend``, if given).
+
+        With ``frontend`` (a ``frontend.tflite``) the firmware runs it on a raw audio
+        window and the model on its features; its figures are in ``details["frontend"]``
+        and its arena is counted in the peak SRAM.
 
         Raises:
             CandidateError: the model cannot run here (too large, build failed,
@@ -215,7 +220,7 @@ class BoardMeasurer:
         """
         port = self.port
         stages: dict[str, float] = {}
-        build = self._flash(model_bytes, port, stages) if self.flash else None
+        build = self._flash(model_bytes, port, stages, frontend) if self.flash else None
         start = time.monotonic()
         expected = model_crc32(model_bytes)
         with SerialLink(port, self.board.baud, trace_path=self.trace) as link:
@@ -231,6 +236,7 @@ class BoardMeasurer:
             trace = meter.stop() if meter is not None else None
         stages["read_s"] = round(time.monotonic() - start, 3)
         self._check_crc(port, result.model_crc32, expected)
+        self._check_frontend(port, result, frontend)
         figures = self._measurement(model_bytes, port, ready, result, build, stages)
         if trace is not None:
             figures = self._metered(figures, trace, link.marks, result.runs)
@@ -257,8 +263,21 @@ class BoardMeasurer:
                 f"board on {port} runs model {got}, not this model ({expected}): {action}"
             )
 
+    def _check_frontend(self, port: str, result: Result, frontend: bytes | None) -> None:
+        if frontend is None:
+            return
+        expected = model_crc32(frontend)
+        got = result.frontend.crc32 if result.frontend else "none"
+        if got != expected:
+            raise ModelMismatch(
+                f"board on {port} runs front end {got}, not this one ({expected}): "
+                + ("the upload did not take" if self.flash else "flash it (drop --no-flash)")
+            )
+
     # -- stages --------------------------------------------------------------------
-    def _flash(self, model_bytes: bytes, port: str, stages: dict[str, float]) -> Any:
+    def _flash(
+        self, model_bytes: bytes, port: str, stages: dict[str, float], frontend: bytes | None
+    ) -> Any:
         budget = self.board.model_flash_budget_bytes
         if len(model_bytes) > budget:
             raise ModelTooLarge(
@@ -269,7 +288,10 @@ class BoardMeasurer:
         project = self._factory(self.board, work_dir, pio=self._pio)
         t = time.monotonic()
         try:
-            project.generate(model_bytes)
+            if frontend is None:  # project doubles of older tests take the model alone
+                project.generate(model_bytes)
+            else:
+                project.generate(model_bytes, frontend=frontend)
             stages["generate_s"] = round(time.monotonic() - t, 3)
             build = project.build()
             stages["build_s"] = round(time.monotonic() - t - stages["generate_s"], 3)
@@ -333,7 +355,11 @@ class BoardMeasurer:
             "stage_s": stages,
             "ready": ready.raw,
             "result": result.raw,
+            "setup": reported_setup(ready.raw, result.raw),
         }
+        fe_arena = result.frontend.arena_bytes if result.frontend else 0
+        if result.frontend is not None:
+            details["frontend"] = frontend_details(result.frontend)
         return Figures(
             # a virtual board reports the simulator's figures: say so in the source too
             source=f"{'virtual-board' if virtual else 'board'}:{port}",
@@ -341,10 +367,22 @@ class BoardMeasurer:
             latency_ms=result.latency_median_us / 1000.0,
             latency_max_ms=result.latency_max_us / 1000.0,
             arena_bytes=result.arena_bytes,
-            peak_sram_bytes=result.arena_bytes + static_ram + result.stack_bytes,
+            peak_sram_bytes=result.arena_bytes + fe_arena + static_ram + result.stack_bytes,
             flash_bytes=flash,
             model_crc32=result.model_crc32,
             ops=tuple(OpTiming(i, o.op, o.us / 1000.0) for i, o in enumerate(result.ops)),
             calibration_source=self.calibration_source,
             details=details,
         )
+
+
+def frontend_details(fe: FrontendResult) -> dict[str, Any]:
+    """The front end's figures as a measurement's ``details["frontend"]`` (ms, bytes)."""
+    return {
+        "crc32": fe.crc32,
+        "frames": fe.frames,
+        "latency_ms": fe.latency_median_us / 1000.0,
+        "latency_min_ms": fe.latency_min_us / 1000.0,
+        "latency_max_ms": fe.latency_max_us / 1000.0,
+        "arena_bytes": fe.arena_bytes,
+    }

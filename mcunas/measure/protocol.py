@@ -24,6 +24,7 @@ __all__ = [
     "PROTOCOL_VERSION",
     "BoardError",
     "Crash",
+    "FrontendResult",
     "Malformed",
     "Mark",
     "OpTime",
@@ -77,6 +78,24 @@ class OpTime:
 
 
 @dataclass(frozen=True)
+class FrontendResult:
+    """``result.frontend``: the audio front end's figures, one inference window per run.
+
+    MCUNAS/1 {"event":"result",...,"frontend":{"crc32":"496e040c","frames":49,
+              "frame_samples":480,"hop_samples":320,"latency_us":{"min":4100,"median":4120,
+              "max":4180},"arena_bytes":5208,"arena_capacity_bytes":10240,"model_bytes":9120}}
+    """
+
+    crc32: str
+    frames: int
+    latency_min_us: float
+    latency_median_us: float
+    latency_max_us: float
+    arena_bytes: int
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Result:
     """``result``: figures of N timed invokes of the model the firmware was built with."""
 
@@ -91,6 +110,7 @@ class Result:
     flash_bytes: int | None = None
     ops: tuple[OpTime, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
+    frontend: FrontendResult | None = None  # a firmware built with frontend.tflite
 
 
 @dataclass(frozen=True)
@@ -203,14 +223,41 @@ def _decode(payload: dict[str, Any]) -> Event | None:
     return None  # unknown events are ignored so the protocol can grow
 
 
-def _decode_result(payload: dict[str, Any]) -> Result:
-    crc = _get(payload, "model_crc32", str)
+def _crc(payload: dict[str, Any], key: str) -> str:
+    crc = _get(payload, key, str)
     if not CRC_RE.match(crc):
-        raise ProtocolError(f"result: model_crc32 {crc!r} is not 8 lowercase hex digits")
+        raise ProtocolError(f"result: {key} {crc!r} is not 8 lowercase hex digits")
+    return crc
+
+
+def _latency(payload: dict[str, Any], where: str = "") -> tuple[float, float, float]:
     latency = _get(payload, "latency_us", dict)
-    lo, med, hi = (_number(latency, k, "latency_us.") for k in ("min", "median", "max"))
+    lo, med, hi = (_number(latency, k, f"{where}latency_us.") for k in ("min", "median", "max"))
     if not lo <= med <= hi:
-        raise ProtocolError(f"result: latency_us min {lo} <= median {med} <= max {hi} fails")
+        raise ProtocolError(f"result: {where}latency_us min {lo} <= median {med} <= max {hi} fails")
+    return lo, med, hi
+
+
+def _decode_frontend(payload: dict[str, Any]) -> FrontendResult | None:
+    """The optional ``frontend`` object of a result (None when the build had none)."""
+    fe = _get(payload, "frontend", dict, required=False)
+    if fe is None:
+        return None
+    lo, med, hi = _latency(fe, "frontend.")
+    return FrontendResult(
+        crc32=_crc(fe, "crc32"),
+        frames=_size(fe, "frames"),
+        latency_min_us=lo,
+        latency_median_us=med,
+        latency_max_us=hi,
+        arena_bytes=_size(fe, "arena_bytes"),
+        raw=fe,
+    )
+
+
+def _decode_result(payload: dict[str, Any]) -> Result:
+    crc = _crc(payload, "model_crc32")
+    lo, med, hi = _latency(payload)
     runs = _get(payload, "runs", int)
     if runs <= 0:
         raise ProtocolError(f"result: runs must be positive, got {runs}")
@@ -231,6 +278,7 @@ def _decode_result(payload: dict[str, Any]) -> Result:
         flash_bytes=_size(payload, "flash_bytes", required=False),
         ops=tuple(ops),
         raw=payload,
+        frontend=_decode_frontend(payload),
     )
 
 

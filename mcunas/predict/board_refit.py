@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mcunas.predict.calibrated_error import FEW_MODELS, cv_band, few_model_band
 from mcunas.predict.scale_fit import (
     CalibrationRow,
     LooResult,
@@ -276,33 +277,60 @@ def _op_level_scale_and_error(
     The K-fold refits start from ``prior`` (the profile before this fit), so a
     held-out model never leaks into the costs it is predicted with.
     """
-    from dataclasses import replace
-
     from mcunas.predict.kernel_fit import cross_validate
-    from mcunas.predict.latency import predict_latency
     from mcunas.predict.records import model_hash
 
     keys = {r.model_hash for r in op_records}
     same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
     if not same_runs:
         return
-    ratios = []
+    left, work = 0.0, 0.0  # measured time beyond the rest, and this library's kernel work
     for r in same_runs:
-        b = replace(board, kernels=r.kernels, clock_hz=r.clock_hz)
-        est = predict_latency(cached_graph(r.model), b)
-        work = est.ms - est.fixed_ms  # the scale multiplies the kernels' work only
-        if work > 0:
-            ratios.append(max(r.latency_ms - est.fixed_ms, 1e-9) / work)
-    if ratios:
-        entry["scale"] = round(_geomean(ratios), 4)
+        rest, mine = _library_split(board, r, entry)
+        if mine > 0:
+            left += max(r.latency_ms - rest, 0.0)
+            work += mine
+    if work > 0 and left > 0:
+        # a ratio of sums, not a mean of ratios: a model whose time is nearly all another
+        # path's (an attention block on reference kernels) leaves this library's share as
+        # a small difference of large numbers, and must not weigh as much as a conv model
+        entry["scale"] = round(left / work, 4)
     entry["rows"] = [r.id for r in same_runs]
     ops = [r for r in op_records if r.kernels == same_runs[0].kernels]
     cv = cross_validate(prior, ops, same_runs, graph_of)
     if cv:
         errs = [abs(p / r.latency_ms - 1) * 100 for r, p in cv]
-        entry["error_pct"] = round(statistics.median(errs), 1)
+        entry["error_pct"] = cv_band([(p, r.latency_ms) for r, p in cv])
         entry["within_10_pct"] = round(sum(e <= 10 for e in errs) / len(errs) * 100, 1)
-        entry["error_method"] = f"k-fold cross-validation over {len(errs)} models"
+        entry["error_method"] = (
+            f"90% band of k-fold cross-validation over {len(errs)} models "
+            f"(median {statistics.median(errs):.1f}%)"
+        )
+        if len(errs) < FEW_MODELS:
+            few_model_band(prior, entry, ops, graph_of, statistics.median(errs))
+
+
+def _library_split(
+    board: BoardProfile, row: CalibrationRow, entry: dict[str, Any]
+) -> tuple[float, float]:
+    """(ms of everything else, ms of the kernel work ``entry``'s scale multiplies) of a row.
+
+    The scale of a library multiplies only the work of the ops that run on it: the
+    other path's kernels (TFLM's reference ones), the dispatch and the unscaled
+    variants are what the prediction leaves at any scale, read from two predictions.
+    """
+    from dataclasses import replace
+
+    from mcunas.predict.latency import predict_latency
+
+    graph = cached_graph(row.model)
+    ms = []
+    for scale in (1.0, 2.0):
+        latency = {**(board.latency or {}), row.kernels: {**entry, "scale": scale}}
+        b = replace(board, kernels=row.kernels, clock_hz=row.clock_hz, latency=latency)
+        ms.append(predict_latency(graph, b).ms)
+    mine = ms[1] - ms[0]
+    return ms[0] - mine, mine
 
 
 def _toml_value(value: Any) -> str:

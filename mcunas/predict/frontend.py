@@ -26,7 +26,18 @@ from mcunas.frontend.config import FrontendConfig, filter_bank_tables
 from mcunas.frontend.graph import config_of_model
 from mcunas.predict.coefficients import DISPATCH_CYCLES
 
-__all__ = ["CYCLES_PER_ITERATION", "FrontendEstimate", "FrontendOpCost", "estimate_frontend"]
+__all__ = [
+    "CYCLES_PER_ITERATION",
+    "FRONTEND_ERROR_PCT",
+    "BOARD_FRONTEND",
+    "SPLIT",
+    "FrontendCost",
+    "FrontendEstimate",
+    "FrontendOpCost",
+    "estimate_frontend",
+    "frontend_cost",
+    "frontend_rows",
+]
 
 # Assumed cycles per inner-loop iteration on a Cortex-M4-class core (no SIMD use):
 # a 16x16 multiply-accumulate with its loads and store ~4; a 32x32->64 one ~8; a
@@ -43,6 +54,19 @@ CYCLES_PER_ITERATION = {
     "SignalPCAN": 120.0,  # per band
     "SignalFilterBankLog": 40.0,  # per band
 }
+# The stated error of the front end's latency estimate: the cycle counts are assumed,
+# good to a factor of two, so the upper bound is twice the estimate.
+FRONTEND_ERROR_PCT = 100.0
+# The ``Figures.details`` key of a board measurement whose firmware ran the front end
+# before the model: a dict with its ``latency_ms`` per inference window (and
+# ``latency_max_ms``, ``arena_bytes``, ``frames``, ``crc32``). The measurement's own
+# ``latency_ms`` is the model's; its peak SRAM and flash already hold the front end.
+# :func:`mcunas.profile.with_frontend` then adds the measured time and only splits
+# SRAM and flash.
+BOARD_FRONTEND = "frontend"
+# The ``Figures.details`` key of the split: {"frontend": {...}, "model": {...}}.
+SPLIT = "cost_split"
+INT16_BYTES = 2
 
 
 @dataclass(frozen=True)
@@ -128,4 +152,94 @@ def estimate_frontend(model_bytes: bytes, board: Any) -> FrontendEstimate:
         frame_ms * 1000.0 / cfg.hop_ms,
         _arena_bytes(model_bytes),
         len(model_bytes),
+    )
+
+
+@dataclass(frozen=True)
+class FrontendCost:
+    """What the front end adds to one inference of a model that reads ``frames`` rows.
+
+    Latency is per inference window: all ``frames`` frames of the window computed
+    (as ``mcunas predict`` and a board that classifies a whole clip do; a board that
+    streams computes only the new frames per inference, so this is the upper figure).
+    SRAM: the front end runs in its own ``MicroInterpreter`` and arena, beside the
+    model's (two interpreters, two arenas, both allocated for the program's life:
+    they add, nothing is shared), plus the buffers between them: the last frame of
+    int16 samples and the window's int16 feature rows. Flash: the graph with its
+    tables (not the signal kernels' code).
+    """
+
+    config: FrontendConfig
+    frames: int
+    frame_ms: float
+    latency_ms: float
+    arena_bytes: int
+    buffer_bytes: int
+    flash_bytes: int
+    ops: tuple[FrontendOpCost, ...]
+    error_pct: float = FRONTEND_ERROR_PCT
+    source: str = "estimate: loop counts x assumed cycles per iteration (not measured)"
+
+    @property
+    def sram_bytes(self) -> int:
+        """Arena and buffers: what the front end adds to the model's peak SRAM."""
+        return self.arena_bytes + self.buffer_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready figures (per window; ``ops`` per frame)."""
+        return {
+            "config": self.config.to_dict(),
+            "frames": self.frames,
+            "frame_ms": self.frame_ms,
+            "latency_ms": self.latency_ms,
+            "latency_error_pct": self.error_pct,
+            "arena_bytes": self.arena_bytes,
+            "buffer_bytes": self.buffer_bytes,
+            "sram_bytes": self.sram_bytes,
+            "flash_bytes": self.flash_bytes,
+            "source": self.source,
+            "ops": [asdict(o) for o in self.ops],
+        }
+
+
+def frontend_rows(front: FrontendCost) -> list[dict[str, Any]]:
+    """The front end's ops as rows of a per-layer table (``profile.layer_rows``' keys).
+
+    Indexed ``F0``, ``F1``, ...; each op's time is per frame x the window's frames.
+    """
+    return [
+        {
+            "index": f"F{i}",
+            "op": f"{row.op} (front end, x{front.frames} frames)",
+            "output_shape": [],
+            "dtype": "int16",
+            "macs": None,
+            "est_ms": row.ms * front.frames,
+            "est_error_pct": front.error_pct,
+            "accelerated": False,
+            "live_bytes": None,
+        }
+        for i, row in enumerate(front.ops)
+    ]
+
+
+def frontend_cost(model_bytes: bytes, frames: int, board: Any) -> FrontendCost:
+    """The front end's cost per inference window of ``frames`` frames on ``board``.
+
+    Raises:
+        ModelError: the bytes are not an mcunas front end.
+    """
+    est = estimate_frontend(model_bytes, board)
+    cfg, frames = est.config, max(1, int(frames))
+    buffers = INT16_BYTES * (cfg.frame_samples + frames * cfg.mel_bands)
+    return FrontendCost(
+        cfg,
+        frames,
+        est.frame_ms,
+        est.frame_ms * frames,
+        est.arena_bytes,
+        buffers,
+        est.flash_bytes,
+        est.rows,
+        source=est.source,
     )

@@ -31,7 +31,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["OpFitReport", "cross_validate", "fit_op_tables", "whole_model_overheads"]
+__all__ = [
+    "OpFitReport",
+    "cross_validate",
+    "fit_op_tables",
+    "op_cross_validate",
+    "whole_model_overheads",
+]
 
 GraphOf = Callable[[str], Any]  # model hash -> Graph
 MIN_REQUANT_SPREAD = 1e-9
@@ -152,7 +158,8 @@ def fit_op_tables(
     if not rows:
         return {}, report
     priors = {lib: resolve(board, lib) for lib in {r[0] for r in rows}}
-    solved = _solve(rows, _columns(rows), {k: c.table.requant * c.scale for k, c in priors.items()})
+    prior_requant = {k: c.table.requant * c.scale for k, c in priors.items()}
+    solved = _solve(rows, _columns(rows), prior_requant)
     tables: dict[str, dict[str, Any]] = {}
     for (lib, name), value in solved.items():
         entry = tables.setdefault(lib, {"scale": 1.0, "mac": {}})
@@ -160,6 +167,8 @@ def fit_op_tables(
             entry["mac"][name[4:]] = round(value, 5)
         else:
             entry[name] = round(value, 3)
+    for lib, entry in tables.items():  # an unfitted requantization stays what the fit used
+        entry.setdefault("requant", round(prior_requant[lib], 3))
     for lib, entry in tables.items():
         report.variants[lib] = sorted(entry["mac"])
         _keep_unfitted(board, lib, entry)
@@ -267,4 +276,37 @@ def cross_validate(
             if key in held:
                 b = replace(trial, kernels=row.kernels, clock_hz=row.clock_hz)
                 out.append((row, predict_latency(graph_of(key), b).ms))
+    return out
+
+
+def op_cross_validate(
+    board: Any, op_records: Sequence[Any], graph_of: GraphOf
+) -> list[tuple[float, float]]:
+    """Leave-one-op-out: each measured op predicted by a fit without it.
+
+    Only ops whose variant another op of the same code path also measured are
+    held out: the check is of what a calibrated profile states for measured
+    variants (a new shape of a measured kernel), not of variants no op ran.
+    With few models a K-fold over models leaves out whole variants and so
+    measures something else.
+
+    Returns:
+        ``(predicted, measured)`` cycles of each held-out op on its path's anchor core.
+    """
+    from mcunas.predict.latency import op_cycles, resolve
+
+    keyed = [
+        (i, row) for i, rec in enumerate(op_records) for row in _op_rows(board, [rec], graph_of)
+    ]
+    seen: dict[tuple[str, str], int] = {}
+    for _, (lib, feat, _, _) in keyed:
+        seen[(lib, feat.variant)] = seen.get((lib, feat.variant), 0) + 1
+    out = []
+    for i, (lib, feat, cycles, _) in keyed:
+        if seen[(lib, feat.variant)] < 2 or feat.units <= 0:
+            continue
+        rest = [r for j, r in enumerate(op_records) if j != i]
+        tables, _ = fit_op_tables(board, rest, [], graph_of)
+        trial = replace(board, latency={**(board.latency or {}), **tables})
+        out.append((op_cycles(feat, resolve(trial, lib).table), cycles))
     return out

@@ -15,11 +15,13 @@ Example::
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.files import output_path, write_file
@@ -35,6 +37,9 @@ CREATE TABLE IF NOT EXISTS measurements (
     board TEXT NOT NULL, core TEXT NOT NULL, kernels TEXT NOT NULL, clock_hz INTEGER NOT NULL,
     source TEXT NOT NULL, op_index INTEGER, op_name TEXT, latency_ms REAL NOT NULL,
     label TEXT, UNIQUE (model_hash, board, kernels, clock_hz, source, op_index, label)
+);
+CREATE TABLE IF NOT EXISTS setups (
+    board TEXT NOT NULL, source TEXT NOT NULL, setup TEXT NOT NULL, PRIMARY KEY (board, source)
 );
 """
 # The table's UNIQUE treats NULLs as distinct, so whole-model rows (op_index NULL)
@@ -67,7 +72,7 @@ class OpRecord:
 
 
 # Tables a measurements store has; a database holding other tables is another kind.
-_STORE_TABLES = {"models", "measurements"}
+_STORE_TABLES = {"models", "measurements", "setups"}
 
 
 def _refuse_other_kind(db: sqlite3.Connection, path: Path) -> None:
@@ -141,6 +146,19 @@ class RecordStore:
                 ],
             )
         return key
+
+    def add_setup(self, board: str, source: str, setup: dict[str, Any]) -> None:
+        """Store the build setup the firmware reported for ``board``'s rows from ``source``."""
+        with self._db:
+            self._db.execute(
+                "INSERT OR REPLACE INTO setups VALUES (?, ?, ?)",
+                (board, source, json.dumps(setup, sort_keys=True)),
+            )
+
+    def setups(self, board: str) -> dict[str, dict[str, Any]]:
+        """``source -> reported setup`` of every run of ``board`` that reported one."""
+        rows = self._db.execute("SELECT source, setup FROM setups WHERE board = ?", (board,))
+        return {source: json.loads(text) for source, text in rows}
 
     def import_csv(self, csv_path: Path) -> int:
         """Import whole-model rows in the form of ``calibration/measurements.csv``."""

@@ -37,12 +37,14 @@ __all__ = [
     "load_suite",
 ]
 
-SUITE_VERSION = "suite-5"
+SUITE_VERSION = "suite-6"
 SUITE_SIZES = ("small", "full", "quick")
-# The few-shot suite (`mcunas calibrate --quick`): three composite blocks of the small
-# suite whose ops cover the variants most model time is spent in (1x1 and depthwise
-# convolutions, strided and not, residual adds, pooling, a dense head).
-QUICK_MODELS = ("block_ds_24x16", "block_mb_12x16", "block_head_6x64")
+# The few-shot suite (`mcunas calibrate --quick`): three chains of the small suite that
+# between them run every variant the suite covers, most at two shapes, each op timed on
+# its own: one of convolutions and pooling, one of depthwise convolutions and element-wise
+# ops, one of matrix ops (attention, a dense head). Per-op times make one model of many
+# ops worth as much to the fit as that many single-op models.
+QUICK_MODELS = ("span_conv_32x3", "span_dw_24x16", "span_attn_32x64")
 
 
 @dataclass(frozen=True)
@@ -116,6 +118,7 @@ def _recipes() -> list[RecipeRow]:
         *_elementwise_recipes(),
         *_pool_recipes(),
         *_block_recipes(),
+        *_span_recipes(),
     ]
 
 
@@ -210,6 +213,65 @@ def _block_recipes() -> list[RecipeRow]:
     ]
 
 
+def _span_conv(n: FlatNet, x: int) -> int:
+    """Stems (3 and 4 input channels), 3x3 and 1x1 convolutions, max and average pools."""
+    x = n.conv(n.conv(x, 4, 3), 8, 3, 2)  # 32x32x3 -> 16x16x8, both shallow
+    x = n.pool(n.conv(x, 16, 3), "MAX_POOL_2D", 2, 2)  # -> 8x8x16
+    x = n.conv(n.conv(x, 32, 3), 64, 1)  # 3x3 at 8x8x16, 1x1 32 -> 64
+    x = n.pool(x, "AVERAGE_POOL_2D", 3, 1)  # -> 6x6x64
+    x = n.pool(n.conv(x, 32, 1), "MAX_POOL_2D", 3, 1)  # -> 4x4x32
+    return n.pool(x, "AVERAGE_POOL_2D", 2, 2)
+
+
+def _span_dw(n: FlatNet, x: int) -> int:
+    """Depthwise 3x3 and 5x5, strided and not, a multiplier of 2, ADD, MUL and MEAN."""
+    x = n.dwconv(n.dwconv(x, 3), 5)  # 24x24x16
+    x = n.binary("ADD", x, x)
+    x = n.dwconv(n.dwconv(x, 3, 2), 3, mult=2)  # -> 12x12x32
+    x = n.binary("MUL", x, x)
+    x = n.conv(n.dwconv(n.dwconv(x, 5, 2), 3), 64, 1)  # -> 6x6x64
+    x = n.dwconv(n.dwconv(x, 5), 3, 2)  # -> 3x3x64
+    return n.mean(n.binary("ADD", n.binary("MUL", x, x), x))
+
+
+def _span_attn(n: FlatNet, x: int) -> int:
+    """An attention block at 32 tokens x 64 and a dense head: FC, BATCH_MATMUL, SOFTMAX."""
+    q = n.fc(x, 64)
+    att = n.bmm(n.softmax(n.bmm(q, x)), n.transpose(x))
+    y = n.binary("ADD", x, n.fc(att, 64))
+    y = n.fc(n.binary("SQUARED_DIFFERENCE", y, y), 16)  # -> 32 x 16
+    flat = n.op(
+        "RESHAPE", [y, n.const_i32([1, 512])], [1, 512], "ReshapeOptions", newShape=[1, 512]
+    )
+    return n.softmax(n.fc(n.fc(flat, 64), 10))
+
+
+def _span_recipes() -> list[RecipeRow]:
+    return [
+        (
+            "span_conv_32x3",
+            [1, 32, 32, 3],
+            _span_conv,
+            ("conv_shallow", "conv_kxk", "conv_1x1", "pool_max", "pool_avg"),
+            True,
+        ),
+        (
+            "span_dw_24x16",
+            [1, 24, 24, 16],
+            _span_dw,
+            ("dw_3x3_s1", "dw_3x3_s2", "dw_kxk", "dw_mult", "add", "mul", "mean"),
+            True,
+        ),
+        (
+            "span_attn_32x64",
+            [1, 32, 64],
+            _span_attn,
+            ("fc", "bmm", "softmax", "transpose", "add"),
+            True,
+        ),
+    ]
+
+
 def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
     """One model: ``recipe`` applied to an int8 input of ``input_shape``."""
     net = FlatNet(name)
@@ -218,7 +280,7 @@ def build_model(name: str, input_shape: list[int], recipe: Recipe) -> bytes:
 
 
 def build_suite(size: str = "small") -> list[SuiteModel]:
-    """Build the ``small`` (about 40 models), ``full`` (about 70) or ``quick`` (3) suite."""
+    """Build the ``small`` (about 45 models), ``full`` (about 70) or ``quick`` (3) suite."""
     if size not in SUITE_SIZES:
         raise UserError(f"unknown suite '{size}': choose one of {', '.join(SUITE_SIZES)}")
     return [

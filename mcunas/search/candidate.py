@@ -109,6 +109,8 @@ class KerasRunner:
         self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
         self._description: str | None = None
+        # a space that searches the front end gives each trial its own data (dataset_for)
+        self.follows_space = hasattr(space, "dataset_for")
         _quiet_tensorflow()
         _deterministic_tensorflow()
 
@@ -118,9 +120,11 @@ class KerasRunner:
         Re-scoring (:mod:`mcunas.search.rescore`) trains finalists on other folds
         with it: the same build, training, conversion and INT8 scoring as a trial.
         """
-        return KerasRunner(
+        runner = KerasRunner(
             self.space, dataset, self.board, self.worker, recipe=self.recipe, seed=seed
         )
+        runner.follows_space = False  # these data, whatever the space would choose
+        return runner
 
     @property
     def recipe(self) -> Recipe:
@@ -133,8 +137,18 @@ class KerasRunner:
         """Seed every generator, then build and compile the candidate."""
         keras.utils.set_random_seed(seed)
         keras.backend.clear_session()
+        if self.follows_space:
+            self._use(self.space.dataset_for(hp))
         self._description = self.space.describe(hp)
         return self.space.build(hp)
+
+    def _use(self, dataset: Dataset) -> None:
+        """Train, check and calibrate on ``dataset`` from now on (a searched front end's)."""
+        if dataset is self.dataset:
+            return
+        self.dataset = dataset
+        self._check_samples = dataset.representative(CHECK_SAMPLES, self.seed)
+        self._calibration = dataset.representative(CALIBRATION_SAMPLES, self.seed)
 
     def check(self, model: Any) -> CheckResult:
         """Profile the untrained model's INT8 graph against the board (no training)."""
@@ -239,8 +253,25 @@ class KerasRunner:
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""
         if self.hardware is not None and not self.hybrid:
-            return self.hardware.measure(model_bytes)
+            return self._on_board(model_bytes)
         simulated = self.worker.simulate(model_bytes)
         if self.hardware is None or not promising(simulated):
             return simulated
-        return self.hardware.measure(model_bytes).checked_against(simulated)
+        return self._on_board(model_bytes).checked_against(simulated)
+
+    def _on_board(self, model_bytes: bytes) -> Figures:
+        """The board's figures; with the trial's front end when the measurer can run it.
+
+        A measurer whose ``measure`` takes ``frontend`` flashes the front-end graph
+        with the model and reports its time in ``details["frontend"]``
+        (:func:`mcunas.profile.with_frontend` uses it); others measure the model alone.
+        """
+        import inspect
+
+        hardware: Any = self.hardware
+        front = getattr(self.dataset, "frontend", None)
+        if front is None or "frontend" not in inspect.signature(hardware.measure).parameters:
+            return hardware.measure(model_bytes)
+        from mcunas.frontend.graph import frontend_model
+
+        return hardware.measure(model_bytes, frontend=frontend_model(front))

@@ -70,8 +70,11 @@ IDENTITY = (
     "supernet_schedule",
     "finetune_epochs",
     "frontend",
+    "frontend_space",
 )
 FRONTENDS = ("numpy", "tflm")  # WAV features: numpy log-mel, or the front-end graph in TFLM
+# --frontend tflm: one front end, or its parameters searched (mcunas.search.frontends)
+FRONTEND_SPACES = ("fixed", "search")
 
 
 def warm_start_default() -> bool:
@@ -128,6 +131,7 @@ class SearchConfig:
     warm_start: bool = field(default_factory=warm_start_default)
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
+    frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -246,6 +250,22 @@ class SearchConfig:
                 f"choose {', '.join(SUPERNET_SCHEDULES)}."
             )
 
+    def _check_frontend(self) -> None:
+        if self.frontend_space not in FRONTEND_SPACES:
+            raise UserError(
+                f"Unknown --frontend-space '{self.frontend_space}'; "
+                f"choose {', '.join(FRONTEND_SPACES)}."
+            )
+        if self.frontend_space == "fixed":
+            return
+        if self.frontend != "tflm":
+            raise UserError("--frontend-space search needs --frontend tflm (the front-end graph).")
+        if self.strategy == "supernet":
+            raise UserError(
+                "--strategy supernet trains one supernet on one input: it searches with a "
+                "fixed front end only (--frontend-space fixed), or use --strategy evolution."
+            )
+
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""
         if self.strategy not in STRATEGIES:
@@ -261,6 +281,7 @@ class SearchConfig:
                 "--port and --rack need --measure board or hybrid; "
                 "the default --measure simulator uses no board."
             )
+        self._check_frontend()
         check_number("finalists", self.finalists)
         check_number("max_trials", self.max_trials)
         check_number("epochs", self.epochs)

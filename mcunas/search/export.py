@@ -17,6 +17,7 @@ from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserErr
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
+from mcunas.search.summary import cost_split
 
 __all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
 
@@ -98,18 +99,28 @@ def export_best(
         "model_bytes": len(model_bytes),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
     }
+    split = cost_split(best)
+    if split is not None:  # latency, SRAM, flash: front end / model / total
+        info["cost_split"] = split
     if board is not None:
-        _add_project(model_bytes, board, dest, best, info)
+        front = (dest / "frontend.tflite").read_bytes() if frontend is not None else None
+        _add_project(model_bytes, board, dest, best, info, front)
     write_file(dest / "best.json", dumps(info))
     return dest
 
 
 def _add_project(
-    model_bytes: bytes, board: BoardProfile, dest: Path, best: TrialRecord, info: dict[str, Any]
+    model_bytes: bytes,
+    board: BoardProfile,
+    dest: Path,
+    best: TrialRecord,
+    info: dict[str, Any],
+    frontend: bytes | None = None,
 ) -> None:
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
     try:
-        _write_project(model_bytes, board, dest / PROJECT_DIR, _trial_arena(best), info)
+        arena = _trial_arena(best)
+        _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
     except (BoardProfileError, CandidateError, ModelError) as exc:
         info["project_error"] = str(exc)
@@ -149,9 +160,14 @@ def _trial_arena(trial: TrialRecord) -> Any:
 
 
 def _write_project(
-    model_bytes: bytes, board: BoardProfile, out: Path, arena: Any, info: dict[str, Any]
+    model_bytes: bytes,
+    board: BoardProfile,
+    out: Path,
+    arena: Any,
+    info: dict[str, Any],
+    frontend: bytes | None = None,
 ) -> list[Path]:
-    """The deployable project; the arena estimated for ``board`` when ``arena`` is None."""
+    """The deployable project, ``frontend`` before the model; arena estimated when None."""
     from mcunas.deploy import ArenaFigure, write_project
 
     if arena is None:
@@ -166,7 +182,7 @@ def _write_project(
         "class_names": info.get("class_names"),
         "preprocessing": info.get("preprocessing"),
     }
-    return write_project(model_bytes, board, out, arena, meta)
+    return write_project(model_bytes, board, out, arena, meta, frontend)
 
 
 def find_best_dir(source: Path) -> Path:
@@ -225,4 +241,6 @@ def export_project(
     for key in ("arena_bytes", "estimated", "source"):
         setattr(trial, key, (info.get("trial") or {}).get(key))
     arena = _trial_arena(trial) if same else None
-    return folder, target, _write_project(model_bytes, target, folder, arena, info)
+    front_path = best_dir / "frontend.tflite"
+    front = front_path.read_bytes() if front_path.is_file() else None
+    return folder, target, _write_project(model_bytes, target, folder, arena, info, front)

@@ -17,6 +17,7 @@ stop signals (``passes``) leave it as exceptions.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -151,6 +152,10 @@ class TrialPipeline:
         budgets: Budgets, the user's limits.
         models_dir: Path, where each trained trial's ``.tflite`` is kept.
         objectives: the Pareto front's objectives (which results deserve a board run).
+        frontend: adds the audio front end's cost to a model's figures
+            (:func:`mcunas.profile.with_frontend` bound to the run's front end and board;
+            None: no front end). Every figure recorded and checked is then front end +
+            model, the split kept in ``details``.
     """
 
     def __init__(
@@ -160,13 +165,22 @@ class TrialPipeline:
         budgets: Budgets,
         models_dir: Path,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
+        frontend: Callable[[Figures], Figures] | None = None,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
         self.models_dir, self.objectives = Path(models_dir), objectives
+        self.frontend = frontend
+
+    def total(self, cost: Figures) -> Figures:
+        """``cost`` with the front end's added (as it is without a front end, or if added)."""
+        return cost if self.frontend is None else self.frontend(cost)
 
     def cost_reasons(self, cost: Figures) -> str | None:
-        """The cost check: why ``cost`` breaks the board or the budgets ("; "-joined), or None."""
-        return "; ".join(violations(cost, self.budgets)) or None
+        """The cost check: why front end + model break the board or the budgets, or None.
+
+        ``cost`` is the model's (or already the total); reasons are "; "-joined.
+        """
+        return "; ".join(violations(self.total(cost), self.budgets)) or None
 
     def begin(
         self, tid: str, values: dict[str, Any], *, family: str | None, origin: str | None
@@ -227,6 +241,7 @@ class TrialPipeline:
         if check:
             with trial.stage_of("check", "check_s"):
                 checked = self.runner.check(model)
+                checked = dataclasses.replace(checked, cost=self.total(checked.cost))
             self.store.record_figures(trial.tid, checked.cost, before_training=True)
             self.store.update(  # the row shows the check done while the model trains
                 trial.tid, **trial.timings, params=checked.params, description=checked.description
@@ -241,7 +256,7 @@ class TrialPipeline:
         with trial.stage_of("evaluate", "eval_s"):
             evaluated = self.runner.evaluate(model_bytes)
         with trial.stage_of("measure", "measure_s"):
-            cost = self.runner.measure(model_bytes, self.promising(evaluated.accuracy))
+            cost = self.total(self.runner.measure(model_bytes, self.promising(evaluated.accuracy)))
         return model, model_bytes, cost, trained, evaluated
 
     def _record(
@@ -280,5 +295,6 @@ class TrialPipeline:
         return Outcome(TrialStatus.OK, note, result, evaluated.accuracy, cost)
 
     def promising(self, accuracy: float) -> Callable[[Figures], bool]:
-        """A test: would a candidate with these figures join the current Pareto front."""
-        return front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)
+        """A test: would a candidate with these figures (plus the front end) join the front."""
+        test = front_test(self.store.trials(TrialStatus.OK), accuracy, self.objectives)
+        return test if self.frontend is None else (lambda cost: test(self.total(cost)))

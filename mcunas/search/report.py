@@ -19,8 +19,8 @@ from mcunas.files import write_file
 from mcunas.jsontext import dumps
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.result import SearchResult, choice_reason
-from mcunas.search.store import TrialRecord, TrialStatus
-from mcunas.search.summary import energy_mark, estimate_mark, estimate_tag
+from mcunas.search.store import TrialRecord, TrialStatus, record_from_dict
+from mcunas.search.summary import energy_mark, estimate_mark, estimate_tag, split_text
 
 __all__ = ["plot_energy", "plot_pareto", "write_report"]
 
@@ -217,6 +217,9 @@ _COLUMNS = [
     ("arena KB", lambda r: _kb(r.arena_bytes) + estimate_mark(r)),
     ("peak SRAM KB", lambda r: _kb(r.peak_sram_bytes) + estimate_mark(r)),
     ("flash KB", lambda r: _kb(r.flash_bytes) + estimate_mark(r)),
+    ("front-end ms", lambda r: _num(r.frontend_latency_ms, 2) + _fe_mark(r)),
+    ("front-end SRAM KB", lambda r: _kb(r.frontend_sram_bytes) + _fe_mark(r)),
+    ("front-end flash KB", lambda r: _kb(r.frontend_flash_bytes) + _fe_mark(r)),
     ("energy uJ", lambda r: _num(r.energy_uj, 1) + (energy_mark(r) if r.energy_uj else "")),
     ("energy ± %", lambda r: _num(r.energy_error_pct, 0)),
     ("MACs", lambda r: _num(r.macs, 0)),
@@ -226,6 +229,14 @@ _COLUMNS = [
     ("total s", lambda r: _num(r.total_s, 1)),
     ("reason", lambda r: r.reason or ""),
 ]
+
+
+# columns shown only when some trial has a value there (a search with an audio front end)
+_OPTIONAL = {"front-end ms", "front-end SRAM KB", "front-end flash KB"}
+
+
+def _fe_mark(r: TrialRecord) -> str:
+    return "~" if r.frontend_latency_ms is not None and r.estimated else ""
 
 
 def _pct(v: float | None) -> str:
@@ -248,10 +259,13 @@ def _resumes(summary: dict) -> str:
 
 def _table(records: Sequence[TrialRecord], chosen_id: str | None) -> str:
     """Trials as a table the report's script sorts by any column; the chosen row marked."""
-    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in _COLUMNS)
+    columns = [
+        (name, fn) for name, fn in _COLUMNS if name not in _OPTIONAL or any(fn(r) for r in records)
+    ]
+    head = "".join(f"<th>{html.escape(name)}</th>" for name, _ in columns)
     rows = []
     for r in records:
-        cells = "".join(f"<td>{html.escape(str(fn(r)))}</td>" for _, fn in _COLUMNS)
+        cells = "".join(f"<td>{html.escape(str(fn(r)))}</td>" for _, fn in columns)
         marked = " chosen" if chosen_id is not None and r.trial_id == chosen_id else ""
         rows.append(f'<tr class="{r.status}{marked}">{cells}</tr>')
     return (
@@ -270,7 +284,7 @@ def _layers(rows: list[dict] | None) -> str:
     )
     body = "".join(
         f"<tr><td>{r['index']}</td><td>{html.escape(r['op'])}</td>"
-        f"<td>{'x'.join(str(d) for d in r['output_shape'])}</td>"
+        f"<td>{'x'.join(str(d) for d in r['output_shape']) or '-'}</td>"
         f'<td class="num">{_num(r["macs"], 0)}</td>'
         f'<td class="num">{_num(r["est_ms"], 3)}</td>'
         f'<td class="num">{_num(r["est_error_pct"], 0)}</td>'
@@ -280,7 +294,9 @@ def _layers(rows: list[dict] | None) -> str:
     return (
         '<h2>Chosen model, layer by layer</h2><p class="note">Latency per op is the '
         "simulator's estimate (~) with its stated error; live arena is the activation "
-        "bytes alive while the op runs.</p>"
+        "bytes alive while the op runs. Rows F0, F1, ... are the audio front end's signal "
+        "ops, run first, timed per inference window (per frame x the window's frames; "
+        "assumed cycle counts, good to a factor of two).</p>"
         f"<table><tr>{head}</tr>{body}</table>"
     )
 
@@ -321,8 +337,14 @@ def _chosen_line(best: dict | None) -> str:
         f"trial {html.escape(best['trial_id'])} ({what})"
         f": INT8 accuracy {_pct(best['int8_accuracy'])}, latency {best['latency_ms']:.2f} ms, "
         f"peak SRAM {best['peak_sram_bytes'] / 1024:.1f} KB{estimate_tag(best)}, "
-        f"{_energy(best)}exported to best/"
+        f"{_energy(best)}{_split(best)}exported to best/"
     )
+
+
+def _split(best: dict) -> str:
+    """``(front end ... + model ... = ...), `` when the chosen model has a front end."""
+    text = split_text(record_from_dict(best))
+    return f"({html.escape(text)}), " if text else ""
 
 
 def _chosen_by(summary: dict, why: str | None) -> str:

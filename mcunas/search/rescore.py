@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -70,7 +71,7 @@ def rescore_finalists(
         return
     plan = plan_for(len(dataset.y_train))
     state = _state(store, plan, config.seed, finalists)
-    splits = fold_splits(dataset, plan, config.seed)
+    splits = _splits_by_trial(space, dataset, plan, config.seed)
     start = time.perf_counter()
     allowed = TIME_SHARE * store.checkpoint_wall()
     progress.note(
@@ -87,7 +88,8 @@ def rescore_finalists(
                 why = "the time budget" if progress.time_up() else f"{TIME_SHARE:.0%} of its time"
                 progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
                 return
-            _one_run(config, store, state, (space, runner), rec, splits[run], run, plan, progress)
+            data = splits(rec)[run]
+            _one_run(config, store, state, (space, runner), rec, data, run, plan, progress)
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
 
 
@@ -117,6 +119,28 @@ def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None 
         rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
     finally:
         close()
+
+
+def _splits_by_trial(
+    space: Any, dataset: Any, plan: Plan, seed: int
+) -> Callable[[TrialRecord], list[Any]]:
+    """Each finalist's runs' data: the search's, or its own front end's when that is searched.
+
+    Every front end's dataset holds the same samples in the same order, so the folds
+    are the same samples whichever features they carry.
+    """
+    if not hasattr(space, "trial_dataset"):
+        same = fold_splits(dataset, plan, seed)
+        return lambda rec: same
+    made: dict[str, list[Any]] = {}
+
+    def splits(rec: TrialRecord) -> list[Any]:
+        key = space.frontend_key(rec.hyperparameters)
+        if key not in made:
+            made[key] = fold_splits(space.trial_dataset(rec.hyperparameters), plan, seed)
+        return made[key]
+
+    return splits
 
 
 def _since(start: float) -> float:

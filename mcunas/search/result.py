@@ -39,7 +39,7 @@ from mcunas.search.pareto import (
     reference_point,
 )
 from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
-from mcunas.search.summary import chosen_text, estimate_note, pareto_table
+from mcunas.search.summary import chosen_text, cost_split, estimate_note, pareto_table
 
 __all__ = [
     "ACCURACY_TIE",
@@ -172,6 +172,7 @@ class SearchResult:
             "stopped_reason": self.stopped_reason,
             "hypervolume": self.hypervolume,
             "best": None if self.best is None else self.best.to_dict(),
+            "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
             "rescore": self.rescore,
             "estimate_note": estimate_note(self.trials),
@@ -219,6 +220,7 @@ class SearchResult:
             "counts": self.counts(),
             "draws": self.draws(),
             "best": None if self.best is None else self.best.to_dict(),
+            "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
             "rescore": self.rescore,
             "front": [r.to_dict() for r in self.front],

@@ -172,6 +172,7 @@ class SearchRun:
         self.strategy, self.executor, self.debug = strategy, executor, debug
         self.dataset: Any = None
         self.recipe: Any = None
+        self.fronts: Any = None  # mcunas.search.frontends.FrontendSearch (--frontend tflm, WAV)
 
     def run(self, progress: Progress) -> str | None:
         """Search until done or out of time; why it stopped early, or None."""
@@ -179,19 +180,28 @@ class SearchRun:
 
     # ---------------------------------------------------------------- set-up
     def load_data(self) -> Any:
-        """Load the dataset and plan its training recipe (``self.dataset``, ``self.recipe``)."""
+        """Load the dataset and plan its training recipe (``self.dataset``, ``self.recipe``).
+
+        With ``--frontend tflm`` a WAV dataset's features come from the front-end graph
+        (``self.fronts``: the fixed front end's data, or every searched one's).
+
+        Raises:
+            UserError: ``--frontend-space search`` on data that are not WAV clips.
+            DatasetError: the data are missing or unreadable.
+        """
         from mcunas.data import load_dataset
         from mcunas.search.recipe import plan_recipe
 
         cfg = self.config
-        frontend = None
         if cfg.frontend == "tflm":
-            from mcunas.frontend.config import FrontendConfig
+            from mcunas.search.frontends import FrontendSearch
 
-            frontend = FrontendConfig()
-        self.dataset = load_dataset(
-            cfg.dataset, seed=cfg.seed, frontend=frontend, cache_dir=self.out_dir / "cache"
-        )
+            self.fronts = FrontendSearch(cfg, self.board, self.out_dir / "cache")
+            self.dataset = self.fronts.default
+            if self.dataset.frontend is None:  # no WAV clips: no front end
+                self.fronts = None
+        else:
+            self.dataset = load_dataset(cfg.dataset, seed=cfg.seed)
         self.recipe = plan_recipe(self.dataset, cfg.batch_size, cfg.augment)
         return self.dataset
 
@@ -199,10 +209,12 @@ class SearchRun:
         """The search space over ``families`` (default: ``--families``, else all)."""
         from mcunas.space import FAMILIES, McuSearchSpace
 
-        d = self.dataset
-        return McuSearchSpace(
-            d.input_shape, d.num_classes, families or self.config.families or FAMILIES
-        )
+        d, families = self.dataset, families or self.config.families or FAMILIES
+        if self.fronts is not None and self.fronts.searched:
+            from mcunas.search.frontend_space import FrontendSpace
+
+            return FrontendSpace(self.fronts, d.num_classes, families)
+        return McuSearchSpace(d.input_shape, d.num_classes, families)
 
     def components(
         self, families: tuple[str, ...] | None = None, measure: bool = True
@@ -259,7 +271,17 @@ class SearchRun:
             cfg.budgets,
             self.out_dir / "models",
             cfg.objectives,
+            frontend=self.frontend_adder(),
         )
+
+    def frontend_adder(self) -> Callable[[Any], Any] | None:
+        """Adds the current trial's front-end cost to a model's figures; None without one.
+
+        The cost (:func:`mcunas.predict.frontend.frontend_cost`) is estimated once per
+        front end and input length, on the run's board
+        (:meth:`mcunas.search.frontends.FrontendSearch.add`).
+        """
+        return None if self.fronts is None else self.fronts.add
 
     def seed_name(self, space: Any) -> str | None:
         """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
@@ -304,29 +326,43 @@ class SearchRun:
     def finish(self, stopped: str | None) -> SearchResult:
         """Compute the result, write the report, export the chosen model."""
         result = compute_result(self.store, self.config, self.board, stopped)
-        result.test = self._test_accuracy(result.best)
+        data = self.data_of(result.best)
+        result.test = self._test_accuracy(result.best, data)
         if result.best is not None:
             from mcunas.profile import model_layers
 
             model_bytes = trial_model_bytes(result.best, self.out_dir)
-            result.layers = model_layers(model_bytes, self.board)
+            result.layers = self._frontend_rows(data) + model_layers(model_bytes, self.board)
         result.paths = write_report(result)
         if result.best is not None:
-            context = {**self._context(), "test": result.test, "chosen_by": result.chosen_by}
+            context = {**self._context(data), "test": result.test, "chosen_by": result.chosen_by}
             context["rescore"] = result.rescore
-            front = getattr(self.dataset, "frontend", None)
+            front = getattr(data, "frontend", None)
             best_dir = export_best(result.best, self.out_dir, context, self.board, frontend=front)
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
 
-    def _test_accuracy(self, best: Any) -> dict[str, Any] | None:
+    def data_of(self, rec: Any) -> Any:
+        """The data trial ``rec`` trained on: its own front end's when that is searched."""
+        if rec is None or self.fronts is None:
+            return self.dataset
+        return self.fronts.dataset_of(rec.hyperparameters)
+
+    def _frontend_rows(self, data: Any) -> list[dict[str, Any]]:
+        """The front end's ops for the per-layer table (listed first); [] without one."""
+        if self.fronts is None:
+            return []
+        from mcunas.predict.frontend import frontend_rows
+
+        return frontend_rows(self.fronts.cost_of(data))
+
+    def _test_accuracy(self, best: Any, data: Any) -> dict[str, Any] | None:
         """The chosen INT8 model's accuracy on the dataset's test split (TFLM kernels).
 
         None without a test split or a chosen model; a model TFLM cannot run on
         the test inputs is reported as such, not raised (the search is done).
         """
-        data = self.dataset
         if best is None or data is None or getattr(data, "x_test", None) is None:
             return None
         from mcunas.errors import CandidateError
@@ -342,7 +378,7 @@ class SearchRun:
             worker.close()
         return {"samples": len(data.y_test), "int8_accuracy": round(float(accuracy), 6)}
 
-    def _context(self) -> dict[str, Any]:
+    def _context(self, data: Any = None) -> dict[str, Any]:
         """What ``best.json`` records beside the trial: board, budgets, dataset, strategy."""
         cfg = self.config
         return {
@@ -350,6 +386,6 @@ class SearchRun:
             "budgets": cfg.budgets.to_dict(),
             "dataset": cfg.dataset or "digits (built-in)",
             "strategy": cfg.strategy,
-            "preprocessing": getattr(self.dataset, "preprocessing", None),
+            "preprocessing": getattr(data or self.dataset, "preprocessing", None),
             "class_names": list(getattr(self.dataset, "class_names", ()) or ()),
         }

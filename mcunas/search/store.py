@@ -88,6 +88,12 @@ class TrialRecord:
     energy_uj: float | None = None  # per inference: estimate, or a power meter's
     energy_error_pct: float | None = None  # the estimate's 90% band (None: measured)
     energy_source: str | None = None
+    # the audio front end's share of latency_ms, peak_sram_bytes and flash_bytes (which
+    # are front end + model totals); empty for a search without a front end
+    frontend_latency_ms: float | None = None
+    frontend_sram_bytes: int | None = None  # its arena and buffers
+    frontend_flash_bytes: int | None = None
+    frontend_source: str | None = None  # "estimate: ..." or "measured: <board>"
     macs: int | None = None
     params: int | None = None
     source: str | None = None
@@ -383,6 +389,12 @@ def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[s
     }
     if figures.macs is not None:
         values["macs"] = figures.macs
+    front = (figures.details.get("cost_split") or {}).get("frontend")  # with_frontend's
+    if front is not None:
+        values["frontend_latency_ms"] = front["latency_ms"]
+        values["frontend_sram_bytes"] = front["sram_bytes"]
+        values["frontend_flash_bytes"] = front["flash_bytes"]
+        values["frontend_source"] = front["source"]
     sim = figures.latency_ms if before_training else figures.sim_latency_ms
     if sim is not None:
         values["sim_latency_ms"] = sim

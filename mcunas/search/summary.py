@@ -16,12 +16,14 @@ from mcunas.search.store import TrialRecord, TrialStatus
 
 __all__ = [
     "chosen_text",
+    "cost_split",
     "energy_mark",
     "energy_text",
     "estimate_mark",
     "estimate_note",
     "estimate_tag",
     "pareto_table",
+    "split_text",
 ]
 
 
@@ -42,21 +44,73 @@ def energy_text(rec: TrialRecord) -> str:
     return f"{rec.energy_uj:.1f} uJ{energy_mark(rec)}"
 
 
+def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
+    """Latency, peak SRAM and flash as front end, model and total; None without a front end.
+
+    The store keeps the totals and the front end's share; the model's is the difference.
+    """
+    if rec.frontend_latency_ms is None:
+        return None
+    total: dict[str, Any] = {
+        "latency_ms": rec.latency_ms,
+        "peak_sram_bytes": rec.peak_sram_bytes,
+        "flash_bytes": rec.flash_bytes,
+    }
+    front: dict[str, Any] = {
+        "latency_ms": rec.frontend_latency_ms,
+        "peak_sram_bytes": rec.frontend_sram_bytes,
+        "flash_bytes": rec.frontend_flash_bytes,
+    }
+    model = {k: _minus(total[k], front[k]) for k in total}
+    return {"frontend": {**front, "source": rec.frontend_source}, "model": model, "total": total}
+
+
+def _minus(total: float | None, part: float | None) -> float | None:
+    return None if total is None or part is None else total - part
+
+
+def split_text(rec: TrialRecord) -> str | None:
+    """``front end 2.1 ms / 9.4 KB / 4.1 KB + model ...`` for a trial with a front end."""
+    split = cost_split(rec)
+    if split is None:
+        return None
+
+    def part(d: dict[str, Any]) -> str:
+        return (
+            f"{d['latency_ms'] or 0:.2f} ms, {(d['peak_sram_bytes'] or 0) / 1024:.1f} KB SRAM, "
+            f"{(d['flash_bytes'] or 0) / 1024:.1f} KB flash"
+        )
+
+    what = "estimate" if str(split["frontend"]["source"] or "").startswith("estimate") else ""
+    return (
+        f"front end {part(split['frontend'])}{f' ({what})' if what else ''} + "
+        f"model {part(split['model'])} = {part(split['total'])}"
+    )
+
+
 def pareto_table(front: Sequence[TrialRecord]) -> str:
     """A plain-text table of the front for the terminal."""
     if not front:
         return "No feasible candidate: the Pareto front is empty."
     head = f"{'trial':>6}  {'family':<12} {'INT8 acc':>8}  {'latency':>11}  {'peak SRAM':>11}  "
     head += f"{'flash':>10}  {'energy':>12}  source"
+    fronted = any(r.frontend_latency_ms is not None for r in front)
+    if fronted:
+        head = head.replace("  source", "  front end ms  source")
     lines = [head, "-" * len(head)]
     for r in front:
         mark = estimate_mark(r)
+        share = f"{r.frontend_latency_ms or 0:11.2f}~  " if fronted else ""
         lines.append(
             f"{r.trial_id:>6}  {(r.family or '-'):<12} {100 * (r.int8_accuracy or 0):7.1f}%  "
             f"{r.latency_ms or 0:8.2f} ms{mark:1}  "
             f"{(r.peak_sram_bytes or 0) / 1024:7.1f} KB{mark:1}  "
             f"{(r.flash_bytes or 0) / 1024:7.1f} KB{mark:1}  {energy_text(r):>12}  "
-            f"{r.source or ''}"
+            f"{share}{r.source or ''}"
+        )
+    if fronted:
+        lines.append(
+            "latency, peak SRAM and flash are audio front end + model (per inference window)"
         )
     if any(r.estimated for r in front):
         lines.append("~ simulator estimate (see report.html for the predictor's error)")
@@ -101,6 +155,8 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
     """Lines on the chosen model: figures, why (if not the top score), where it went."""
     mark = estimate_mark(best)
     why = f"  chosen: {reason}\n" if reason else ""
+    split = split_text(best)
+    why += f"  {split}\n" if split else ""
     if best.steps:
         why += f"  trained {best.steps} optimizer steps ({best.epochs_run} epochs)\n"
     return (

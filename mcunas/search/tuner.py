@@ -93,6 +93,8 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             test of which candidates go to the board.
         worker: bool, a distributed search's worker: it runs trials and prints their
             lines; the chief keeps the draw cap, the time budget and the failure streak.
+        frontend: callable | None, adds the audio front end's cost to a model's figures
+            (:meth:`mcunas.search.run.SearchRun.frontend_adder`; None: no front end).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -114,6 +116,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         seeds: list[dict[str, Any]] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
         worker: bool = False,
+        frontend: Any = None,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
@@ -123,7 +126,9 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
         self.warm = WarmStart(runner, store, self.models_dir, warm_start)
-        self.pipeline = TrialPipeline(runner, store, budgets, self.models_dir, objectives)
+        self.pipeline = TrialPipeline(
+            runner, store, budgets, self.models_dir, objectives, frontend=frontend
+        )
         self.stopped_reason: str | None = None
         with contextlib.redirect_stdout(io.StringIO()):  # keras-tuner's "Reloading Tuner from"
             super().__init__(oracle=oracle, hypermodel=hypermodel, **kwargs)

@@ -109,6 +109,7 @@ def make_tuner(
         "objectives": cfg.objectives,
         "seeds": seeds,
         "warm_start": cfg.warm_start,
+        "frontend": run.frontend_adder(),
     }
     try:
         return HardwareAwareTuner(oracle, space, **{**settings, **options})

@@ -4,6 +4,9 @@ Demo::
 
     python -m mcunas.measure.virtual_board --board esp32s3 --model m.tflite [--fault reset]
     # prints the pty path; then: mcunas bench m.tflite --board esp32s3 --port PATH --no-flash
+    python -m mcunas.measure.virtual_board --board esp32s3 --model out/best/model.tflite \
+        --frontend out/best/frontend.tflite
+    # then: mcunas bench out/best --board esp32s3 --port PATH --no-flash
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--board", required=True, help="board profile name or .toml path")
     parser.add_argument("--model", required=True, help=".tflite the board pretends to run")
+    parser.add_argument("--frontend", help="frontend.tflite it runs before the model")
     parser.add_argument("--fault", choices=FAULTS, default=None)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--time-scale", type=float, default=1.0, help="speed-up of run time")
@@ -54,6 +58,8 @@ def main(argv: list[str] | None = None) -> int:
         runs=args.runs,
         time_scale=args.time_scale,
     )
+    if args.frontend:
+        vb.flash(Path(args.model).read_bytes(), Path(args.frontend).read_bytes())
     done = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: done.set())
     with vb:

@@ -33,14 +33,18 @@ import select
 import threading
 import time
 import tty
+from typing import Any
 
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 from mcunas.measure.power.virtual import PowerTimeline
 from mcunas.measure.protocol import encode_line
+from mcunas.measure.setup_report import firmware_setup
 from mcunas.measure.virtual_board.figures import (
     FiguresProvider,
     FirmwareFigures,
+    FrontendFigures,
+    frontend_figures,
     simulator_figures,
 )
 
@@ -48,6 +52,8 @@ __all__ = ["FAULTS", "VirtualBoard", "board_at"]
 
 FAULTS = ("silence", "garbage", "reset", "crc", "error", "disconnect", "crash")
 FIRMWARE_VERSION = "0.1.0-virtual"
+# The runtime the virtual board says it was built with (its `ready` line's setup).
+VIRTUAL_RUNTIME = "virtual (mcunas simulator)"
 # Invokes besides the timed runs, as the firmware does: warm-up before, per-op profiler after.
 WARMUP_INVOKES = 3
 PROFILE_INVOKES = 3
@@ -94,6 +100,9 @@ class VirtualBoard:
         self._provider = figures
         self._model: bytes | None = None
         self._figures: FirmwareFigures | None = None
+        self._frontend: bytes | None = None
+        self._fe_figures: FrontendFigures | None = None
+        self._fe_error: tuple[str, str] | None = None
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -135,16 +144,25 @@ class VirtualBoard:
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def flash(self, model_bytes: bytes) -> None:
-        """Load a new model, as an upload does, and reboot."""
+    def flash(self, model_bytes: bytes, frontend: bytes | None = None) -> None:
+        """Load a new model (and the front end run before it), as an upload does, and reboot."""
         with self._lock:
-            self._load(model_bytes)
+            self._load(model_bytes, frontend)
             self._boot()
 
     # -- firmware behaviour ----------------------------------------------------
-    def _load(self, model_bytes: bytes) -> None:
+    def _load(self, model_bytes: bytes, frontend: bytes | None = None) -> None:
+        """Take the model; with a front end, run a window through both graphs as the firmware."""
+        from mcunas.errors import McunasError
+
         self._model = model_bytes
         self._figures = self._provider(model_bytes, self.board)
+        self._frontend, self._fe_figures, self._fe_error = frontend, None, None
+        if frontend is not None:
+            try:
+                self._fe_figures = frontend_figures(frontend, model_bytes, self.board)
+            except McunasError as exc:  # the firmware's set-up error, reported on `run`
+                self._fe_error = ("frontend_shape", str(exc))
 
     def _boot(self) -> None:
         if self._model is None or self.fault == "silence":
@@ -209,8 +227,9 @@ class VirtualBoard:
 
     def _run_output(self, figures: FirmwareFigures) -> None:
         fault = self.fault
-        if fault == "error" or figures.error is not None:
-            code, message = figures.error or ("arena_too_small", "AllocateTensors failed")
+        if fault == "error" or figures.error is not None or self._fe_error is not None:
+            default = self._fe_error or ("arena_too_small", "AllocateTensors failed")
+            code, message = figures.error or default
             self._write(encode_line({"event": "error", "code": code, "message": message}))
             return
         line = self._result_line(figures)
@@ -247,6 +266,8 @@ class VirtualBoard:
                 "clock_hz": self.board.clock_hz,
                 "model_crc32": self._crc(),
                 "virtual": True,
+                "setup": firmware_setup(self.board, VIRTUAL_RUNTIME)[0],
+                **({"frontend_crc32": model_crc32(self._frontend)} if self._frontend else {}),
             }
         )
 
@@ -254,6 +275,7 @@ class VirtualBoard:
         assert self._model is not None
         crc = self._crc()
         median = round(f.latency_ms * 1000)
+        arena = firmware_setup(self.board)[1]
         return encode_line(
             {
                 "event": "result",
@@ -270,8 +292,30 @@ class VirtualBoard:
                 "flash_bytes": f.flash_bytes,
                 "ops": [{"op": op, "us": round(ms * 1000, 1)} for op, ms in f.ops],
                 "virtual": True,
+                **({"arena_addr": arena} if arena else {}),
+                **self._frontend_field(),
             }
         )
+
+    def _frontend_field(self) -> dict[str, Any]:
+        """The result's ``frontend`` object, as the firmware prints it (empty without one)."""
+        fe = self._fe_figures
+        if fe is None:
+            return {}
+        median = round(fe.latency_ms * 1000)
+        latency = {"min": round(median * 0.995), "median": median, "max": round(median * 1.01)}
+        return {
+            "frontend": {
+                "crc32": fe.crc32,
+                "frames": fe.frames,
+                "frame_samples": fe.frame_samples,
+                "hop_samples": fe.hop_samples,
+                "latency_us": latency,
+                "arena_bytes": fe.arena_bytes,
+                "arena_capacity_bytes": fe.arena_bytes,
+                "model_bytes": fe.model_bytes,
+            }
+        }
 
     def _crc(self) -> str:
         assert self._model is not None

@@ -14,7 +14,14 @@ from dataclasses import dataclass
 from mcunas.boards import BoardProfile
 from mcunas.csource import model_crc32
 
-__all__ = ["FirmwareFigures", "FiguresProvider", "fixed_figures", "simulator_figures"]
+__all__ = [
+    "FiguresProvider",
+    "FirmwareFigures",
+    "FrontendFigures",
+    "fixed_figures",
+    "frontend_figures",
+    "simulator_figures",
+]
 
 
 @dataclass(frozen=True)
@@ -81,3 +88,51 @@ def fixed_figures(latency_ms: float, arena_bytes: int) -> FiguresProvider:
         )
 
     return provider
+
+
+@dataclass(frozen=True)
+class FrontendFigures:
+    """What the virtual firmware reports for its front end (an estimate, not a measurement)."""
+
+    crc32: str
+    frames: int
+    frame_samples: int
+    hop_samples: int
+    latency_ms: float  # one inference window: ``frames`` invokes
+    arena_bytes: int
+    model_bytes: int
+
+
+def frontend_figures(frontend: bytes, model_bytes: bytes, board: BoardProfile) -> FrontendFigures:
+    """Run a raw window through both graphs in the host TFLM runtime, as the firmware does.
+
+    The synthetic window goes through ``frontend`` (one invoke per hop) and its
+    features through the model, so a front end and model that cannot run together
+    fail here as on the board. The latency is the simulator's per-frame estimate
+    times the frames; the arena is the host planner's.
+
+    Raises:
+        ModelError: the front end and the model do not fit together or cannot run.
+        CandidateError: the model cannot run in the host runtime.
+    """
+    import numpy as np
+
+    from mcunas.evaluate import int8_outputs
+    from mcunas.frontend.build import frontend_build
+    from mcunas.frontend.host import FrontendRunner, scaled
+    from mcunas.predict.frontend import estimate_frontend
+
+    fb = frontend_build(frontend, model_bytes)
+    window = np.random.default_rng(0).integers(-8192, 8192, fb.window_samples(), np.int16)
+    feats = scaled(FrontendRunner(frontend).clip(window), fb.config)
+    int8_outputs(model_bytes, feats.reshape(1, fb.frames, -1, 1))
+    est = estimate_frontend(frontend, board)
+    return FrontendFigures(
+        crc32=model_crc32(frontend),
+        frames=fb.frames,
+        frame_samples=fb.config.frame_samples,
+        hop_samples=fb.config.hop_samples,
+        latency_ms=est.frame_ms * fb.frames,
+        arena_bytes=est.arena_bytes,
+        model_bytes=len(frontend),
+    )

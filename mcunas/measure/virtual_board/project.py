@@ -45,13 +45,16 @@ class VirtualProject:
         self.work_dir = Path(work_dir)
         self.upload_s = upload_s
         self._model: bytes | None = None
+        self._frontend: bytes | None = None
 
-    def generate(self, model_bytes: bytes) -> Path:
-        """Write the model where the firmware sources would go."""
+    def generate(self, model_bytes: bytes, frontend: bytes | None = None) -> Path:
+        """Write the model (and the front end) where the firmware sources would go."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         path = self.work_dir / "model.tflite"
         write_file(path, model_bytes, "virtual board model")
-        self._model = model_bytes
+        if frontend is not None:
+            write_file(self.work_dir / "frontend.tflite", frontend, "virtual board front end")
+        self._model, self._frontend = model_bytes, frontend
         return path
 
     def build(self) -> VirtualBuild:
@@ -61,7 +64,9 @@ class VirtualProject:
         return VirtualBuild(
             elf_path=None,
             static_ram_bytes=self.board.firmware_ram_bytes,
-            flash_bytes=self.board.firmware_flash_bytes + len(self._model),
+            flash_bytes=self.board.firmware_flash_bytes
+            + len(self._model)
+            + len(self._frontend or b""),
         )
 
     def upload(self, port: str) -> None:
@@ -70,4 +75,4 @@ class VirtualProject:
         if target is None or self._model is None:
             raise MeasurementError(f"upload failed: no virtual board on {port}; check --port")
         time.sleep(self.upload_s)
-        target.flash(self._model)
+        target.flash(self._model, self._frontend)

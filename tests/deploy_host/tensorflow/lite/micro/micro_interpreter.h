@@ -49,6 +49,7 @@ class MicroInterpreter {
     }
     return kTfLiteOk;
   }
+  TfLiteStatus Reset() { return kTfLiteOk; }
   TfLiteTensor* input(size_t index) { return index == 0 ? &input_ : nullptr; }
   TfLiteTensor* output(size_t index) { return index == 0 ? &output_ : nullptr; }
   size_t arena_used_bytes() const { return HOST_INPUT_BYTES + HOST_OUTPUT_BYTES; }

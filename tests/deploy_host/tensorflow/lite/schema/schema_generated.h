@@ -8,13 +8,19 @@
 #define TFLITE_SCHEMA_VERSION (3)
 
 typedef enum TfLiteStatus { kTfLiteOk = 0, kTfLiteError = 1 } TfLiteStatus;
-typedef enum { kTfLiteNoType = 0, kTfLiteFloat32 = 1, kTfLiteInt8 = 9 } TfLiteType;
+typedef enum {
+  kTfLiteNoType = 0,
+  kTfLiteFloat32 = 1,
+  kTfLiteInt16 = 7,
+  kTfLiteInt8 = 9
+} TfLiteType;
 typedef struct TfLiteQuantizationParams {
   float scale;
   int32_t zero_point;
 } TfLiteQuantizationParams;
 typedef union TfLitePtrUnion {
   int8_t* int8;
+  int16_t* i16;
   float* f;
   void* raw;
 } TfLitePtrUnion;

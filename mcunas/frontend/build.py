@@ -1,0 +1,137 @@
+"""What a firmware needs to run ``frontend.tflite`` before the model, in one go.
+
+The firmware (``firmware/src/frontend_stage.cc``, and ``main.cpp`` of
+``best/project``) invokes the front end once per hop of a raw int16 window and
+quantises each frame's int16 features into the model's int8 input. It needs
+the framing (frames, frame and hop samples), the bands, the output scale and
+an arena for the front end: :func:`frontend_build` gives them for a front end
+and the model it feeds, and checks that the two fit together.
+
+Example::
+
+    fb = frontend_build(frontend_bytes, model_bytes)
+    fb.defines()   # {"MCUNAS_HAS_FRONTEND": "1", "MCUNAS_FRONTEND_FRAMES": "49", ...}
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mcunas.errors import BoardProfileError, CandidateError, ModelError
+from mcunas.frontend.config import FrontendConfig
+
+__all__ = [
+    "CORTEX_M_SIGNAL_OPS",
+    "FRONTEND_ARENA_MARGIN",
+    "FrontendBuild",
+    "check_signal_ops",
+    "frontend_build",
+    "write_frontend_build",
+]
+
+# The host planner's arena is a 64-bit figure (larger than on a 32-bit board);
+# a margin on top covers what the planner may need while it allocates.
+FRONTEND_ARENA_MARGIN = 0.25
+ARENA_ROUND_BYTES = 1024
+# The Arduino TFLite Micro library platformio.ini pins for Cortex-M boards predates
+# TFLM's signal library (firmware/README.md says what was checked): None until a
+# pinned library has it, else the library's name.
+CORTEX_M_SIGNAL_OPS: str | None = None
+
+
+@dataclass(frozen=True)
+class FrontendBuild:
+    """The front end's parameters as a firmware needs them (see the module's docstring)."""
+
+    config: FrontendConfig
+    frames: int
+    host_arena_bytes: int
+    arena_bytes: int
+
+    def window_samples(self) -> int:
+        """Samples of one inference window: the first frame plus one hop per further frame."""
+        return self.config.frame_samples + (self.frames - 1) * self.config.hop_samples
+
+    def defines(self) -> dict[str, str]:
+        """The ``MCUNAS_FRONTEND_*`` macros of ``mcunas_config.h`` (C text values)."""
+        c = self.config
+        return {
+            "MCUNAS_HAS_FRONTEND": "1",
+            "MCUNAS_FRONTEND_FRAMES": f"{self.frames}u",
+            "MCUNAS_FRONTEND_FRAME_SAMPLES": f"{c.frame_samples}u",
+            "MCUNAS_FRONTEND_HOP_SAMPLES": f"{c.hop_samples}u",
+            "MCUNAS_FRONTEND_MEL_BANDS": f"{c.mel_bands}u",
+            "MCUNAS_FRONTEND_OUTPUT_BITS": str(c.output_bits),
+            "MCUNAS_FRONTEND_ARENA_BYTES": f"{self.arena_bytes}u",
+        }
+
+
+def frontend_build(frontend_bytes: bytes, model_bytes: bytes) -> FrontendBuild:
+    """The front end's firmware parameters for the model it feeds.
+
+    Args:
+        frontend_bytes: bytes, a ``frontend.tflite`` written by mcunas.
+        model_bytes: bytes, the INT8 model whose input is (frames, mel bands, 1).
+
+    Raises:
+        ModelError: the bytes are no mcunas front end, the runtime cannot load it,
+            or the model's input is not int8 frames x the front end's bands.
+    """
+    from mcunas.frontend.graph import config_of_model
+    from mcunas.frontend.host import ARENA_BYTES
+    from mcunas.tflite.reader import read_graph
+    from mcunas.tflite.runtime import arena_report, create_interpreter
+
+    cfg = config_of_model(frontend_bytes)
+    if cfg is None:
+        raise ModelError("frontend.tflite is not an mcunas audio front end (see its description)")
+    inp = read_graph(model_bytes).inputs[0]
+    shape = tuple(int(d) for d in inp.shape[1:])
+    if inp.dtype.upper() != "INT8" or len(shape) < 2 or math.prod(shape[1:]) != cfg.mel_bands:
+        raise ModelError(
+            f"the model's input {inp.dtype} {shape} is not int8 frames x {cfg.mel_bands} mel "
+            "bands: it was not trained on this front end's features"
+        )
+    interp, log = create_interpreter(frontend_bytes, ARENA_BYTES)
+    if interp is None:
+        raise ModelError(f"the host runtime cannot load the front end: {log.strip()[-200:]}")
+    host = arena_report(interp).total_bytes
+    size = math.ceil(host * (1 + FRONTEND_ARENA_MARGIN) / ARENA_ROUND_BYTES) * ARENA_ROUND_BYTES
+    return FrontendBuild(cfg, shape[0], host, size)
+
+
+def check_signal_ops(board: Any) -> None:
+    """Refuse a front-end firmware for a board whose pinned TFLM lacks the signal ops.
+
+    Raises:
+        BoardProfileError: the board builds with the Cortex-M Arduino library.
+    """
+    if str(board.pio_platform).startswith("espressif32") or CORTEX_M_SIGNAL_OPS:
+        return
+    raise BoardProfileError(
+        f"{board.name}: the Arduino TFLite Micro library pinned for Cortex-M boards has no "
+        "signal ops, so frontend.tflite cannot run there yet: measure the front end and "
+        "model on an ESP32 board (esp-tflite-micro has them), or the model alone"
+    )
+
+
+def write_frontend_build(
+    frontend_bytes: bytes, model_bytes: bytes, out_dir: Path
+) -> dict[str, str]:
+    """Write ``frontend_data.cc/.h`` and ``frontend_ops.h`` into ``out_dir``; return the defines.
+
+    Raises:
+        CandidateError: the front end and the model do not fit together, or the front
+            end uses an op TFLite Micro cannot register.
+    """
+    from mcunas.frontend.csource import write_frontend_sources
+
+    try:
+        defines = frontend_build(frontend_bytes, model_bytes).defines()
+    except ModelError as exc:
+        raise CandidateError(f"front end and model do not fit together: {exc}") from None
+    write_frontend_sources(frontend_bytes, out_dir)
+    return defines
