@@ -56,10 +56,13 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
     """One reference-grid model trained as a one-trial search: its row and model path."""
     from bench_tasks import mcunas_run
 
-    from mcunas.space import reference
+    from mcunas.search import seeds
+    from mcunas.space.reference import reference_hyperparameters
 
-    saved = reference.LADDER
-    reference.LADDER = ((res, width),)
+    saved = seeds.seed_rungs
+    seeds.seed_rungs = lambda name, shape: [
+        reference_hyperparameters(name, shape) | {"st_resolution": res, "st_width_mult": width}
+    ]
     try:
         if args.reuse and (out / "best" / "model.tflite").exists():
             models = searched_models(out, npz, GRID_BOARD)
@@ -70,10 +73,24 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
                 strategy="random", max_trials=1, max_draws=1, finalists=0,
             )  # fmt: skip
     finally:
-        reference.LADDER = saved
+        seeds.seed_rungs = saved
     row |= {"name": f"ref x{width:g} /{res}", "width": width, "resolution": res}
+    row["design"] = design_name(res, width)
     row["model"] = str(out / "best" / "model.tflite")
     return row
+
+
+def design_name(resolution: int, width: float) -> str:
+    """The grid's name of the reference design at ``resolution`` and ``width``: "x0.5 /2"."""
+    return f"x{width:g} /{resolution}"
+
+
+def seed_design(rec) -> str | None:  # noqa: ANN001
+    """The grid design a search trial drew (a seed rung or a child equal to one), or None."""
+    if str(getattr(rec.origin, "value", rec.origin)) != "seed":
+        return None
+    hp = rec.hyperparameters
+    return design_name(int(hp.get("st_resolution", 1)), float(hp.get("st_width_mult", 1.0)))
 
 
 def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
@@ -136,6 +153,7 @@ def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
                 "sram_kb": (r.peak_sram_bytes or 0) / 1024,
                 "origin": str(getattr(r.origin, "value", r.origin) or "search"),
                 "description": r.description,
+                "design": seed_design(r),
             }  # fmt: skip
             for r in rows
         ]
@@ -167,7 +185,8 @@ def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # n
     budget, where, found = BUDGETS[name], args.out / task / name, {}
     if not args.no_evolution:
         run = _run_or_reuse(npz, where / "evolution", budget, args, strategy="evolution",
-                            max_trials=1000, time_budget_s=wall_s)  # fmt: skip
+                            max_trials=1000, time_budget_s=wall_s,
+                            finalists=args.search_finalists)  # fmt: skip
         found["evolution"] = run | {"models": searched_models(where / "evolution", npz, budget[0])}
     if not args.no_supernet:
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
@@ -179,28 +198,47 @@ def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # n
 
 
 def compare(grid_rows: list[dict], found: dict, budget: tuple) -> dict:
-    """Pairing, summary and hypervolume of the grid (inside the budget) and each search."""
+    """Pairing, summary and hypervolume of the grid (inside the budget) and each search.
+
+    ``beyond``: the same pairing against the searched models that are not a
+    grid design (what the search found past its seeds).
+    """
     from frontier_figures import Model, hypervolume, pair, summary
 
     def models(rows: list[dict]) -> list[Model]:
-        return [Model(r["name"], r["test"], r["latency_ms"]) for r in rows if r.get("test")]
+        return [
+            Model(r["name"], r["test"], r["latency_ms"], r.get("design"))
+            for r in rows
+            if r.get("test")
+        ]
 
     ref = models([r for r in grid_rows if r["fits"]])
     out = {"reference": {"hypervolume": hypervolume(ref, budget[1]), "points": len(ref)}}
     for name, run in found.items():
         mine = models(run["models"])
         pairs = pair(ref, mine)
+        beyond = [m for m in mine if m.design is None]
         out[name] = summary(pairs) | {
             "hypervolume": hypervolume(mine, budget[1]),
+            "models": len(mine),
             "pairs": [
                 [p.reference.name, p.reference.accuracy, p.reference.latency_ms,
-                 p.accuracy_gain, p.speedup]
+                 p.accuracy_gain, p.speedup, _label(p.at_latency), _label(p.at_accuracy),
+                 _label(p.same_design)]
                 for p in pairs
             ],
+            "beyond": summary(pair(ref, beyond)) | {"models": len(beyond)},
             "wall_s": run["wall_s"],
             "exported": run.get("test"),
         }  # fmt: skip
     return out
+
+
+def _label(m) -> str | None:  # noqa: ANN001
+    """A searched model in the table: its name, latency and test accuracy."""
+    if m is None:
+        return None
+    return f"{m.design or m.name}, {m.latency_ms:.2f} ms, {100 * m.accuracy:.1f}%"
 
 
 def _f(v: float | None, fmt: str) -> str:
@@ -217,10 +255,14 @@ def print_rows(task: str, name: str, grid_wall: float, result: dict) -> None:
         if s is None:
             continue
         gain = None if s["mean_gain"] is None else 100 * s["mean_gain"]
+        b = s["beyond"]
+        past = None if b["mean_gain"] is None else 100 * b["mean_gain"]
         print(
             f"{task:16}{name:10}{search:11}{s['dominated']:>2}/{s['points']:<2} dominated"
-            f"  gain {_f(gain, '+.1f'):>5} pt  x{_f(s['geomean_speedup'], '.2f'):>5}"
-            f"   HV {s['hypervolume']:.3f}  wall {s['wall_s']:.0f} s",
+            f" ({s['not_worse']} not worse)  gain {_f(gain, '+.1f'):>5} pt"
+            f"  x{_f(s['geomean_speedup'], '.2f'):>5}   HV {s['hypervolume']:.3f}"
+            f"  wall {s['wall_s']:.0f} s | beyond the grid's designs ({b['models']} models):"
+            f" {b['dominated']}/{b['points']} dominated, gain {_f(past, '+.1f')} pt",
             flush=True,
         )
 
@@ -277,6 +319,13 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--supernet-epochs", type=int, default=None)
     parser.add_argument("--subnets", type=int, default=None, help="subnets the supernet scores")
     parser.add_argument("--finetuned", type=int, default=5, help="subnets the supernet fine-tunes")
+    parser.add_argument(
+        "--search-finalists",
+        type=int,
+        default=0,
+        help="finalists each search re-scores before its export (0: none; its points are "
+        "the trials' own, scored on the test split either way)",
+    )
     parser.add_argument("--no-evolution", action="store_true")
     parser.add_argument("--no-supernet", action="store_true")
     parser.add_argument(
@@ -297,7 +346,9 @@ def main() -> None:
     unknown = set(args.budgets.split(",")) - set(BUDGETS)
     if unknown:
         raise SystemExit(f"unknown budget {sorted(unknown)}; choose from {', '.join(BUDGETS)}")
-    results, panels = [], []
+    from frontier_figures import markdown
+
+    results, panels, tables = [], [], []
     for task in args.tasks.split(","):
         npz = write(task, args.out / "data")
         grid_rows = grid(task, npz, args)
@@ -308,6 +359,8 @@ def main() -> None:
             found = searches(task, npz, name, grid_wall, args)
             result = compare(ref, found, budget)
             print_rows(task, name, grid_wall, result)
+            tables.append(markdown(task, name, result, grid_wall))
+            (args.out / "results.md").write_text("\n\n".join(tables) + "\n")
             sets = {"reference": ref} | {k: v["models"] for k, v in found.items()}
             panels.append({"task": task, "budget": name, "max_latency_ms": budget[1], "sets": sets})
             results.append({"task": task, "budget": name, "grid_wall_s": grid_wall,

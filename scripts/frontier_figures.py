@@ -10,6 +10,10 @@ checks it with made-up numbers.
   no higher latency, and the accuracy difference (searched minus reference);
   the fastest searched model at no lower accuracy, and the latency ratio
   (reference over searched: 1.3 means the searched model is 1.3x faster).
+  A searched model of the reference point's own design (the search seeds
+  the reference curve's best points, so it holds some of them, trained
+  again) is recorded beside the pair: the point is "not worse", whatever the
+  retraining's noise says; :func:`summary` counts both.
 - :func:`hypervolume`: the area dominated by a set of models in the box
   accuracy [0, 1] x latency [0, ``max_latency_ms``], as a share of the box.
 """
@@ -19,7 +23,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["Model", "Pair", "front", "hypervolume", "pair", "summary"]
+__all__ = ["Model", "Pair", "front", "hypervolume", "markdown", "pair", "summary"]
+
+
+# Accuracies closer than this are equal (float32 means of the same count of right answers).
+EPS = 1e-6
 
 
 @dataclass(frozen=True)
@@ -29,6 +37,7 @@ class Model:
     name: str
     accuracy: float
     latency_ms: float
+    design: str | None = None  # a reference-grid design ("x1 /2"), None for a searched one
 
 
 @dataclass(frozen=True)
@@ -41,6 +50,8 @@ class Pair:
         accuracy_gain: its accuracy minus the reference's (None without one).
         at_accuracy: the fastest searched model at no lower accuracy, or None.
         speedup: reference latency over that model's (None without one).
+        same_design: a searched model of the reference point's own design (a
+            seed of the search, trained again), or None.
     """
 
     reference: Model
@@ -48,11 +59,17 @@ class Pair:
     accuracy_gain: float | None
     at_accuracy: Model | None
     speedup: float | None
+    same_design: Model | None = None
 
     @property
     def dominated(self) -> bool:
-        """A searched model is at no higher latency and no lower accuracy."""
-        return self.accuracy_gain is not None and self.accuracy_gain >= 0
+        """A searched model is at no higher latency and no lower accuracy (as measured)."""
+        return self.accuracy_gain is not None and self.accuracy_gain >= -EPS
+
+    @property
+    def not_worse(self) -> bool:
+        """Dominated as measured, or the search holds the reference point's own design."""
+        return self.dominated or self.same_design is not None
 
 
 def _better_or_equal(a: Model, b: Model) -> bool:
@@ -79,7 +96,7 @@ def pair(reference: Sequence[Model], searched: Sequence[Model]) -> list[Pair]:
     for r in sorted(reference, key=lambda m: m.latency_ms):
         cheaper = [s for s in searched if s.latency_ms <= r.latency_ms]
         best = max(cheaper, key=lambda s: (s.accuracy, -s.latency_ms), default=None)
-        good = [s for s in searched if s.accuracy >= r.accuracy and s.latency_ms > 0]
+        good = [s for s in searched if s.accuracy >= r.accuracy - EPS and s.latency_ms > 0]
         fastest = min(good, key=lambda s: (s.latency_ms, -s.accuracy), default=None)
         pairs.append(
             Pair(
@@ -88,6 +105,7 @@ def pair(reference: Sequence[Model], searched: Sequence[Model]) -> list[Pair]:
                 None if best is None else best.accuracy - r.accuracy,
                 fastest,
                 None if fastest is None else r.latency_ms / fastest.latency_ms,
+                next((s for s in searched if r.design and s.design == r.design), None),
             )
         )
     return pairs
@@ -122,8 +140,65 @@ def summary(pairs: Sequence[Pair]) -> dict:
     return {
         "points": len(pairs),
         "dominated": sum(p.dominated for p in pairs),
+        "same_design": sum(p.same_design is not None for p in pairs),
+        "not_worse": sum(p.not_worse for p in pairs),
         "with_model_at_latency": len(gains),
         "mean_gain": sum(gains) / len(gains) if gains else None,
         "with_model_at_accuracy": len(ratios),
         "geomean_speedup": geo,
     }
+
+
+def _pct(v: float | None, sign: str = "") -> str:
+    return "-" if v is None else format(100 * v + 0.0, f"{sign}.1f").replace("-0.0", "+0.0")
+
+
+def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
+    """The docs page's two tables for one task and budget (``compare``'s result in the bench).
+
+    The summary: per set, points, reference points dominated as measured and
+    not worse (the search's own retraining of a reference design counts), the
+    mean accuracy difference at no higher latency, the geometric-mean latency
+    ratio at no lower accuracy, the same difference over the models past the
+    grid's designs, hypervolume and wall time. Then one row per reference point.
+    """
+    ref = result["reference"]
+    lines = [
+        f"{task}, {budget}:",
+        "",
+        "| set | points | dominated (measured) | not worse (incl. same design) "
+        "| mean acc. diff. at <= latency | latency ratio at >= acc. "
+        "| beyond the grid's designs: dominated, mean diff. | hypervolume | wall s |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        f"| reference grid | {ref['points']} | - | - | - | - | - | {ref['hypervolume']:.3f} "
+        f"| {grid_wall_s:.0f} |",
+    ]
+    for name in ("evolution", "supernet"):
+        s = result.get(name)
+        if s is None:
+            continue
+        b = s["beyond"]
+        ratio = "-" if s["geomean_speedup"] is None else f"{s['geomean_speedup']:.2f}"
+        lines.append(
+            f"| {name} | {s.get('models', '-')} | {s['dominated']} of {s['points']} "
+            f"| {s['not_worse']} of {s['points']} | {_pct(s['mean_gain'], '+')} pt "
+            f"| {ratio} | {b['dominated']} of {b['points']} ({b['models']} models), "
+            f"{_pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} |"
+        )
+    for name in ("evolution", "supernet"):
+        s = result.get(name)
+        if s is None:
+            continue
+        lines += [
+            "",
+            f"| reference point | test % | ms | {name}: best at <= ms | diff. "
+            "| fastest at >= accuracy | ratio | same design |",
+            "| --- | ---: | ---: | --- | ---: | --- | ---: | --- |",
+        ]
+        for rname, acc, ms, gain, speedup, at_lat, at_acc, same in s["pairs"]:
+            ratio = "-" if speedup is None else f"{speedup:.2f}"
+            lines.append(
+                f"| {rname} | {100 * acc:.1f} | {ms:.2f} | {at_lat or 'none that fast'} "
+                f"| {_pct(gain, '+')} | {at_acc or 'none'} | {ratio} | {same or '-'} |"
+            )
+    return "\n".join(lines)

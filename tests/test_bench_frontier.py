@@ -111,3 +111,44 @@ def test_compare_pairs_only_grid_points_inside_the_budget(ff):
         assert evo["hypervolume"] > out["reference"]["hypervolume"]
     finally:
         gen.close()
+
+
+def test_a_searched_model_of_the_reference_design_is_not_worse(ff):
+    M = ff.Model
+    reference = [M("r1", 0.90, 5.0, "x1 /2"), M("r2", 0.95, 9.0, "x0.75 /1")]
+    searched = [M("seed", 0.89, 5.0, "x1 /2"), M("new", 0.96, 8.0)]
+    pairs = {p.reference.name: p for p in ff.pair(reference, searched)}
+    r1 = pairs["r1"]  # retrained 1 point lower: not dominated as measured, still not worse
+    assert r1.same_design.name == "seed" and not r1.dominated and r1.not_worse
+    assert pairs["r2"].same_design is None and pairs["r2"].dominated
+    s = ff.summary(list(pairs.values()))
+    assert (s["dominated"], s["same_design"], s["not_worse"]) == (1, 1, 2)
+    (p,) = ff.pair([M("r", 0.9, 5.0)], [M("s", 0.8, 5.0, "x1 /1")])  # no design: never same
+    assert p.same_design is None and not p.not_worse
+
+
+def test_markdown_tables_name_every_reference_point(ff):
+    M = ff.Model
+    ref = [M("ref x1 /2", 0.90, 5.0, "x1 /2"), M("ref x0.5 /1", 0.85, 3.0, "x0.5 /1")]
+    mine = [M("seed", 0.89, 5.0, "x1 /2"), M("evolution 07", 0.91, 6.0)]
+    pairs = ff.pair(ref, mine)
+    s = ff.summary(pairs) | {
+        "hypervolume": ff.hypervolume(mine, 10.0), "models": 2, "wall_s": 100.0,
+        "beyond": ff.summary(ff.pair(ref, mine[1:])) | {"models": 1},
+        "pairs": [[p.reference.name, p.reference.accuracy, p.reference.latency_ms,
+                   p.accuracy_gain, p.speedup, None, None,
+                   p.same_design and p.same_design.name] for p in pairs],
+    }  # fmt: skip
+    result = {"reference": {"points": 2, "hypervolume": ff.hypervolume(ref, 10.0)}, "evolution": s}
+    text = ff.markdown("jv", "nano33ble", result, 90.0)
+    # x1 /2 retrained 1 point lower: not dominated as measured, not worse as the same design
+    assert "| evolution | 2 | 0 of 2 | 1 of 2 | -1.0 pt | 0.71 |" in text
+    assert "| 0 of 2 (1 models), - pt |" in text  # the new model is slower than both
+    assert "| ref x1 /2 | 90.0 | 5.00 |" in text and text.endswith("| 0.83 | seed |")
+
+
+def test_accuracies_equal_but_for_float_rounding_count_as_equal(ff):
+    M = ff.Model
+    (p,) = ff.pair([M("r", 364 / 370, 2.0)], [M("s", float(np.float32(364 / 370)) - 1e-8, 1.0)])
+    assert p.dominated and p.speedup == pytest.approx(2.0)
+    assert ff._pct(-1e-9, "+") == "+0.0"

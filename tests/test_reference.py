@@ -98,8 +98,8 @@ def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     import keras_tuner
 
     from mcunas.search.oracles import make_oracle, seed_first_trial
+    from mcunas.search.seeds import seed_rungs
     from mcunas.space import McuSearchSpace
-    from mcunas.space.reference import reference_ladder
 
     space = McuSearchSpace((128, 1, 3), 4)
     oracle = make_oracle("evolution", 5, seed=0, epochs=1)
@@ -107,7 +107,7 @@ def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     hp = keras_tuner.HyperParameters()
     space.declare_hyperparameters(hp)
     oracle.hyperparameters = hp
-    ladder = [space.hyperparameters(**v).values for v in reference_ladder(ladder_of, (128, 1, 3))]
+    ladder = [space.hyperparameters(**v).values for v in seed_rungs(ladder_of, (128, 1, 3))]
     seed_first_trial(oracle, ladder)
     return oracle, ladder
 
@@ -118,7 +118,11 @@ def _end(oracle, trial, feasible: float) -> None:
     oracle.end_trial(trial)
 
 
-def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
+def _corner(values: dict) -> tuple[int, float]:
+    return values["st_resolution"], values["st_width_mult"]
+
+
+def test_the_seed_comes_first_then_its_widest_variant_at_each_other_resolution(tmp_path) -> None:
     oracle, ladder = _seeded_oracle(tmp_path)
     trial = oracle.create_trial("t")
     first = trial.hyperparameters.values  # the active values only
@@ -126,13 +130,19 @@ def test_the_seed_is_the_first_trial_only(tmp_path) -> None:
     assert first["family"] == "stages" and stage_values.items() <= first.items()
     assert first.items() <= ladder[0].items()
     _end(oracle, trial, feasible=1.0)
-    second = oracle.create_trial("other-worker").hyperparameters.values
-    assert not any(second.items() <= rung.items() for rung in ladder)
+    seen = []
+    for i in range(2):
+        trial = oracle.create_trial(f"w{i}")
+        seen.append(_corner(trial.hyperparameters.values))
+        _end(oracle, trial, feasible=1.0)
+    assert seen == [(2, 1.0), (4, 1.0)]  # full width at a half and a quarter of the input
+    after = oracle.create_trial("other-worker").hyperparameters.values
+    assert not any(after.items() <= rung.items() for rung in ladder)
 
 
 def test_a_seed_that_misses_the_budgets_steps_down_until_one_fits(tmp_path) -> None:
     oracle, ladder = _seeded_oracle(tmp_path)
-    assert [(v["st_resolution"], v["st_width_mult"]) for v in ladder] == list(LADDER)
+    assert [_corner(v) for v in ladder][: len(LADDER)] == list(LADDER)
     seen = []
     for i in range(3):
         trial = oracle.create_trial(f"w{i}")
@@ -140,7 +150,7 @@ def test_a_seed_that_misses_the_budgets_steps_down_until_one_fits(tmp_path) -> N
         _end(oracle, trial, feasible=0.0 if i < 2 else 1.0)
     assert [v["st_width_mult"] for v in seen] == [1.0, 0.75, 0.5]
     after = oracle.create_trial("w3").hyperparameters.values
-    assert not any(after.items() <= rung.items() for rung in ladder)
+    assert _corner(after) == (2, 1.0)  # then the other resolutions, widest first
 
 
 def test_the_ladder_follows_trial_numbers_not_their_text(tmp_path) -> None:

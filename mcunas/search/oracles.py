@@ -16,16 +16,21 @@
 - ``evolution``: :class:`AgingEvolutionOracle` below (Real et al., "Regularized
   Evolution for Image Classifier Architecture Search", AAAI 2019).
 
-Aging evolution: the first ``population_size`` trials are random. After that,
-the population is the ``population_size`` most recently *finished* feasible
-trials (infeasible and failed candidates never become parents); draw
-``sample_size`` of them at random, take the best-scoring one as the parent,
-and mutate one of its active hyperparameters to a different value (newly
-activated conditional hyperparameters are sampled at random, deactivated ones
-dropped). Old trials leave the population as new ones finish, which is the
-"aging" that keeps the search from over-exploiting one lucky early model. All
-randomness comes from the oracle's seed, and all state lives in the trials and
-the oracle's JSON, so ``--resume`` works as for the stock oracles.
+Aging evolution: the first ``population_size`` trials are random (a seeded
+search mutates its seeds in two of three of them, see
+:meth:`AgingEvolutionOracle.populate_space`). After that, the population is
+the ``population_size`` most recently *finished* feasible trials (infeasible
+and failed candidates never become parents); draw ``sample_size`` of them at
+random and take as the parent the best-scoring one or, half the time, any one
+of the sample's accuracy/latency front (a multi-objective tournament, so the
+children spread along the trade-off the Pareto front reports). The child
+changes one active hyperparameter of the parent: a numeric one moves one step
+up or down three times in four (any other value otherwise); newly activated
+conditional hyperparameters are sampled at random, deactivated ones dropped.
+Old trials leave the population as new ones finish, which is the "aging" that
+keeps the search from over-exploiting one lucky early model. All randomness
+comes from the oracle's seed, and all state lives in the trials and the
+oracle's JSON, so ``--resume`` works as for the stock oracles.
 """
 
 from __future__ import annotations
@@ -42,6 +47,8 @@ __all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle", "seed_first_tria
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
+# Share of numeric mutations that move one step (up or down) rather than anywhere.
+LOCAL_STEP_SHARE = 0.75
 
 
 class AgingEvolutionOracle(keras_tuner.Oracle):
@@ -73,6 +80,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         super().__init__(objective=objective, max_trials=max_trials, seed=seed, **kwargs)
         self.population_size = max(2, int(population_size))
         self.sample_size = max(1, min(int(sample_size), self.population_size))
+        self.seeds: list[dict[str, Any]] = []  # set by seed_first_trial
 
     def _population(self) -> list[trial_module.Trial]:
         done = [
@@ -85,19 +93,44 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         return done[-self.population_size :]
 
     def populate_space(self, trial_id: str) -> dict[str, Any]:
-        """Random values until the population is full, then a mutated tournament winner."""
+        """Random values until the population is full, then a mutated tournament winner.
+
+        A seeded search (:func:`seed_first_trial`) fills its population with
+        children of the seeds as well: once a seed has a score, two trials in
+        three of the filling are mutations, so a short search improves on the
+        reference curve instead of spending its time on random draws.
+        """
         population = self._population()
-        if len(self.end_order) < self.population_size or not population:
+        filling = len(self.end_order) < self.population_size
+        seeded = filling and self._has_seed(population) and len(self.end_order) % 3 != 2
+        if not population or (filling and not seeded):
             return self._random_response()
         rng = random.Random(next_seed(self))
         sample = rng.sample(population, min(self.sample_size, len(population)))
-        reverse = self.objective.direction == "max"
-        parent = sorted(sample, key=lambda t: t.score, reverse=reverse)[0]
+        parent = self._winner(sample, rng)
         for _ in range(MAX_MUTATION_ATTEMPTS):
             values = self._mutate(parent.hyperparameters.values, rng)
             if values is not None and not is_duplicate(self, values):
                 return {"status": trial_module.TrialStatus.RUNNING, "values": values}
         return self._random_response()
+
+    def _has_seed(self, population: list[trial_module.Trial]) -> bool:
+        return any(
+            t.hyperparameters.values.items() <= s.items() for t in population for s in self.seeds
+        )
+
+    def _winner(self, sample: list[trial_module.Trial], rng: random.Random) -> Any:
+        """The tournament's parent: the best score, or (half the time) any front member.
+
+        The front is the sample's accuracy/latency front, so children spread
+        along the trade-off.
+        """
+        reverse = self.objective.direction == "max"
+        best = sorted(sample, key=lambda t: t.score, reverse=reverse)[0]
+        if not reverse or rng.random() < 0.5:
+            return best
+        front = [t for t in sample if not any(_dominates(o, t) for o in sample)]
+        return rng.choice(front or [best])
 
     def _random_response(self) -> dict[str, Any]:
         values = random_values(self)
@@ -113,7 +146,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         if not mutable:
             return None
         target = rng.choice(mutable)
-        new_value = rng.choice([v for v in _choices(target) if v != parent.get(target.name)])
+        new_value = _step(_choices(target), parent.get(target.name), rng)
         hps = hp_module.HyperParameters()
         for hp in space:
             hps.merge([hp])
@@ -138,6 +171,34 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         super().set_state(state)
         self.population_size = state["population_size"]
         self.sample_size = state["sample_size"]
+
+
+def _step(choices: list[Any], current: Any, rng: random.Random) -> Any:
+    """A new value for a mutated hyperparameter.
+
+    For an ordered (numeric) choice, one step up or down three times in four;
+    else any other value.
+    """
+    others = [v for v in choices if v != current]
+    numeric = all(isinstance(v, int | float) and not isinstance(v, bool) for v in choices)
+    if numeric and current in choices and rng.random() < LOCAL_STEP_SHARE:
+        i = choices.index(current)
+        near = [choices[j] for j in (i - 1, i + 1) if 0 <= j < len(choices)]
+        return rng.choice(near)
+    return rng.choice(others)
+
+
+def _dominates(a: trial_module.Trial, b: trial_module.Trial) -> bool:
+    """``a`` is at least as accurate and as fast as ``b``, and better in one."""
+    sa, sb = a.score or 0.0, b.score or 0.0
+    la, lb = _latency(a), _latency(b)
+    return sa >= sb and la <= lb and (sa > sb or la < lb)
+
+
+def _latency(trial: trial_module.Trial) -> float:
+    if trial.metrics.exists("latency_ms"):
+        return float(trial.metrics.get_last_value("latency_ms"))
+    return float("inf")
 
 
 def _feasible(trial: trial_module.Trial) -> bool:
@@ -196,36 +257,40 @@ def make_oracle(
 
 
 def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -> None:
-    """Make ``ladder[0]`` the oracle's first trial (``--seed-arch``); later trials are its own.
+    """Start the oracle on the rungs of ``ladder`` (``--seed-arch``); later trials are its own.
 
-    While every trial so far was a rung of ``ladder`` that missed the budgets
-    (score 0 without a failure), the next trial is the next, smaller rung: the
-    search starts from the largest variant of the seed that fits. For evolution
-    the seed joins the first population (and, once it has a score, can be a
-    parent); random and Bayesian search simply start there. A resumed search
-    picks up where its trials left off.
+    The rungs come in the order :func:`mcunas.search.seeds.next_rung` gives:
+    the step-down ladder until one variant fits (the search's first trained
+    model is the largest variant of the seed that fits), then the widest
+    variant that fits at each other input resolution. While every trial so
+    far was a rung, the next one is the next rung; after that the oracle draws
+    (evolution mutates the seeds first, see :class:`AgingEvolutionOracle`).
+    A resumed search picks up where its trials left off.
     """
+    from mcunas.search.seeds import ACCEPTED, REFUSED, next_rung
+
     own = oracle.populate_space
+    if hasattr(oracle, "seeds"):
+        oracle.seeds = [dict(v) for v in ladder]
 
     def populate_space(trial_id: str) -> dict[str, Any]:
         done = [oracle.trials[t] for t in sorted(oracle.trials, key=_creation_order)]
-        rung = len(done)
-        if rung < len(ladder) and _all_refused(done, ladder):
-            return {"status": trial_module.TrialStatus.RUNNING, "values": dict(ladder[rung])}
-        return own(trial_id)  # past the ladder (every rung refused): the oracle's own draws
+        rungs = [_rung_of(t, ladder) for t in done]
+        if all(r is not None for r in rungs):  # every trial so far was a rung
+            states = [REFUSED if _refused(t) else ACCEPTED for t in done]
+            tried = list(zip(rungs, states, strict=True))
+            rung = next_rung(ladder, tried)  # type: ignore[arg-type]
+            if rung is not None:
+                return {"status": trial_module.TrialStatus.RUNNING, "values": dict(ladder[rung])}
+        return own(trial_id)  # past the ladder: the oracle's own draws
 
     oracle.populate_space = populate_space
 
 
-def _all_refused(done: list[Any], ladder: list[dict[str, Any]]) -> bool:
-    """True while trial ``i`` of ``done`` is rung ``i`` of ``ladder`` and was refused.
-
-    ``done`` must not be longer than ``ladder``.
-    """
-    return all(
-        t.hyperparameters.values.items() <= ladder[i].items() and _refused(t)
-        for i, t in enumerate(done)
-    )
+def _rung_of(trial: Any, ladder: list[dict[str, Any]]) -> int | None:
+    """The index of the rung ``trial`` drew, or None for a trial of the oracle's own."""
+    values = trial.hyperparameters.values.items()
+    return next((i for i, rung in enumerate(ladder) if values <= rung.items()), None)
 
 
 def _creation_order(trial_id: str) -> tuple[int, str]:

@@ -33,7 +33,7 @@ from mcunas.search.finalists import RESCORE_META, Plan, pick_finalists, plan_for
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
 
-__all__ = ["fold_splits", "rescore_finalists"]
+__all__ = ["fold_splits", "rescore_finalists", "rescore_here"]
 
 SEED_STRIDE = 1000  # the seeds plan's run i trains with seed + 1000 * (i + 1) + trial index
 # Re-scoring starts no new run after this share of the search's own wall time, once
@@ -91,6 +91,34 @@ def rescore_finalists(
             data = splits(rec)[run]
             _one_run(config, store, state, (space, runner), rec, data, run, plan, progress)
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
+
+
+def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None = None) -> None:
+    """Re-score ``run``'s finalists in this process, with a runner of its own.
+
+    For the searches whose trials were not trained by a runner here: the
+    supernet search (its subnets are fine-tuned by its jobs; re-scoring trains
+    each finalist's architecture from scratch with the search's recipe, like
+    any other search's) and a distributed chief (its workers trained the
+    trials; the chief re-scores once they are done). The search space, the
+    recipe, the plan and the stored runs are the local search's
+    (:func:`rescore_finalists`); nothing is built when there are fewer than two
+    finalists or ``--finalists`` is 0, and no board is connected (re-scoring
+    scores with the TFLite Micro kernels on the host; it measures nothing).
+
+    Args:
+        run: SearchRun, with its data loaded.
+        progress: Progress, for the lines and the time budget.
+        families: the space's families (the supernet's: ``("stages",)``).
+    """
+    cfg = run.config
+    if len(pick_finalists(run.store.trials(), cfg.objectives, cfg.finalists)) < 2:
+        return
+    space, runner, close = run.components(families, measure=False)
+    try:
+        rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
+    finally:
+        close()
 
 
 def _splits_by_trial(

@@ -217,12 +217,16 @@ class SearchRun:
         return McuSearchSpace(d.input_shape, d.num_classes, families)
 
     def components(
-        self, families: tuple[str, ...] | None = None
+        self, families: tuple[str, ...] | None = None, measure: bool = True
     ) -> tuple[Any, CandidateRunner, Callable[[], None]]:
-        """The search space, the candidate runner and a clean-up callable (closes both)."""
+        """The search space, the candidate runner and a clean-up callable (closes both).
+
+        ``measure=False``: no board or rack is connected (a runner that only
+        trains and scores, as re-scoring needs).
+        """
         cfg = self.config
         stack = contextlib.ExitStack()
-        hardware = self._hardware(stack)
+        hardware = self._hardware(stack) if measure else None
 
         from mcunas.search.candidate import KerasRunner
         from mcunas.search.isolate import TflmWorker
@@ -297,13 +301,16 @@ class SearchRun:
         return auto_reference(self.dataset.kind, self.dataset.input_shape)
 
     def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
-        """The reference design's variants (hyperparameter values), largest first; [] for none."""
-        from mcunas.space.reference import reference_ladder
+        """The reference design's variants (hyperparameter values); [] for none.
+
+        In the order a search tries them (:func:`mcunas.search.seeds.seed_rungs`).
+        """
+        from mcunas.search.seeds import seed_rungs
 
         name = self.seed_name(space)
         if name is None:
             return []
-        ladder = reference_ladder(name, self.dataset.input_shape)
+        ladder = seed_rungs(name, self.dataset.input_shape)
         return [space.hyperparameters(**v).values for v in ladder]
 
     def data_line(self) -> str:

@@ -14,7 +14,12 @@ Four stages, each resumable without losing finished work:
    same draws from the store;
 3. **fine-tuning**: the best ``--max-trials`` screened subnets are extracted,
    fine-tuned for ``--finetune-epochs``, converted, scored and measured like
-   any trial; they become ``ok`` (or ``infeasible``) rows.
+   any trial; they become ``ok`` (or ``infeasible``) rows;
+4. **re-scoring** (:func:`mcunas.search.rescore.rescore_here`): the top
+   ``--finalists`` of the front (the reference's rows included) are trained
+   again from scratch with the search's recipe, by k-fold or seeds, as in the
+   Keras Tuner search; the choice uses their means. A subnet's exported model
+   stays its fine-tuned one: re-scoring measures the architecture.
 
 The strategy plans; the work is typed jobs (:mod:`mcunas.supernet.jobs`) that
 the executor runs here or on a chief's workers, done by
@@ -121,7 +126,12 @@ class SupernetStrategy:
                 return STOPPED_SUPERNET
             if not self.subnet_search():
                 return STOPPED_SEARCH
-            return self.finetune(finetune)
+            stopped = self.finetune(finetune)
+        if stopped is None:  # the finalists re-scored as in every search
+            from mcunas.search.rescore import rescore_here
+
+            rescore_here(run, progress, ("stages",))
+        return stopped
 
     def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
         """A worker's side: the executor hands this run's work the chief's jobs."""

@@ -75,7 +75,10 @@ def test_a_stopped_supernet_search_resumes_without_redoing_work(tmp_path, monkey
     store = TrialStore.open(Path(cfg.out))
     rows = [r for r in store.trials() if r.origin == "supernet"]
     again = [r for r in store.trials() if r.origin == "seed"]
+    ok, rescored = store.trials(TrialStatus.OK), store.get_meta("rescore")
     store.close()
+    # the front's finalists (the reference and the subnet, when both are ok) re-scored
+    assert (rescored is not None and len(rescored["runs"]) >= 2) == (len(ok) >= 2)
     assert [(r.trial_id, r.finished_at) for r in again] == [
         (r.trial_id, r.finished_at) for r in reference
     ]  # not trained again

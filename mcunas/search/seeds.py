@@ -1,0 +1,91 @@
+"""Which variants of the reference design a search starts from (``--seed-arch``).
+
+The reference design scaled by hand (width multiplier x input resolution) is
+the curve a search has to beat, so a seeded search starts on that curve's best
+points under the budgets, not on one of them:
+
+1. **Step down** :data:`mcunas.space.reference.LADDER` (largest first) until
+   one variant passes the cost check: the search's first trained model is the
+   largest variant of the seed that fits.
+2. **Then the widest fit per input resolution**: at every resolution the
+   input can take, the widest variant that fits (widths of :data:`WIDTHS`,
+   widest first; a width refused at a resolution rules out the wider ones
+   there, one accepted the narrower ones). Full width at half the input
+   resolution is often as accurate as the full design at a fraction of its
+   latency, and the plain ladder never tries it.
+
+A refused variant costs one cost check (no training), so the rungs that miss
+the budgets are cheap. After the last rung the oracle draws its own trials
+(evolution mutates the seeds first; see :mod:`mcunas.search.oracles`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["ACCEPTED", "REFUSED", "RESOLUTIONS", "WIDTHS", "next_rung", "seed_rungs"]
+
+# The grid a reference curve is drawn on: width multipliers and input resolutions (1/r).
+WIDTHS = (1.0, 0.75, 0.5, 0.25)
+RESOLUTIONS = (1, 2, 4)
+REFUSED, ACCEPTED = "refused", "accepted"  # a tried rung: missed the budgets / trained or running
+
+
+def seed_rungs(name: str, input_shape: tuple[int, ...]) -> list[dict[str, Any]]:
+    """The seed's rungs: the step-down ladder, then the other grid corners the input allows.
+
+    Raises:
+        UserError: no such reference.
+    """
+    from mcunas.space.reference import reference_ladder
+
+    ladder = reference_ladder(name, input_shape)
+    resolutions = sorted({int(v["st_resolution"]) for v in ladder})
+    if max(resolutions) > 1:  # the input can be downsampled: every resolution of the grid
+        resolutions = list(RESOLUTIONS)
+    have = {_corner(v) for v in ladder}
+    extra = [
+        ladder[0] | {"st_resolution": r, "st_width_mult": w}
+        for r in resolutions
+        for w in WIDTHS
+        if (r, w) not in have
+    ]
+    return ladder + extra
+
+
+def _corner(values: dict[str, Any]) -> tuple[int, float]:
+    return int(values.get("st_resolution", 1)), float(values.get("st_width_mult", 1.0))
+
+
+def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]) -> int | None:
+    """The index of the rung to propose next, or None when seeding is over.
+
+    Args:
+        ladder: the rungs (:func:`seed_rungs`' values, or any values with
+            ``st_resolution`` and ``st_width_mult``; missing keys count as 1).
+        tried: ``(rung index, REFUSED or ACCEPTED)`` per trial so far; a trial
+            still running counts as ACCEPTED.
+
+    Until a rung is accepted, the next untried rung in order (the step-down
+    ladder). After that, per resolution (finest first), its widest untried
+    rung narrower than every refused one there and wider than every accepted
+    one there: at a resolution the ladder reached with a narrow rung that fit,
+    the wider ones it skipped are tried too.
+    """
+    done = {i for i, _ in tried}
+    if not any(state == ACCEPTED for _, state in tried):
+        return next((i for i in range(len(ladder)) if i not in done), None)
+    corners = [_corner(v) for v in ladder]
+    for res in sorted({r for r, _ in corners}):
+        at = [(corners[i][1], s) for i, s in tried if corners[i][0] == res]
+        below = min((w for w, s in at if s == REFUSED), default=float("inf"))
+        above = max((w for w, s in at if s == ACCEPTED), default=float("-inf"))
+        left = [
+            i
+            for i, (r, w) in enumerate(corners)
+            if i not in done and r == res and above < w < below
+        ]
+        if left:
+            return max(left, key=lambda i: (corners[i][1], -i))
+    return None

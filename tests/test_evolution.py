@@ -1,0 +1,97 @@
+"""Aging evolution's choices: local steps, a seeded start, a tournament along the front."""
+
+from __future__ import annotations
+
+import random
+
+import keras_tuner
+
+from mcunas.search import oracles
+from mcunas.search.oracles import _step, make_oracle, seed_first_trial
+
+
+def test_numeric_mutations_step_to_a_neighbour_most_of_the_time() -> None:
+    rng = random.Random(0)
+    choices = [8, 16, 24, 32, 48, 64]
+    moves = [_step(choices, 24, rng) for _ in range(400)]
+    assert all(m != 24 and m in choices for m in moves)
+    near = sum(m in (16, 32) for m in moves) / len(moves)
+    assert 0.75 <= near <= 0.9  # three in four local, plus the far draws that land near
+    assert {_step(choices, 8, rng) for _ in range(50)} >= {16}  # an end steps inwards
+    assert {_step(["relu", "relu6"], "relu", rng) for _ in range(5)} == {"relu6"}
+
+
+class _Metrics:
+    def __init__(self, latency: float | None) -> None:
+        self.latency = latency
+
+    def exists(self, name: str) -> bool:
+        return name == "latency_ms" and self.latency is not None
+
+    def get_last_value(self, name: str) -> float | None:
+        return self.latency
+
+
+class _Trial:
+    def __init__(self, score: float, latency: float | None) -> None:
+        self.score, self.metrics = score, _Metrics(latency)
+
+
+def test_front_membership_by_accuracy_and_latency() -> None:
+    fast, slow_good, dominated = _Trial(0.9, 2.0), _Trial(0.95, 8.0), _Trial(0.85, 3.0)
+    assert oracles._dominates(fast, dominated)
+    assert not oracles._dominates(fast, slow_good) and not oracles._dominates(slow_good, fast)
+    assert not oracles._dominates(fast, fast)
+    assert oracles._dominates(fast, _Trial(0.9, None))  # no latency: slowest
+
+
+def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
+    from mcunas.search.seeds import seed_rungs
+    from mcunas.space import McuSearchSpace
+
+    space = McuSearchSpace((128, 1, 3), 4)
+    oracle = make_oracle("evolution", max_trials, seed=0, epochs=1)
+    oracle._set_project_dir(str(tmp_path), "evo")
+    hp = keras_tuner.HyperParameters()
+    space.declare_hyperparameters(hp)
+    oracle.hyperparameters = hp
+    ladder = [space.hyperparameters(**v).values for v in seed_rungs("kws-dscnn", (128, 1, 3))]
+    seed_first_trial(oracle, ladder)
+    return oracle, ladder
+
+
+def _finish(oracle, trial, score: float) -> None:  # noqa: ANN001
+    metrics = {"score": score, "feasible": 1.0, "latency_ms": 10.0 * score}
+    oracle.update_trial(trial.trial_id, metrics)
+    trial.status = "COMPLETED"
+    oracle.end_trial(trial)
+
+
+def _differences(a: dict, b: dict) -> int:
+    return sum(a.get(k) != b.get(k) for k in set(a) | set(b))
+
+
+def test_a_seeded_population_fills_with_children_of_the_seeds(tmp_path) -> None:
+    oracle, ladder = _space_oracle(tmp_path)
+    assert oracle.population_size == 10
+    seen = []
+    for i in range(9):
+        trial = oracle.create_trial(f"w{i}")
+        seen.append(trial.hyperparameters.values)
+        _finish(oracle, trial, 0.9)
+    seeded = [v for v in seen if any(v.items() <= r.items() for r in ladder)]
+    assert len(seeded) == 3  # x1 at /1, /2 and /4 all fit here
+    children = [v for v in seen[3:] if min(_differences(v, s) for s in seen[:3]) <= 2]
+    assert len(children) >= 3  # two in three of the filling mutate a seed (or its child)
+
+
+def test_an_unseeded_population_fills_at_random(tmp_path) -> None:
+    oracle, _ = _space_oracle(tmp_path)
+    oracle.seeds = []
+    oracle.populate_space = oracles.AgingEvolutionOracle.populate_space.__get__(oracle)
+    seen = []
+    for i in range(6):
+        trial = oracle.create_trial(f"w{i}")
+        seen.append(trial.hyperparameters.values)
+        _finish(oracle, trial, 0.9)
+    assert all(min(_differences(v, s) for s in seen[:i]) > 2 for i, v in enumerate(seen) if i)
