@@ -6,6 +6,11 @@ wrong CRC...) is taken out of rotation and reported; its candidate is retried
 on another board, then recorded as failed with the reason. A model the board
 rejects (``CandidateError``) fails at once without counting against the board.
 
+A model may come with a front end (``frontend.tflite``): each board then runs
+both graphs, as :meth:`BoardMeasurer.measure` does. A board whose pinned TFLite
+Micro lacks the signal ops (the Cortex-M Arduino library) takes no such job; a
+job no board in rotation can take fails at once with that one-line reason.
+
 Example::
 
     with RackMeasurer(load_board("esp32s3"), rack="rack.toml") as rack:
@@ -83,6 +88,7 @@ class RackOutcome:
 class _Job:
     index: int
     model_bytes: bytes
+    frontend: bytes | None = None
     future: Future = field(default_factory=Future)
     tried: list[str] = field(default_factory=list)
     attempts: list[str] = field(default_factory=list)
@@ -152,6 +158,9 @@ class RackMeasurer:
 
         factory = measurer_factory or default_factory
         self._measurers = {rb.name: factory(rb) for rb in members}
+        self._no_frontend = {
+            rb.name: why for rb in members if (why := _frontend_refusal(rb)) is not None
+        }
         self._status = {rb.name: BoardStatus(rb.name, rb.port) for rb in members}
         self._cond = threading.Condition(threading.RLock())
         self._pending: list[_Job] = []
@@ -161,25 +170,32 @@ class RackMeasurer:
         self._count = 0
 
     # -- public API ---------------------------------------------------------------
-    def submit(self, model_bytes: bytes) -> Future:
-        """Queue one model; the future gives its :class:`Figures` or raises.
+    def submit(self, model_bytes: bytes, frontend: bytes | None = None) -> Future:
+        """Queue one model (run after ``frontend``, if given); the future gives its figures.
 
         The future raises ``CandidateError`` when the model failed (with the reason
-        of every attempt) and ``FatalError`` when no board is left or the setup broke.
+        of every attempt, or why no board can run its front end) and ``FatalError``
+        when no board is left or the setup broke.
         """
-        return self._submit(model_bytes).future
+        return self._submit(model_bytes, frontend).future
 
-    def measure(self, model_bytes: bytes) -> Figures:
-        """Measure one model on the first free board (the ``Measurer`` interface)."""
-        return self.submit(model_bytes).result()
+    def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
+        """Measure one model on the first free board (the ``Measurer`` interface).
 
-    def measure_many(self, models: Sequence[bytes]) -> list[RackOutcome]:
-        """Measure models in parallel; one outcome per model, in order.
+        With ``frontend`` the board runs it and then the model, as
+        :meth:`BoardMeasurer.measure`: its figures are in ``details["frontend"]``.
+        """
+        return self.submit(model_bytes, frontend).result()
+
+    def measure_many(
+        self, models: Sequence[bytes], frontend: bytes | None = None
+    ) -> list[RackOutcome]:
+        """Measure models in parallel (each after ``frontend``, if given); outcomes in order.
 
         Raises:
             FatalError: the setup broke, or every board left the rotation.
         """
-        jobs = [self._submit(m) for m in models]
+        jobs = [self._submit(m, frontend) for m in models]
         outcomes = []
         for job in jobs:
             try:
@@ -223,7 +239,7 @@ class RackMeasurer:
         self.close()
 
     # -- scheduling -----------------------------------------------------------------
-    def _submit(self, model_bytes: bytes) -> _Job:
+    def _submit(self, model_bytes: bytes, frontend: bytes | None = None) -> _Job:
         with self._cond:
             if self._fatal is not None:
                 raise FatalError(f"the rack stopped: {self._fatal}")
@@ -235,14 +251,24 @@ class RackMeasurer:
                     )
                     self._threads.append(t)
                     t.start()
-            job = _Job(self._count, model_bytes)
+            job = _Job(self._count, model_bytes, frontend)
             self._count += 1
+            if not self._takers(job):
+                self._fail(job)
+                return job
             self._pending.append(job)
             self._cond.notify_all()
             return job
 
     def _live(self) -> list[str]:
         return [n for n, s in self._status.items() if s.out_reason is None]
+
+    def _takes(self, name: str, job: _Job) -> bool:
+        """Whether board ``name`` may run ``job``: not tried yet, and runs its front end."""
+        return name not in job.tried and (job.frontend is None or name not in self._no_frontend)
+
+    def _takers(self, job: _Job) -> list[str]:
+        return [n for n in self._live() if self._takes(n, job)]
 
     def _raise_if_none_left(self) -> None:
         if not self._live():
@@ -256,7 +282,7 @@ class RackMeasurer:
             while True:
                 if self._status[name].out_reason or self._fatal is not None:
                     return None
-                job = next((j for j in self._pending if name not in j.tried), None)
+                job = next((j for j in self._pending if self._takes(name, j)), None)
                 if job is not None:
                     self._pending.remove(job)
                     job.tried.append(name)
@@ -269,7 +295,11 @@ class RackMeasurer:
     def _work(self, name: str) -> None:
         while (job := self._next_job(name)) is not None:
             try:
-                m = self._measurers[name].measure(job.model_bytes)
+                measurer = self._measurers[name]
+                if job.frontend is None:
+                    m = measurer.measure(job.model_bytes)
+                else:
+                    m = measurer.measure(job.model_bytes, frontend=job.frontend)
             except FatalError as exc:
                 self._stop_all(job, exc)
             except CandidateError as exc:  # the model's fault: the board is fine
@@ -297,7 +327,7 @@ class RackMeasurer:
             job.attempts.append(f"{name}: {reason}")
             if st.failures_in_row >= self.max_failures:
                 self._retire(name, f"{st.failures_in_row} failures in a row, last: {reason}")
-            others = [n for n in self._live() if n not in job.tried]
+            others = self._takers(job)
             if others and len(job.tried) <= self.retries:
                 self._pending.insert(0, job)
                 self._cond.notify_all()
@@ -308,7 +338,7 @@ class RackMeasurer:
         with self._cond:
             self._status[name].out_reason = reason
             log.warning("rack: board %s taken out of rotation: %s", name, reason)
-            for job in [j for j in self._pending if not set(self._live()) - set(j.tried)]:
+            for job in [j for j in self._pending if not self._takers(j)]:
                 self._pending.remove(job)
                 self._fail(job)
             self._cond.notify_all()
@@ -318,6 +348,11 @@ class RackMeasurer:
             why = "; ".join(job.attempts) or "no board left"
             job.future.set_exception(FatalError(f"every {self.board.name} board is out ({why})"))
             return
+        if job.frontend is not None and not job.attempts:
+            refusals = sorted({why for n, why in self._no_frontend.items() if n in self._live()})
+            if refusals:
+                job.future.set_exception(CandidateError("; ".join(refusals)))
+                return
         job.future.set_exception(
             CandidateError(
                 f"measurement failed on {len(job.tried)} board(s): " + "; ".join(job.attempts)
@@ -332,3 +367,14 @@ class RackMeasurer:
                 other.future.set_exception(exc)
             self._pending.clear()
             self._cond.notify_all()
+
+
+def _frontend_refusal(rb: RackBoard) -> str | None:
+    """Why ``rb`` cannot run a front-end graph (its pinned TFLM lacks the signal ops), or None."""
+    from mcunas.frontend.build import check_signal_ops
+
+    try:
+        check_signal_ops(rb.profile)
+    except McunasError as exc:
+        return f"{rb.name}: {exc}"
+    return None

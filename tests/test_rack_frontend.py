@@ -1,0 +1,117 @@
+"""The rack runs frontend.tflite then the model on each board, over pseudo-terminals.
+
+Virtual boards stand in for the boards: they run both graphs as the firmware does
+and report the front end in the result line. A board whose pinned TFLite Micro
+lacks the signal ops (the Cortex-M Arduino library) takes no front-end job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from vboard_helpers import virtual_board
+
+from mcunas.boards import load_board
+from mcunas.csource import model_crc32
+from mcunas.errors import CandidateError
+from mcunas.frontend.config import FrontendConfig
+from mcunas.frontend.graph import frontend_model
+from mcunas.measure.rack import RackMeasurer, load_rack
+from mcunas.measure.virtual_board.figures import fixed_figures
+from mcunas.measure.virtual_board.project import VirtualProject
+
+ROOT = Path(__file__).resolve().parents[1]
+KWS = (ROOT / "mcunas" / "calibration" / "models" / "kws_ref_model.tflite").read_bytes()
+FRONT = frontend_model(FrontendConfig(mel_bands=10, pcan=True))  # kws_ref_model: (49, 10, 1)
+FAST = fixed_figures(latency_ms=3.0, arena_bytes=30_000)
+PROFILE = """name = "lab"
+core = "xtensa-lx7"
+clock_hz = 240_000_000
+sram_bytes = 524_288
+flash_bytes = 8_388_608
+kernels = "esp-nn"
+"""
+
+
+def _rack(tmp_path, entries, **kw):
+    body = "".join(f'[[board]]\nprofile = "{p}"\nport = "{port}"\n' for p, port in entries)
+    (tmp_path / "rack.toml").write_text(body)
+    profile = load_rack(tmp_path / "rack.toml").boards[0].profile
+    return RackMeasurer(
+        profile,
+        tmp_path / "rack.toml",
+        timeout_s=5,
+        project_factory=VirtualProject,
+        work_dir=tmp_path / "build",
+        **kw,
+    )
+
+
+def _board(profile):
+    return virtual_board(model=KWS, board=profile, figures=FAST, time_scale=1000)
+
+
+def test_each_board_of_the_rack_runs_the_front_end_and_the_model(tmp_path):
+    with _board("esp32s3") as a, _board("esp32s3") as b:
+        with _rack(tmp_path, [("esp32s3", a.port), ("esp32s3", b.port)]) as rack:
+            outcomes = rack.measure_many([KWS] * 4, frontend=FRONT)
+            single = rack.measure(KWS, frontend=FRONT)
+            bare = rack.measure(KWS)
+    assert all(o.ok for o in outcomes)
+    for m in [o.measurement for o in outcomes] + [single]:
+        fe = m.details["frontend"]
+        assert fe["crc32"] == model_crc32(FRONT) and fe["frames"] == 49
+        assert fe["latency_ms"] > 0 and fe["arena_bytes"] > 0
+        assert m.peak_sram_bytes >= 30_000 + fe["arena_bytes"]
+        assert m.details["rack_board"] in {f"esp32s3@{a.port}", f"esp32s3@{b.port}"}
+    assert "frontend" not in bare.details  # the model alone, as before
+    assert {o.measurement.details["rack_board"] for o in outcomes} == {
+        f"esp32s3@{a.port}",
+        f"esp32s3@{b.port}",
+    }
+
+
+def test_a_cortex_m_rack_refuses_the_front_end_in_one_line(tmp_path):
+    with _board("nucleo_f746zg") as vb:
+        with _rack(tmp_path, [("nucleo_f746zg", vb.port)], max_failures=1) as rack:
+            with pytest.raises(CandidateError) as caught:
+                rack.measure(KWS, frontend=FRONT)
+            (outcome,) = rack.measure_many([KWS], frontend=FRONT)
+            bare = rack.measure(KWS)  # the board stays in rotation for the model alone
+    message = str(caught.value)
+    assert "\n" not in message and "signal ops" in message and vb.port in message
+    assert not outcome.ok and outcome.error == message and outcome.attempts == ()
+    assert "frontend" not in bare.details
+    (status,) = rack.status()
+    assert status.out_reason is None and status.failures == 0 and status.measured == 1
+
+
+def test_a_mixed_rack_sends_front_end_jobs_to_the_boards_that_can_run_them(tmp_path):
+    (tmp_path / "esp.toml").write_text(PROFILE + '[platformio]\nplatform = "espressif32"\n')
+    (tmp_path / "arm.toml").write_text(PROFILE + '[platformio]\nplatform = "ststm32"\n')
+    esp, arm = (load_board(str(tmp_path / f"{n}.toml")) for n in ("esp", "arm"))
+    with _board(esp) as a, _board(arm) as b:
+        with _rack(tmp_path, [("esp.toml", a.port), ("arm.toml", b.port)]) as rack:
+            outcomes = rack.measure_many([KWS] * 3, frontend=FRONT)
+            bare = rack.measure_many([KWS] * 4)
+    assert all(o.ok for o in outcomes + bare)
+    assert {o.measurement.details["rack_board"] for o in outcomes} == {f"lab@{a.port}"}
+    assert all("frontend" in o.measurement.details for o in outcomes)
+    by_board = {s.port: s for s in rack.status()}
+    assert by_board[b.port].out_reason is None and by_board[b.port].failures == 0
+
+
+def test_a_search_trial_hands_its_front_end_to_the_rack(tmp_path):
+    from test_frontend_features import make_tones
+
+    from mcunas.data import load_dataset
+    from mcunas.search.candidate import KerasRunner
+
+    make_tones(tmp_path / "data", per_class=4, seconds=1.0)
+    data = load_dataset(tmp_path / "data", frontend=FrontendConfig(mel_bands=10, pcan=True))
+    esp = load_board("esp32s3")
+    with _board("esp32s3") as vb, _rack(tmp_path, [("esp32s3", vb.port)]) as rack:
+        m = KerasRunner(None, data, esp, None, rack).measure(KWS, lambda f: True)
+    assert m.details["frontend"]["crc32"] == model_crc32(frontend_model(data.frontend))
+    assert m.details["rack_board"] == f"esp32s3@{vb.port}"
