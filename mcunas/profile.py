@@ -320,12 +320,12 @@ def with_frontend(figures: Figures, front: Any, board: Any) -> Figures:
         energy_uj=figures.energy_uj if _metered(figures) else None,
         details={**figures.details, SPLIT: {"frontend": split, "model": model}},
     )
-    return _energy(total, board)
+    return _energy(total, board, fe_ms)
 
 
 def _with_measured(figures: Figures, front: Any, measured: dict, board: Any) -> Figures:
     """A board's figures with the front end it ran: its time added, SRAM and flash split."""
-    from mcunas.predict.frontend import SPLIT
+    from mcunas.predict.frontend import SPLIT, simulated_total
 
     fe_ms = float(measured["latency_ms"])
     arena = int(measured.get("arena_bytes", front.arena_bytes))
@@ -346,10 +346,11 @@ def _with_measured(figures: Figures, front: Any, measured: dict, board: Any) -> 
         figures,
         latency_ms=figures.latency_ms + fe_ms,
         latency_max_ms=_upper(figures.latency_max_ms, float(measured.get("latency_max_ms", fe_ms))),
+        **simulated_total(figures, front.latency_ms, fe_ms),
         energy_uj=figures.energy_uj if _metered(figures) else None,
         details={**figures.details, SPLIT: {"frontend": split, "model": model}},
     )
-    return _energy(total, board)
+    return _energy(total, board, fe_ms)
 
 
 def _model_part(figures: Figures) -> dict[str, Any]:
@@ -362,10 +363,17 @@ def _model_part(figures: Figures) -> dict[str, Any]:
     }
 
 
-def _energy(figures: Figures, board: Any) -> Figures:
-    from mcunas.predict.energy import with_energy
+def _energy(figures: Figures, board: Any, fe_ms: float) -> Figures:
+    """Front end + model energy (estimate unless metered), its shares in the cost split."""
+    from mcunas.predict.energy import frontend_energy_split, with_energy
+    from mcunas.predict.frontend import SPLIT
 
-    return with_energy(figures, board)
+    total = with_energy(figures, board)
+    if total.energy_uj is None:
+        return total
+    shares = frontend_energy_split(total, fe_ms, board)
+    split = {k: {**v, **shares.get(k, {})} for k, v in total.details[SPLIT].items()}
+    return dataclasses.replace(total, details={**total.details, SPLIT: split})
 
 
 def _metered(figures: Figures) -> bool:

@@ -121,8 +121,11 @@ def test_the_record_keeps_the_split(tmp_path: Path, front) -> None:
     assert rec.frontend_latency_ms == pytest.approx(front.latency_ms)
     assert rec.frontend_sram_bytes == front.sram_bytes
     assert rec.frontend_flash_bytes == front.flash_bytes
+    model_uj = pytest.approx(rec.energy_uj - rec.frontend_energy_uj)
     assert split["model"] == {"latency_ms": pytest.approx(5.0), "peak_sram_bytes": 2000,
-                              "flash_bytes": 3000}  # fmt: skip
+                              "flash_bytes": 3000, "energy_uj": model_uj}  # fmt: skip
+    mw = rec.energy_uj / rec.latency_ms  # the estimate: active power x latency, both parts
+    assert rec.frontend_energy_uj == pytest.approx(mw * front.latency_ms)
     assert split["total"]["latency_ms"] == rec.latency_ms
     assert rec.frontend_source.startswith("estimate")
 

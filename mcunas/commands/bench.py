@@ -62,6 +62,19 @@ def _report(m: Figures) -> list[str]:
 def _energy_line(m: Figures) -> str:
     if m.energy_uj is None:
         return "  energy       -"
+    split = m.details.get("energy_split")
+    if split:  # a front end ran: its share is an estimate, the model's metered or estimated
+        model = (
+            "measured"
+            if str(split["model_source"]).startswith("meter:")
+            else f"ESTIMATE +/- {split['model_error_pct'] or 0:.0f}%"
+        )
+        return (
+            f"  energy       {m.energy_uj:.2f} uJ per inference (front end + model) = "
+            f"front end {split['frontend_uj']:.2f} uJ (ESTIMATE +/- "
+            f"{split['frontend_error_pct']:.0f}%: {split['frontend_source']}) + model "
+            f"{split['model_uj']:.2f} uJ ({model}: {split['model_source']})"
+        )
     if m.energy_source.startswith("meter:"):
         return f"  energy       {m.energy_uj:.2f} uJ per inference, measured: {m.energy_source}"
     return (

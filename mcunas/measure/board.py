@@ -29,7 +29,7 @@ from mcunas.measure.protocol import FrontendResult, Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.measure.setup_report import reported_setup
 from mcunas.paths import user_path
-from mcunas.predict.energy import board_power, with_energy
+from mcunas.predict.energy import board_power, with_energy, with_frontend_energy
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",
@@ -240,7 +240,8 @@ class BoardMeasurer:
         figures = self._measurement(model_bytes, port, ready, result, build, stages)
         if trace is not None:
             figures = self._metered(figures, trace, link.marks, result.runs)
-        return with_energy(figures, self.board)
+        # the front end runs outside the meter's window: its share is added as an estimate
+        return with_frontend_energy(with_energy(figures, self.board), self.board)
 
     def _metered(self, figures: Figures, trace: Any, marks: list, runs: int) -> Figures:
         """``figures`` with the meter's energy per inference."""

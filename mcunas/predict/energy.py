@@ -43,8 +43,13 @@ __all__ = [
     "board_power",
     "combine_errors",
     "estimate_energy",
+    "frontend_energy_split",
     "with_energy",
+    "with_frontend_energy",
 ]
+
+# details key of a board run's energy split (front end share, model share).
+ENERGY_SPLIT = "energy_split"
 
 # Supply current per MHz while TFLM infers (whole chip, from the supply pin), by core:
 # power / supply voltage / clock of the MLPerf Tiny energy runs in
@@ -206,3 +211,57 @@ def with_energy(figures: Figures, board: Any) -> Figures:
         energy_error_pct=est.error_pct,
         energy_source=f"estimate: {est.power_mw:.1f} mW ({est.basis}) x {what} latency",
     )
+
+
+def with_frontend_energy(figures: Figures, board: Any) -> Figures:
+    """A board run's figures whose energy per inference covers its front end too.
+
+    The firmware times the front end (``details["frontend"]``) after the model's
+    timed invokes, outside the window a power meter integrates, so the front end's
+    share is always an estimate: its measured latency x the board's active power.
+    It is added to the model's energy (metered or estimated); ``details["energy_split"]``
+    keeps both shares and their sources. Figures without a front end or an energy
+    figure, or already split, are returned as they are.
+    """
+    fe = figures.details.get("frontend")
+    if not isinstance(fe, dict) or figures.energy_uj is None or ENERGY_SPLIT in figures.details:
+        return figures
+    est = estimate_energy(float(fe["latency_ms"]), None, board)
+    model_uj, total = figures.energy_uj, figures.energy_uj + est.uj
+    fe_source = f"estimate: {est.power_mw:.1f} mW ({est.basis}) x measured front-end latency"
+    split = {
+        "frontend_uj": est.uj,
+        "frontend_error_pct": est.error_pct,
+        "frontend_source": fe_source,
+        "model_uj": model_uj,
+        "model_error_pct": figures.energy_error_pct,
+        "model_source": figures.energy_source,
+    }
+    weighted = model_uj * (figures.energy_error_pct or 0.0) + est.uj * est.error_pct
+    return dataclasses.replace(
+        figures,
+        energy_uj=total,
+        energy_error_pct=weighted / total if total > 0 else figures.energy_error_pct,
+        energy_source=f"{figures.energy_source}; + front end {est.uj:.2f} uJ ({fe_source})",
+        details={**figures.details, ENERGY_SPLIT: split},
+    )
+
+
+def frontend_energy_split(total: Figures, fe_latency_ms: float, board: Any) -> dict[str, Any]:
+    """The front end's and the model's shares of ``total.energy_uj`` (front end + model).
+
+    The front end's share is the board run's own split when it has one, else an
+    estimate: ``fe_latency_ms`` x the board's active power. The model's share is the rest.
+    """
+    split = total.details.get(ENERGY_SPLIT)
+    if isinstance(split, dict):
+        fe_uj, source = float(split["frontend_uj"]), str(split["frontend_source"])
+    else:
+        est = estimate_energy(fe_latency_ms, None, board)
+        fe_uj = est.uj
+        source = f"estimate: {est.power_mw:.1f} mW ({est.basis}) x front-end latency"
+    fe_uj = min(fe_uj, total.energy_uj or 0.0)
+    return {
+        "frontend": {"energy_uj": fe_uj, "energy_source": source},
+        "model": {"energy_uj": (total.energy_uj or 0.0) - fe_uj},
+    }

@@ -37,6 +37,7 @@ __all__ = [
     "estimate_frontend",
     "frontend_cost",
     "frontend_rows",
+    "simulated_total",
 ]
 
 # Assumed cycles per inner-loop iteration on a Cortex-M4-class core (no SIMD use):
@@ -243,3 +244,19 @@ def frontend_cost(model_bytes: bytes, frames: int, board: Any) -> FrontendCost:
         est.rows,
         source=est.source,
     )
+
+
+def simulated_total(figures: Any, fe_sim_ms: float, fe_ms: float) -> dict[str, Any]:
+    """``--measure hybrid``: the simulator's front end + model and its error against the board.
+
+    ``figures`` is a board measurement of the model checked against the simulator
+    (``sim_latency_ms`` set); the board ran the front end too (``fe_ms``). The
+    returned ``sim_latency_ms`` adds the front end's estimate ``fe_sim_ms``, and
+    ``latency_error_pct`` compares the two totals. Empty when nothing was simulated.
+    """
+    if figures.sim_latency_ms is None:
+        return {}
+    sim = figures.sim_latency_ms + fe_sim_ms
+    measured = figures.latency_ms + fe_ms
+    error = 100.0 * (sim - measured) / measured if measured > 0 else None
+    return {"sim_latency_ms": sim, "latency_error_pct": error}

@@ -94,6 +94,7 @@ class TrialRecord:
     frontend_sram_bytes: int | None = None  # its arena and buffers
     frontend_flash_bytes: int | None = None
     frontend_source: str | None = None  # "estimate: ..." or "measured: <board>"
+    frontend_energy_uj: float | None = None  # its share of energy_uj (an estimate)
     macs: int | None = None
     params: int | None = None
     source: str | None = None
@@ -395,6 +396,8 @@ def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[s
         values["frontend_sram_bytes"] = front["sram_bytes"]
         values["frontend_flash_bytes"] = front["flash_bytes"]
         values["frontend_source"] = front["source"]
+        if front.get("energy_uj") is not None:
+            values["frontend_energy_uj"] = front["energy_uj"]
     sim = figures.latency_ms if before_training else figures.sim_latency_ms
     if sim is not None:
         values["sim_latency_ms"] = sim

@@ -45,9 +45,11 @@ def energy_text(rec: TrialRecord) -> str:
 
 
 def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
-    """Latency, peak SRAM and flash as front end, model and total; None without a front end.
+    """Latency, peak SRAM, flash (and energy) as front end, model and total; None without one.
 
     The store keeps the totals and the front end's share; the model's is the difference.
+    Energy is there when the store has the front end's share (an estimate: its latency
+    x the board's active power).
     """
     if rec.frontend_latency_ms is None:
         return None
@@ -61,6 +63,8 @@ def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
         "peak_sram_bytes": rec.frontend_sram_bytes,
         "flash_bytes": rec.frontend_flash_bytes,
     }
+    if rec.frontend_energy_uj is not None:  # stores of older versions lack it
+        total["energy_uj"], front["energy_uj"] = rec.energy_uj, rec.frontend_energy_uj
     model = {k: _minus(total[k], front[k]) for k in total}
     return {"frontend": {**front, "source": rec.frontend_source}, "model": model, "total": total}
 
@@ -76,9 +80,10 @@ def split_text(rec: TrialRecord) -> str | None:
         return None
 
     def part(d: dict[str, Any]) -> str:
+        energy = f", {d['energy_uj']:.1f} uJ" if d.get("energy_uj") is not None else ""
         return (
             f"{d['latency_ms'] or 0:.2f} ms, {(d['peak_sram_bytes'] or 0) / 1024:.1f} KB SRAM, "
-            f"{(d['flash_bytes'] or 0) / 1024:.1f} KB flash"
+            f"{(d['flash_bytes'] or 0) / 1024:.1f} KB flash{energy}"
         )
 
     what = "estimate" if str(split["frontend"]["source"] or "").startswith("estimate") else ""
