@@ -21,7 +21,7 @@ from mcunas.profile import with_frontend
 from mcunas.search.budgets import Budgets
 from mcunas.search.pipeline import TrialPipeline
 from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.summary import cost_split
+from mcunas.search.summary import cost_split, split_text
 
 fake_runner = pytest.fixture(fake_runner_fixture)
 FRAMES = 24  # half a second at the default 30 ms frame / 20 ms hop
@@ -126,6 +126,8 @@ def test_the_record_keeps_the_split(tmp_path: Path, front) -> None:
                               "flash_bytes": 3000, "energy_uj": model_uj}  # fmt: skip
     mw = rec.energy_uj / rec.latency_ms  # the estimate: active power x latency, both parts
     assert rec.frontend_energy_uj == pytest.approx(mw * front.latency_ms)
+    text = split_text(rec)  # the terminal's and report's split line names each part's uJ
+    assert f"{rec.frontend_energy_uj:.1f} uJ (estimate) + model" in text
     assert split["total"]["latency_ms"] == rec.latency_ms
     assert rec.frontend_source.startswith("estimate")
 
