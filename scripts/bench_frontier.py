@@ -3,7 +3,9 @@
 Per task:
 
 - **(a) the reference grid**: the reference design of the input kind
-  (``--seed-arch auto``: kws-dscnn for series, ic-resnet8 for small images) at
+  (kws-dscnn for every series, even the long one-channel ones ``--seed-arch
+  auto`` seeds with series-s4, so the tables stay comparable; otherwise auto's:
+  ic-resnet8 for small images) at
   every width multiplier of ``--widths`` and input resolution of
   ``--resolutions``, each one trial of ``mcunas search`` (same recipe and
   epochs as the searches; no re-scoring, as there is nothing to choose),
@@ -16,8 +18,8 @@ Per task:
   subnets fine-tuned; it has no wall-time limit, so its wall time is printed beside
   the grid's). Every ``ok`` trial of a search (feasible by
   construction) is a point, scored on the test split with the TFLite Micro
-  kernels. Both searches start from the reference design (``--seed-arch
-  auto``), as shipped.
+  kernels. Both searches start from that reference design (``--seed-arch``
+  set to it).
 - **(c) the pairing** (:mod:`frontier_figures`): per reference point inside the
   budget, the best searched model at no higher latency and its accuracy
   difference; the fastest at no lower accuracy and the latency ratio; the
@@ -93,14 +95,24 @@ def seed_design(rec) -> str | None:  # noqa: ANN001
     return design_name(int(hp.get("st_resolution", 1)), float(hp.get("st_width_mult", 1.0)))
 
 
+def frontier_reference(d) -> str:  # noqa: ANN001
+    """The reference family of dataset ``d``: auto's, but the DS-CNN for every series.
+
+    ``--seed-arch auto`` seeds long one-channel series with series-s4; the frontier
+    compares against the DS-CNN there as before, so its tables stay comparable.
+    """
+    from mcunas.space.reference import auto_reference
+
+    return "kws-dscnn" if d.kind == "series" else auto_reference(d.kind, d.input_shape)
+
+
 def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
     """Every grid point of ``task`` (resolutions the input cannot take are left out)."""
     from mcunas.data import load_dataset
-    from mcunas.space.reference import auto_reference
     from mcunas.space.stages import MIN_SIDE_TO_SHRINK
 
     d = load_dataset(str(npz))
-    ref = auto_reference(d.kind, d.input_shape)
+    ref = frontier_reference(d)
     can_shrink = max(d.input_shape[:2]) >= MIN_SIDE_TO_SHRINK
     rows = []
     for res in (int(r) for r in args.resolutions.split(",")):
@@ -182,17 +194,20 @@ def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
 
 def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # noqa: ANN001
     """The evolution and supernet searches under budget ``name``: their models and wall times."""
+    from mcunas.data import load_dataset
+
     budget, where, found = BUDGETS[name], args.out / task / name, {}
+    ref = frontier_reference(load_dataset(str(npz)))
     if not args.no_evolution:
         run = _run_or_reuse(npz, where / "evolution", budget, args, strategy="evolution",
-                            max_trials=1000, time_budget_s=wall_s,
+                            seed_arch=ref, max_trials=1000, time_budget_s=wall_s,
                             finalists=args.search_finalists)  # fmt: skip
         found["evolution"] = run | {"models": searched_models(where / "evolution", npz, budget[0])}
     if not args.no_supernet:
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
         extra |= {} if args.subnets is None else {"subnets": args.subnets}
         run = _run_or_reuse(npz, where / "supernet", budget, args, strategy="supernet",
-                            max_trials=args.finetuned, **extra)  # fmt: skip
+                            seed_arch=ref, max_trials=args.finetuned, **extra)  # fmt: skip
         found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
     return found
 

@@ -87,11 +87,8 @@ def _fake_runner(monkeypatch):
     return fake_runner_fixture(monkeypatch)
 
 
-@pytest.mark.slow
-def test_a_long_series_under_the_nano_33_ble_budget_ends_in_one_line(
-    capsys, tmp_path: Path
-) -> None:
-    # shaped like aeon's ACSF1 (100 series of 1460 steps, 10 classes), synthetic
+def _acsf1_shaped(tmp_path: Path) -> Path:
+    """Synthetic data shaped like aeon's ACSF1: 100 series of 1460 steps, 10 classes."""
     rng = np.random.default_rng(0)
     y = np.arange(100) % 10
     t = np.linspace(0.0, 1.0, 1460)
@@ -99,13 +96,44 @@ def test_a_long_series_under_the_nano_33_ble_budget_ends_in_one_line(
     x = (x + 0.3 * rng.standard_normal(x.shape)).astype("float32")[:, :, None, None]
     data = tmp_path / "acsf1.npz"
     np.savez(data, x_train=x[:60], y_train=y[:60], x_test=x[60:], y_test=y[60:])
+    return data
+
+
+@pytest.mark.slow
+def test_a_long_series_under_the_nano_33_ble_budget_ends_in_one_line(
+    capsys, tmp_path: Path
+) -> None:
     code, _, err = run(
-        capsys, "--board", "nano33ble", "--dataset", str(data), "--max-latency-ms", "20",
-        "--max-sram-kb", "96", "--max-trials", "1", "--max-draws", "8",
-        "--out", str(tmp_path / "o"),
+        capsys, "--board", "nano33ble", "--dataset", str(_acsf1_shaped(tmp_path)),
+        "--max-latency-ms", "20", "--max-sram-kb", "96", "--max-trials", "1",
+        "--max-draws", "8", "--seed-arch", "kws-dscnn", "--out", str(tmp_path / "o"),
     )  # fmt: skip
     line = _one_line_exit_2(code, err)
-    # the seed's seven rungs and one draw past them, all too slow for 20 ms at 64 MHz
+    # the DS-CNN's seven rungs and one draw past them, all too slow for 20 ms at 64 MHz
     assert "No candidate met the limits (latency <= 20 ms, peak SRAM <= 96 KB" in line
     assert "the smallest latency of any design tried is" in line and "/4 x0.25" in line
     assert "the budget is 20 ms" in line and "--max-latency-ms" in line
+
+
+@pytest.mark.slow
+def test_a_long_series_under_the_nano_33_ble_budget_seeds_series_s4_that_fits(
+    capsys, tmp_path: Path
+) -> None:
+    from mcunas.search.store import TrialStore
+
+    out = tmp_path / "o"
+    code, _, err = run(
+        capsys, "--board", "nano33ble", "--dataset", str(_acsf1_shaped(tmp_path)),
+        "--max-latency-ms", "20", "--max-sram-kb", "96", "--max-trials", "1",
+        "--epochs", "1", "--finalists", "0", "--out", str(out),
+    )  # fmt: skip
+    assert code == 0, err
+    assert "Seed: series-s4 (--seed-arch auto: a one-channel series of 1460 steps" in err
+    store = TrialStore.open(out)
+    rows = store.trials()
+    store.close()
+    ok = [r for r in rows if r.status == TrialStatus.OK]
+    assert len(ok) == 1 and ok[0].origin == "seed"
+    assert ok[0].latency_ms <= 20 and ok[0].peak_sram_bytes <= 96 * 1024
+    # the rungs refused before it were the larger variants of the same seed, costed only
+    assert all(r.origin == "seed" for r in rows)

@@ -196,6 +196,11 @@ def test_a_reference_that_does_not_fit_the_board_is_refused(capsys, tmp_path) ->
     ("kind", "shape", "name"),
     [
         ("series", (128, 1, 3), "kws-dscnn"),
+        ("series", (1460, 1, 3), "kws-dscnn"),  # long, but three channels
+        ("series", (251, 1, 1), "kws-dscnn"),  # ArrowHead: series-s4 was level there
+        ("series", (256, 1, 1), "series-s4"),
+        ("series", (427, 1, 1), "series-s4"),  # OSULeaf: series-s4 won by 4 points
+        ("audio", (1460, 1, 1), "kws-dscnn"),
         ("audio", (49, 40, 1), "kws-dscnn"),
         ("image", (8, 8, 1), "ic-resnet8"),
         ("image", (96, 96, 3), "vww-mobilenet"),
@@ -228,3 +233,31 @@ def test_which_reference_a_search_starts_from(seed_arch, strategy, families, exp
     run = SearchRun(cfg, None, Path("."), None, None, None)
     run.dataset = SimpleNamespace(kind="image", input_shape=(8, 8, 1))
     assert run.seed_name(SimpleNamespace(families=families)) == expected
+
+
+@pytest.mark.parametrize(
+    ("seed_arch", "shape", "line"),
+    [
+        (
+            "auto",
+            (1460, 1, 1),
+            "Seed: series-s4 (--seed-arch auto: a one-channel series of 1460 steps "
+            "(256 or more)), its largest variant that fits first.",
+        ),
+        ("auto", (100, 1, 1), "Seed: kws-dscnn (--seed-arch auto: a series of 100 steps (under"),
+        ("auto", (300, 1, 2), "Seed: kws-dscnn (--seed-arch auto: a series of 2 channels)"),
+        ("kws-dscnn", (1460, 1, 1), "Seed: kws-dscnn (--seed-arch kws-dscnn), its"),
+        ("none", (1460, 1, 1), "Seed: none (--seed-arch none)."),
+    ],
+)
+def test_the_start_up_line_says_which_design_seeded_and_why(seed_arch, shape, line) -> None:
+    from types import SimpleNamespace
+
+    from mcunas.search.config import SearchConfig
+    from mcunas.search.run import SearchRun
+
+    cfg = SearchConfig(board="nano33ble", seed_arch=seed_arch)
+    cfg.validate()
+    run = SearchRun(cfg, None, Path("."), None, None, None)
+    run.dataset = SimpleNamespace(kind="series", input_shape=shape)
+    assert run.seed_line(SimpleNamespace(families=("stages",))).startswith(line)

@@ -195,7 +195,8 @@ are simulator estimates."""
     show_default=True,
     help="The first trial: a known-good design scaled to the dataset (kws-dscnn, "
     "vww-mobilenet, ic-resnet8, series-s4 for long series); auto picks one by input "
-    "kind (audio and series: kws-dscnn; images: ic-resnet8, or vww-mobilenet from 64 px); "
+    "kind (one-channel series of 256+ steps: series-s4; other series and audio: kws-dscnn; "
+    "images: ic-resnet8, or vww-mobilenet from 64 px); "
     "none starts at random.",
 )
 @click.option(

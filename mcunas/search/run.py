@@ -284,21 +284,33 @@ class SearchRun:
         return None if self.fronts is None else self.fronts.add
 
     def seed_name(self, space: Any) -> str | None:
-        """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``.
+        """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``."""
+        return self.seed_choice(space)[0]
+
+    def seed_choice(self, space: Any) -> tuple[str | None, str]:
+        """:meth:`seed_name` and why (the start-up line's words).
 
         ``auto`` (the default) seeds only where a named seed would be accepted:
         not with hyperband, and only when the space searches the stage family.
         """
-        from mcunas.space.reference import AUTO, NONE, auto_reference
+        from mcunas.space.reference import AUTO, NONE, auto_choice
 
         cfg = self.config
         if cfg.seed_arch in (None, NONE):
-            return None
+            return None, "--seed-arch none"
         if cfg.seed_arch != AUTO:
-            return cfg.seed_arch
+            return cfg.seed_arch, f"--seed-arch {cfg.seed_arch}"
         if cfg.strategy == "hyperband" or "stages" not in getattr(space, "families", ()):
-            return None
-        return auto_reference(self.dataset.kind, self.dataset.input_shape)
+            return None, "--seed-arch auto seeds no hyperband search and no space without stages"
+        name, why = auto_choice(self.dataset.kind, self.dataset.input_shape)
+        return name, f"--seed-arch auto: {why}"
+
+    def seed_line(self, space: Any) -> str:
+        """The start-up line that says which design seeded the search and why."""
+        name, why = self.seed_choice(space)
+        if name is None:
+            return f"Seed: none ({why})."
+        return f"Seed: {name} ({why}), its largest variant that fits first."
 
     def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
         """The reference design's variants (hyperparameter values); [] for none.

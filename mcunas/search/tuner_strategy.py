@@ -39,6 +39,7 @@ class TunerStrategy:
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             seeds = run.seed_ladder(space)
+            progress.note(run.seed_line(space))
             if seeds:
                 seed_first_trial(oracle, seeds)
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)

@@ -131,17 +131,39 @@ REFERENCES: dict[str, Reference] = {
 
 AUTO, NONE = "auto", "none"  # --seed-arch: pick one by the input's kind / start from none
 LARGE_IMAGE_SIDE = 64  # images this large get the VWW MobileNet, smaller ones ResNet-8
+# One-channel series this long get series-s4, shorter ones (and multichannel) the DS-CNN:
+# on OSULeaf (427 steps) series-s4 beat the DS-CNN's largest fitting variant by 4 points
+# over two seeds; on ArrowHead (251 steps) it was level or below (docs/benchmarks/series.md).
+LONG_SERIES_STEPS = 256
 
 
 def auto_reference(kind: str, input_shape: tuple[int, ...]) -> str:
     """The reference ``--seed-arch auto`` starts from for a dataset of ``kind``.
 
-    Audio and series: kws-dscnn; images with a side of 64 or more: vww-mobilenet;
-    smaller images: ic-resnet8.
+    One-channel series of :data:`LONG_SERIES_STEPS` steps or more: series-s4;
+    other series and audio: kws-dscnn; images with a side of 64 or more:
+    vww-mobilenet; smaller images: ic-resnet8.
     """
-    if kind in ("audio", "series"):
-        return "kws-dscnn"
-    return "vww-mobilenet" if max(input_shape[:2]) >= LARGE_IMAGE_SIDE else "ic-resnet8"
+    return auto_choice(kind, input_shape)[0]
+
+
+def auto_choice(kind: str, input_shape: tuple[int, ...]) -> tuple[str, str]:
+    """:func:`auto_reference`'s name and why it was picked, in a few words."""
+    shape = tuple(int(s) for s in input_shape)
+    if kind == "series":
+        steps, channels = shape[0], (shape[1] * shape[2] if len(shape) == 3 else 1)
+        if channels == 1 and steps >= LONG_SERIES_STEPS:
+            why = f"a one-channel series of {steps} steps ({LONG_SERIES_STEPS} or more)"
+            return "series-s4", why
+        if channels != 1:
+            return "kws-dscnn", f"a series of {channels} channels"
+        return "kws-dscnn", f"a series of {steps} steps (under {LONG_SERIES_STEPS})"
+    if kind == "audio":
+        return "kws-dscnn", "audio features"
+    side = max(shape[:2])
+    if side >= LARGE_IMAGE_SIDE:
+        return "vww-mobilenet", f"an image of side {side} ({LARGE_IMAGE_SIDE} px or more)"
+    return "ic-resnet8", f"an image of side {side} (under {LARGE_IMAGE_SIDE} px)"
 
 
 def get_reference(name: str) -> Reference:

@@ -116,6 +116,7 @@ class SupernetStrategy:
                 f"then {cfg.subnets} subnets scored, the best {cfg.max_trials} fine-tuned "
                 f"for {finetune} epochs."
             )
+            progress.note(run.seed_line(self.space))
             if self.reference() is not None:
                 return STOPPED_REFERENCE
             nothing = self.nothing_fits()
