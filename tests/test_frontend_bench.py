@@ -8,6 +8,7 @@ TFLM runtime, and ``mcunas bench`` of a ``best/`` folder with a front end.
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -193,3 +194,25 @@ def test_frontend_stage_compiles_with_the_generated_sources(tmp_path):
     cmd += ["-I", str(HOST), "-I", str(src), str(src / "frontend_stage.cc")]
     build = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     assert build.returncode == 0, build.stderr
+
+
+def test_a_search_measuring_a_front_end_on_a_cortex_m_board_is_refused_before_any_training(
+    tmp_path,
+):
+    from mcunas.search.api import check_search
+    from mcunas.search.config import SearchConfig
+
+    main, sub = os.openpty()  # a port that exists: the refusal is the board's, not the port's
+    try:
+        port = os.ttyname(sub)
+        for board, out in (("nucleo_f746zg", "o"), ("esp32s3", "e")):
+            config = SearchConfig(board=board, frontend="tflm", measure="board", port=port)
+            config.out = str(tmp_path / out)
+            if board == "esp32s3":
+                assert check_search(config).name == board  # ESP32 boards have the signal ops
+            else:
+                with pytest.raises(BoardProfileError, match="no signal ops"):
+                    check_search(config)
+    finally:
+        os.close(sub)
+        os.close(main)

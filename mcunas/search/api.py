@@ -71,6 +71,10 @@ def check_search(config: SearchConfig) -> BoardProfile:
     if config.clock_mhz is not None:
         board = board.at_clock(config.clock_mhz, above_profile=config.overclock)
     check_budget_floor(config.budgets, board)
+    if config.frontend == "tflm" and config.measure != "simulator" and not config.rack:
+        from mcunas.frontend.build import check_signal_ops
+
+        check_signal_ops(board)  # a Cortex-M board cannot run frontend.tflite: say so now
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
     if config.resume and not TrialStore.exists_in(out_dir):
