@@ -299,3 +299,27 @@ def test_a_request_over_the_size_limit_is_refused_at_once(chief, monkeypatch):
         call(channel, {"op": "hello", "pad": "x" * 10_000}, timeout_s=30)
     assert time.monotonic() - start < 10
     assert call(channel, {"op": "hello"}, timeout_s=5)["ok"]  # and the chief serves on
+
+
+def test_a_chief_that_stops_mid_heartbeat_is_not_waited_for_beyond_the_workers_wait(
+    monkeypatch,
+):
+    """A heartbeat the stopping chief answers with an error: the rejoin is short, not 15 min."""
+    import mcunas.distributed.worker as worker
+    from mcunas.distributed.worker import WorkerSettings, _Joined
+
+    def call(channel, payload, *, timeout_s, address="chief"):
+        if payload["op"] == "heartbeat":  # the chief is shutting down: an error, not silence
+            raise RemoteError("chief at h:1: CANCELLED: shutting down")
+        if timeout_s > 30:  # a long rejoin: the chief is gone, this would hang the heartbeat
+            time.sleep(600)
+        raise ChiefUnreachable("no mcunas chief answers at h:1")
+
+    monkeypatch.setattr(worker, "call", call)
+    joined = _Joined(WorkerSettings("127.0.0.1:1", "w1", token=TOKEN), CONFIG, "digits")
+    joined.wait_s, notes = 1.0, []
+    joined.start_heartbeat(0.1, notes.append)
+    with pytest.raises(KeyboardInterrupt):  # the heartbeat ends the main thread's wait
+        for _ in range(300):
+            time.sleep(0.1)
+    assert "did not come back within 1 s" in joined.gone

@@ -91,7 +91,8 @@ class _Joined:
         self.wait_s = CHIEF_RESTART_WAIT_S
         self.gone: str | None = None  # why the worker stops: its chief did not come back
 
-    def join(self) -> dict[str, Any]:
+    def join(self, timeout_s: float = CHIEF_RESTART_WAIT_S) -> dict[str, Any]:
+        """Join (or rejoin) the chief; wait up to ``timeout_s`` for it to answer."""
         request = {
             "op": "join",
             "worker": self.settings.name,
@@ -100,9 +101,7 @@ class _Joined:
             "identity_sha256": identity_sha256(self.config.to_dict(), IDENTITY),
             "dataset_sha256": self.dataset_sha,
         }
-        return call(
-            self.channel, request, timeout_s=CHIEF_RESTART_WAIT_S, address=self.settings.connect
-        )
+        return call(self.channel, request, timeout_s=timeout_s, address=self.settings.connect)
 
     def start_heartbeat(self, every_s: float, note: Callable[[str], None]) -> None:
         absence = ChiefAbsence(self.settings.name, self.settings.connect, self.wait_s, note)
@@ -111,10 +110,13 @@ class _Joined:
             request = {"op": "heartbeat", "worker": self.settings.name}
             while not self._stop.wait(every_s):
                 try:
-                    call(self.channel, request, timeout_s=every_s, address=self.settings.connect)
-                except RemoteError:
-                    with contextlib.suppress(RemoteError):
-                        self.join()  # the chief restarted and forgot this worker
+                    try:
+                        call(
+                            self.channel, request, timeout_s=every_s, address=self.settings.connect
+                        )
+                    except RemoteError:  # the chief restarted and forgot this worker, or is
+                        with contextlib.suppress(RemoteError):  # stopping: one short rejoin
+                            self.join(timeout_s=every_s)
                 except ChiefUnreachable:  # stopped or restarting: the trial goes on meanwhile
                     if absence.missed() and not self._stop.is_set():
                         self.gone = absence.gone_line()
