@@ -4,6 +4,7 @@ import io
 import json
 import os
 import shutil
+import signal
 import socket
 import stat
 import subprocess
@@ -269,7 +270,16 @@ def test_a_refused_worker_is_one_line_and_exit_2(chief, tmp_path):
         call(open_channel(service.address, "nope"), {"op": "hello"}, timeout_s=5)
 
 
-def test_a_worker_whose_chief_stops_says_it_waits_then_stops(chief):
+@pytest.fixture
+def ctrl_c():
+    """Ctrl-C raises KeyboardInterrupt in this process, whatever an earlier test left set."""
+    previous = signal.getsignal(signal.SIGINT)
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_a_worker_whose_chief_stops_says_it_waits_then_stops(chief, ctrl_c):
     from mcunas.distributed.worker import WorkerSettings, _Joined
 
     service = chief(Door(TOKEN, None, ""))
@@ -302,7 +312,7 @@ def test_a_request_over_the_size_limit_is_refused_at_once(chief, monkeypatch):
 
 
 def test_a_chief_that_stops_mid_heartbeat_is_not_waited_for_beyond_the_workers_wait(
-    monkeypatch,
+    monkeypatch, ctrl_c
 ):
     """A heartbeat the stopping chief answers with an error: the rejoin is short, not 15 min."""
     import mcunas.distributed.worker as worker
