@@ -214,7 +214,7 @@ PRIOR_TABLES: dict[str, PathTable] = {
 # refits and checks these stay in step with the data and the tables above.
 DEFAULT_SCALES: dict[str, float] = {
     "cmsis-nn-c": 0.9304,  # one board: RP2040 (Cortex-M0+), pico-tflmicro 2024
-    # runtimes from 2021 on (scale_fit.RECENT_RUNTIME_YEAR): EK-RA6M4 with TF 2.5's TFLM
+    # runtimes from 2021 on (calibration_rows.RECENT_RUNTIME_YEAR): EK-RA6M4 with TF 2.5's TFLM
     # and NUCLEO-F413ZH with tflite-micro of 2021; the NUCLEO-L4R5ZI rows (TFLM 2.3.1,
     # 2020, 1.47x slower per cycle) only widen the band
     "cmsis-nn-dsp": 3.8709,
