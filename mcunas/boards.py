@@ -3,7 +3,9 @@
 A profile is a TOML file. A user's own profile needs only ``name``, ``core``,
 ``clock_hz``, ``sram_bytes``, ``flash_bytes`` and ``kernels``; everything else
 (firmware baseline, peak MACs per cycle, latency coefficients) then comes from
-the defaults for that core family and kernel library.
+the defaults for that core family and kernel library. This module reads and
+checks the files; the profile itself, :class:`BoardProfile`, is in
+:mod:`mcunas.board_profile` (its names are re-exported here).
 
 Example::
 
@@ -17,7 +19,6 @@ from __future__ import annotations
 import math
 import os
 import tomllib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -37,31 +38,25 @@ from mcunas.board_checks import (
     optional_int,
     positive_int,
 )
+from mcunas.board_profile import (
+    CORES,
+    BoardProfile,
+    check_choice,
+    check_kernels_fit_core,
+    core_family,
+)
 from mcunas.errors import BoardProfileError, UnknownBoard
-from mcunas.limits import LIMITS, MAX_PEAK_MACS_PER_CYCLE
+from mcunas.limits import MAX_PEAK_MACS_PER_CYCLE
 from mcunas.paths import builtin_boards_dir, user_boards_dir
 
 __all__ = [
     "CORES",
     "KERNEL_LIBRARIES",
     "BoardProfile",
+    "core_family",
     "list_boards",
     "load_board",
 ]
-
-
-CORES = (
-    "cortex-m0plus",
-    "cortex-m4",
-    "cortex-m4f",
-    "cortex-m7",
-    "cortex-m33",
-    "cortex-m55",
-    "cortex-m85",
-    "xtensa-lx6",
-    "xtensa-lx7",
-    "riscv32",
-)
 
 
 # Firmware baseline when a profile gives none: (static RAM, stack, flash) of the
@@ -86,129 +81,6 @@ _PEAK_MACS_PER_CYCLE = {
     "xtensa-lx7": 16.0,  # ESP32-S3 PIE: 128-bit vector MAC
     "riscv32": 0.5,  # RV32IMC, no packed SIMD
 }
-
-
-def core_family(core: str) -> str:
-    """Return the family of a core name: ``cortex-m``, ``xtensa`` or ``riscv32``."""
-    if core.startswith("cortex-m"):
-        return "cortex-m"
-    if core.startswith("xtensa"):
-        return "xtensa"
-    return "riscv32"
-
-
-@dataclass(frozen=True)
-class BoardProfile:
-    """One board: its chip, memories, kernel library and how to reach it.
-
-    Memory figures are bytes. ``usable_*`` is what the application can use
-    (total less what the ROM, caches or bootloader reserve); ``firmware_*`` is
-    the measurement firmware's own baseline without model, arena and kernels.
-    """
-
-    name: str
-    core: str
-    clock_hz: int
-    sram_bytes: int
-    flash_bytes: int
-    kernels: str
-    title: str = ""
-    mcu: str = ""
-    usable_sram_bytes: int = 0
-    usable_flash_bytes: int = 0
-    firmware_ram_bytes: int = 0
-    firmware_stack_bytes: int = 0
-    firmware_flash_bytes: int = 0
-    peak_macs_per_cycle: float = 0.0
-    max_arena_bytes: int = 0
-    memory: str = "sram"  # where model, arena and code live (board_checks.MEMORY_PLACES)
-    # the setup keys the profile states (weights, arena, cache, flash_wait_states, runtime,
-    # cmsis_nn, opt; board_checks.check_setup); predict/setup.py turns them into factors
-    setup: dict[str, Any] = field(default_factory=dict)
-    multicore_kernels: bool = False  # CONV_2D and DEPTHWISE_CONV_2D split over two cores
-    pio_env: str = ""
-    pio_board: str = ""
-    pio_platform: str = ""
-    baud: int = 115200
-    hwids: tuple[str, ...] = ()
-    latency: dict[str, Any] = field(default_factory=dict)
-    power: dict[str, Any] = field(default_factory=dict)  # [power], see mcunas/predict/energy.py
-    power_clock_hz: int = 0  # the clock [power] currents are given at (the profile's)
-    sources: dict[str, str] = field(default_factory=dict)
-    path: str = ""
-    builtin: bool = False
-
-    @property
-    def family(self) -> str:
-        """Core family: ``cortex-m``, ``xtensa`` or ``riscv32``."""
-        return core_family(self.core)
-
-    @property
-    def model_sram_budget_bytes(self) -> int:
-        """SRAM left to the model's arena after firmware and stack.
-
-        Capped by ``max_arena_bytes`` where the arena must fit one
-        contiguous block smaller than the free total (ESP32, STM32H7).
-        """
-        free = self.usable_sram_bytes - self.firmware_ram_bytes - self.firmware_stack_bytes
-        return min(free, self.max_arena_bytes) if self.max_arena_bytes else free
-
-    @property
-    def model_flash_budget_bytes(self) -> int:
-        """Flash left to the model and its kernels after the firmware."""
-        return self.usable_flash_bytes - self.firmware_flash_bytes
-
-    @property
-    def latency_fitted(self) -> bool:
-        """True when the profile has its own ``[latency]`` table for its kernel library."""
-        return isinstance((self.latency or {}).get(self.kernels), dict)
-
-    def with_kernels(self, kernels: str) -> BoardProfile:
-        """Return a copy of this profile using another kernel library."""
-        _check_choice("kernels", kernels, KERNEL_LIBRARIES, self.path or self.name)
-        _check_kernels_fit_core(kernels, self.core, self.name)
-        from dataclasses import replace
-
-        return replace(self, kernels=kernels)
-
-    def at_clock(self, mhz: float, *, above_profile: bool = False) -> BoardProfile:
-        """A copy of the profile running at ``mhz`` (boards often run below their maximum).
-
-        The latency model counts cycles, so every estimate scales with the clock;
-        memory figures do not change.
-
-        Args:
-            mhz: float. The clock, above 0 and up to ``limits.MAX_CLOCK_MHZ``.
-            above_profile: bool, default False. Allow a clock above the profile's
-                (``--overclock``); without it such a clock is refused.
-
-        Raises:
-            BoardProfileError: ``mhz`` is not a positive finite clock up to 10 GHz, or
-                it is above the profile's clock without ``above_profile``.
-        """
-        from dataclasses import replace
-
-        if not LIMITS["clock_mhz"].holds(mhz):
-            raise BoardProfileError(
-                f"--clock-mhz {mhz} is not a clock: give MHz {LIMITS['clock_mhz'].text()}"
-            )
-        if mhz * 1_000_000 > self.clock_hz and not above_profile:
-            raise BoardProfileError(
-                f"--clock-mhz {mhz:g} is above {self.name}'s {self.clock_hz / 1e6:g} MHz: "
-                "give a clock up to the profile's, or add --overclock if the board runs faster."
-            )
-        return replace(self, clock_hz=int(round(mhz * 1_000_000)))
-
-    def to_dict(self) -> dict[str, Any]:
-        """Plain dict for JSON output."""
-        from dataclasses import asdict
-
-        data = asdict(self)
-        data["hwids"] = list(self.hwids)
-        data["family"] = self.family
-        data["model_sram_budget_bytes"] = self.model_sram_budget_bytes
-        data["model_flash_budget_bytes"] = self.model_flash_budget_bytes
-        return data
 
 
 def _profile_files() -> dict[str, tuple[Path, bool]]:
@@ -255,25 +127,6 @@ def load_board(name_or_path: str) -> BoardProfile:
         raise UnknownBoard(name_or_path, sorted(files))
     path, builtin = files[name_or_path]
     return _load_file(path, builtin)
-
-
-def _check_choice(key: str, value: Any, choices: tuple[str, ...], where: str) -> None:
-    if value not in choices:
-        raise BoardProfileError(f"{where}: {key} = {value!r} is not one of {', '.join(choices)}")
-
-
-def _check_kernels_fit_core(kernels: str, core: str, where: str) -> None:
-    """ESP-NN is for Espressif chips only, CMSIS-NN for Arm Cortex-M only."""
-    if kernels == "esp-nn" and core_family(core) == "cortex-m":
-        raise BoardProfileError(
-            f"{where}: kernels = 'esp-nn' is Espressif's library and does not run on {core}; "
-            "use cmsis-nn or reference"
-        )
-    if kernels == "cmsis-nn" and core_family(core) != "cortex-m":
-        raise BoardProfileError(
-            f"{where}: kernels = 'cmsis-nn' is Arm's library for Cortex-M and does not run on "
-            f"{core}; use esp-nn or reference"
-        )
 
 
 def _table(data: dict[str, Any], key: str, where: str) -> dict[str, Any]:
@@ -338,7 +191,7 @@ def _flag(data: dict[str, Any], key: str, where: str) -> bool:
 
 def _memory(data: dict[str, Any], where: str) -> str:
     memory = data.get("memory", "sram")
-    _check_choice("memory", memory, MEMORY_PLACES, where)
+    check_choice("memory", memory, MEMORY_PLACES, where)
     return str(memory)
 
 
@@ -361,9 +214,9 @@ def _check_required(data: dict[str, Any], where: str) -> None:
         raise BoardProfileError(
             f"{where}: name must be a string of letters, digits, '_', '-' and '.', got {name!r}"
         )
-    _check_choice("core", data["core"], CORES, where)
-    _check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
-    _check_kernels_fit_core(data["kernels"], data["core"], where)
+    check_choice("core", data["core"], CORES, where)
+    check_choice("kernels", data["kernels"], KERNEL_LIBRARIES, where)
+    check_kernels_fit_core(data["kernels"], data["core"], where)
 
 
 def _hwids(serial: dict[str, Any], where: str) -> tuple[str, ...]:

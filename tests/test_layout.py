@@ -63,6 +63,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
         (
             "mcunas.boards",
             "mcunas.board_checks",
+            "mcunas.board_profile",
             "mcunas.tflite",
             "mcunas.audit",
             "mcunas.csource",
