@@ -12,7 +12,7 @@ matplotlib.use("Agg")
 import pytest
 from test_search_cli import fake_runner_fixture, run
 
-from mcunas.search import report
+from mcunas.search import report, report_plots
 from mcunas.search.store import TrialRecord, TrialStatus
 
 fake_runner = pytest.fixture(fake_runner_fixture)
@@ -64,12 +64,12 @@ def _rec(tid: str, acc: float, lat: float, energy: float) -> TrialRecord:
 def test_front_points_are_labelled_and_the_chosen_one_starred() -> None:
     front = [_rec("03", 0.9, 2.0, 40.0), _rec("07", 0.95, 5.0, 90.0)]
     ax = _Axes()
-    report._label_trials(ax, front, lambda r: r.latency_ms)
-    report._mark_chosen(ax, front[1], front[1].latency_ms)
+    report_plots._label_trials(ax, front, lambda r: r.latency_ms)
+    report_plots._mark_chosen(ax, front[1], front[1].latency_ms)
     assert ax.labels == ["03", "07"]
     assert ax.stars == [(5.0, 95.0, "chosen: trial 07")]
-    report._mark_chosen(ax, None, None)  # nothing chosen: nothing drawn
-    report._mark_chosen(ax, front[0], None)  # no such figure (no energy): nothing drawn
+    report_plots._mark_chosen(ax, None, None)  # nothing chosen: nothing drawn
+    report_plots._mark_chosen(ax, front[0], None)  # no such figure (no energy): nothing drawn
     assert len(ax.stars) == 1
 
 
