@@ -9,19 +9,22 @@ name from the registries of :mod:`mcunas.engine`; this module knows neither
 the supernet nor the distributed search.
 
 Every trained candidate goes through the one trial pipeline
-(:mod:`mcunas.search.pipeline`), whichever strategy and executor.
+(:mod:`mcunas.search.pipeline`), whichever strategy and executor. A strategy
+that schedules its own jobs uses the protocols of :mod:`mcunas.search.job_protocols`
+(``Work``, ``Wire``, ``Jobs``; re-exported here).
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
 from mcunas.search.export import export_best, trial_model_bytes
+from mcunas.search.job_protocols import Jobs, Wire, Work
 from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
 from mcunas.search.report import write_report
@@ -29,65 +32,6 @@ from mcunas.search.result import SearchResult, compute_result
 from mcunas.search.store import TrialStore
 
 __all__ = ["Executor", "Jobs", "SearchRun", "Strategy", "Wire", "Work"]
-
-
-class Work(Protocol):
-    """Does one job of a strategy that schedules its own work (the supernet's)."""
-
-    def do(self, job: Any, on_epoch: Callable[[Any], bool]) -> Any:
-        """The job's typed result; ``on_epoch(epoch)`` returning True stops a training."""
-        ...
-
-    def close(self) -> None:
-        """Release the measurers and the TFLM worker."""
-        ...
-
-
-class Wire(Protocol):
-    """A strategy's jobs and results as JSON for the wire (converted here only)."""
-
-    def job_to_wire(self, job: Any) -> dict[str, Any]:
-        """The job as JSON, with its ``kind``."""
-        ...
-
-    def job_from_wire(self, data: dict[str, Any]) -> Any:
-        """The typed job back."""
-        ...
-
-    def result_to_wire(self, result: Any) -> dict[str, Any]:
-        """The result as JSON."""
-        ...
-
-    def result_from_wire(self, data: dict[str, Any]) -> Any:
-        """The typed result back."""
-        ...
-
-    def trial_ids(self, job: Any) -> tuple[str, ...]:
-        """The trial rows the job writes (its worker may write them)."""
-        ...
-
-    def failed(self, error: str) -> Any:
-        """The result of a job that could not be done."""
-        ...
-
-
-class Jobs(Protocol):
-    """Where a strategy's jobs run: in this process, or on a chief's workers."""
-
-    def run(
-        self,
-        jobs: Sequence[Any],
-        *,
-        on_done: Callable[[Any, Any], None] | None = None,
-        on_epoch: Callable[[Any], bool] | None = None,
-        progress: Progress | None = None,
-    ) -> list[Any]:
-        """Each job's result, in order; ``on_done(job, result)`` as each ends.
-
-        With ``progress``, a time budget that runs out cancels the jobs not yet
-        started: their result is None.
-        """
-        ...
 
 
 class Executor(Protocol):
