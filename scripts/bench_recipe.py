@@ -34,10 +34,7 @@ within run-to-run noise on sets this small.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -70,90 +67,41 @@ def variant_settings(name: str, factor: int) -> dict:
     raise SystemExit(f"unknown variant {name!r}; choose from {', '.join(VARIANTS)}")
 
 
-def _steps_saved() -> tuple[int, int]:
-    from mcunas.search import recipe
-
-    return recipe.MIN_STEPS_PER_EPOCH, recipe.SMALL_SERIES_STEPS_PER_EPOCH
-
-
-def _set_steps(least: int, small: int | None = None) -> None:
-    """Every set (small series sets too) trains at least ``least`` steps an epoch."""
-    from mcunas.search import recipe
-
-    recipe.MIN_STEPS_PER_EPOCH = least
-    recipe.SMALL_SERIES_STEPS_PER_EPOCH = least if small is None else small
-
-
 def run_variant(npz: Path, out: Path, budget: tuple, settings: dict, args) -> dict:  # noqa: ANN001
     """One trial of the reference design under the variant's recipe."""
-    from bench_tasks import mcunas_run
+    from bench_training import one_trial, recipe_applied
 
-    from mcunas.search import recipe
     from mcunas.space.reference import LADDER
 
-    saved = _steps_saved()
-    saved_aug = (recipe.SERIES_OPS, recipe.MIXUP_ALPHA)
-    _set_steps(settings["min_steps"])
-    recipe.SERIES_OPS, recipe.MIXUP_ALPHA = settings["ops"], settings["mixup"]
-    ref = {"seed_arch": "kws-dscnn", "families": ("stages",), "strategy": "random"}
     limits = (budget[0], None, None) if settings["lifted"] else budget
     draws = 1 if settings["lifted"] else len(LADDER)
-    try:
-        return mcunas_run(npz, out, limits, args, **ref, max_trials=1, max_draws=draws, finalists=0)
-    finally:
-        _set_steps(*saved)
-        recipe.SERIES_OPS, recipe.MIXUP_ALPHA = saved_aug
-
-
-def planned_steps(npz: Path, settings: dict, epochs: int) -> int:
-    """Optimizer steps of the full schedule under the variant (before early stopping)."""
-    from mcunas.data import load_dataset
-    from mcunas.search import recipe
-
-    saved = _steps_saved()
-    _set_steps(settings["min_steps"])
-    try:
-        return recipe.plan_recipe(load_dataset(str(npz))).steps_per_epoch * epochs
-    finally:
-        _set_steps(*saved)
+    with recipe_applied(settings):
+        return one_trial(npz, out, limits, args, seed_arch="kws-dscnn", max_draws=draws)
 
 
 def main() -> None:
-    from bench_datasets import task_arrays, write
-    from bench_tasks import BUDGETS, minirocket
+    import bench_training as bt
+    from bench_tasks import BUDGETS
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default="osuleaf,japanesevowels,arrowhead")
-    parser.add_argument("--budget", default="nano33ble", choices=sorted(BUDGETS))
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--steps-factor", type=int, default=4)
+    parser = bt.training_parser(
+        __doc__.splitlines()[0], "osuleaf,japanesevowels,arrowhead", "runs/bench-recipe"
+    )
     parser.add_argument("--variants", default=",".join(VARIANTS))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--trials", type=int, default=1)
-    parser.add_argument("--out", default="runs/bench-recipe")
     args = parser.parse_args()
-    out, rows = Path(args.out), []
-    print(f"{'task':15}{'variant':10}{'test':>8}{'MiniR.':>8}{'steps':>7}{'epochs':>7}"
-          f"{'ms':>7}{'train s':>8}  model")  # fmt: skip
-    for task in args.tasks.split(","):
-        npz = write(task, out)
-        mini = minirocket(task_arrays(task), args.seed)
-        for name in args.variants.split(","):
-            settings = variant_settings(name, args.steps_factor)
-            start = time.monotonic()
-            row = run_variant(npz, out / f"{task}-{name}", BUDGETS[args.budget], settings, args)
-            row |= {"task": task, "variant": name, "minirocket": mini["test"]}
-            row |= {"planned_steps": planned_steps(npz, settings, args.epochs)}
-            row["bench_s"] = time.monotonic() - start
-            rows.append(row)
-            test = "-" if row.get("test") is None else f"{100 * row['test']:.1f}"
-            print(
-                f"{task:15}{name:10}{test:>8}{100 * mini['test']:>8.1f}"
-                f"{row['planned_steps']:>7}{args.epochs:>7}{row.get('latency_ms') or 0:>7.1f}"
-                f"{row['wall_s']:>8.0f}  {row.get('description', '-')}",
-                flush=True,
-            )
-            (out / "results.json").write_text(json.dumps(rows, indent=1, default=str))
+    epochs = bt.Column("epochs", 7, lambda r: str(r["epochs"]))
+    columns = [bt.label("task", 15), bt.label("variant", 10), bt.accuracy_column(8)]
+    columns += [bt.minirocket_column(8), bt.STEPS, epochs, bt.LATENCY, bt.TRAIN_S]
+    cases = [
+        bt.Case({"variant": name}, variant_settings(name, args.steps_factor))
+        for name in args.variants.split(",")
+    ]
+    budget = BUDGETS[args.budget]
+    bt.train_table(
+        args,
+        columns,
+        cases,
+        lambda npz, where, case: run_variant(npz, where, budget, case.settings, args),
+    )
 
 
 if __name__ == "__main__":

@@ -34,9 +34,9 @@ sets a test series is 0.4-0.6 points.
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -126,77 +126,59 @@ def register(name: str, shape: tuple[int, ...], classes: int) -> None:
     )
 
 
+@contextmanager
+def own_resolution(design: str) -> Iterator[None]:
+    """A bench design keeps its own input resolution while it steps down: only the width does."""
+    from mcunas.space import reference
+
+    saved = reference.LADDER
+    if design in DESIGNS:
+        res = DESIGNS[design]["st_resolution"]
+        reference.LADDER = tuple((res, m) for m in (1.0, 0.75, 0.5, 0.25))
+    try:
+        yield
+    finally:
+        reference.LADDER = saved
+
+
 def run_design(npz: Path, out: Path, design: str, budget: tuple, settings: dict, args) -> dict:  # noqa: ANN001
     """One trial of ``design`` under the recipe ``settings`` (see ``scripts/bench recipe``)."""
-    from bench_recipe import _set_steps, _steps_saved
-    from bench_tasks import mcunas_run
+    from bench_training import one_trial, recipe_applied
 
     from mcunas.data import load_dataset
-    from mcunas.search import recipe
     from mcunas.space import reference
 
     if design != "kws-dscnn":
         data = load_dataset(str(npz))
         register(design, data.input_shape, data.num_classes)
-    saved = _steps_saved()
-    saved_aug = (recipe.SERIES_OPS, recipe.MIXUP_ALPHA, recipe.SERIES_WEIGHT_DECAY)
-    saved_ladder = reference.LADDER
-    if design in DESIGNS:  # keep the design's own input resolution; only the width steps down
-        res = DESIGNS[design]["st_resolution"]
-        reference.LADDER = tuple((res, m) for m in (1.0, 0.75, 0.5, 0.25))
-    _set_steps(settings["min_steps"])
-    recipe.SERIES_OPS, recipe.MIXUP_ALPHA = settings["ops"], settings["mixup"]
-    recipe.SERIES_WEIGHT_DECAY = settings.get("wd", 0.0)
-    ref = {"seed_arch": design, "families": ("stages",), "strategy": "random", "finalists": 0}
-    try:
+    with own_resolution(design), recipe_applied(settings):
         draws = len(reference.LADDER)
-        return mcunas_run(npz, out, budget, args, **ref, max_trials=1, max_draws=draws)
-    finally:
-        _set_steps(*saved)
-        recipe.SERIES_OPS, recipe.MIXUP_ALPHA, recipe.SERIES_WEIGHT_DECAY = saved_aug
-        reference.LADDER = saved_ladder
+        return one_trial(npz, out, budget, args, seed_arch=design, max_draws=draws)
 
 
 def main() -> None:
-    from bench_datasets import task_arrays, write
-    from bench_recipe import planned_steps
-    from bench_tasks import BUDGETS, minirocket
+    import bench_training as bt
+    from bench_tasks import BUDGETS
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--tasks", default="osuleaf,arrowhead")
+    parser = bt.training_parser(__doc__.splitlines()[0], "osuleaf,arrowhead", "runs/bench-series")
     parser.add_argument("--designs", default="kws-dscnn,dil,dil-avg,wide")
     parser.add_argument("--recipes", default="long")
-    parser.add_argument("--budget", default="nano33ble", choices=sorted(BUDGETS))
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--steps-factor", type=int, default=4)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--trials", type=int, default=1)
-    parser.add_argument("--out", default="runs/bench-series")
     args = parser.parse_args()
-    out, rows = Path(args.out), []
-    print(f"{'task':15}{'design':10}{'recipe':9}{'test':>7}{'MiniR.':>7}{'steps':>7}"
-          f"{'ms':>7}{'SRAM KB':>8}{'train s':>8}  model")  # fmt: skip
-    for task in args.tasks.split(","):
-        npz = write(task, out)
-        mini = minirocket(task_arrays(task), args.seed)
-        for design in args.designs.split(","):
-            for name in args.recipes.split(","):
-                settings = recipe_settings(name, args.steps_factor)
-                where = out / f"{task}-{design}-{name}"
-                row = run_design(npz, where, design, BUDGETS[args.budget], settings, args)
-                row |= {"task": task, "design": design, "recipe": name}
-                row |= {"minirocket": mini["test"], "budget": args.budget}
-                row["planned_steps"] = planned_steps(npz, settings, args.epochs)
-                rows.append(row)
-                test = "-" if row.get("test") is None else f"{100 * row['test']:.1f}"
-                print(
-                    f"{task:15}{design:10}{name:9}{test:>7}{100 * mini['test']:>7.1f}"
-                    f"{row['planned_steps']:>7}{row.get('latency_ms') or 0:>7.1f}"
-                    f"{row.get('sram_kb') or 0:>8.1f}{row['wall_s']:>8.0f}  "
-                    f"{row.get('description', '-')}",
-                    flush=True,
-                )
-                (out / "results.json").write_text(json.dumps(rows, indent=1, default=str))
+    sram = bt.Column("SRAM KB", 8, lambda r: f"{r.get('sram_kb') or 0:.1f}")
+    columns = [bt.label("task", 15), bt.label("design", 10), bt.label("recipe", 9)]
+    columns += [bt.accuracy_column(7), bt.minirocket_column(7), bt.STEPS, bt.LATENCY, sram]
+    columns += [bt.TRAIN_S]
+    cases = [
+        bt.Case({"design": design, "recipe": name}, recipe_settings(name, args.steps_factor))
+        for design in args.designs.split(",")
+        for name in args.recipes.split(",")
+    ]
+    budget = BUDGETS[args.budget]
+
+    def run_case(npz: Path, where: Path, case: bt.Case) -> dict:
+        return run_design(npz, where, case.labels["design"], budget, case.settings, args)
+
+    bt.train_table(args, columns, cases, run_case)
 
 
 if __name__ == "__main__":
