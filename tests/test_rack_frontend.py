@@ -7,6 +7,7 @@ lacks the signal ops (the Cortex-M Arduino library) takes no front-end job.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,69 @@ def test_a_search_trial_hands_its_front_end_to_the_rack(tmp_path):
         m = KerasRunner(None, data, esp, None, rack).measure(KWS, lambda f: True)
     assert m.details["frontend"]["crc32"] == model_crc32(frontend_model(data.frontend))
     assert m.details["rack_board"] == f"esp32s3@{vb.port}"
+
+
+@pytest.fixture
+def ptys():
+    """Pseudo-terminal ports that exist (the refusal is the boards', not the ports')."""
+    opened: list[int] = []
+
+    def port() -> str:
+        main, sub = os.openpty()
+        opened.extend((main, sub))
+        return os.ttyname(sub)
+
+    yield port
+    for fd in opened:
+        os.close(fd)
+
+
+def _rack_file(tmp_path, profiles, port) -> Path:
+    body = "".join(f'[[board]]\nprofile = "{p}"\nport = "{port()}"\n' for p in profiles)
+    (tmp_path / "rack.toml").write_text(body)
+    return tmp_path / "rack.toml"
+
+
+def test_a_search_on_a_cortex_m_rack_with_a_front_end_is_refused_before_training(
+    tmp_path, ptys, capsys, monkeypatch
+):
+    from test_frontend_features import make_tones
+
+    from mcunas import convert
+    from mcunas.cli import main
+
+    def too_late() -> None:
+        raise AssertionError("TensorFlow loaded: the search got past its checks")
+
+    monkeypatch.setattr(convert, "import_tensorflow", too_late)
+    make_tones(tmp_path / "data", per_class=1)
+    rack = _rack_file(tmp_path, ["nucleo_f746zg", "nucleo_f746zg", "esp32s3"], ptys)
+    for measure in ("board", "hybrid"):
+        args = ["search", "--board", "nucleo_f746zg", "--frontend", "tflm"]
+        args += ["--dataset", str(tmp_path / "data"), "--measure", measure, "--rack", str(rack)]
+        with pytest.raises(SystemExit) as info:
+            main([*args, "--out", str(tmp_path / "out")])
+        err = capsys.readouterr().err.strip()
+        assert info.value.code == 2 and "Traceback" not in err, err
+        assert len(err.splitlines()) == 1 and "signal ops" in err and str(rack) in err
+        assert "nucleo_f746zg@" in err and "esp32s3@" not in err  # the boards that measure
+        assert not (tmp_path / "out").exists()
+
+
+def test_a_rack_with_one_board_that_runs_the_front_end_is_accepted(tmp_path, ptys):
+    from mcunas.search.api import check_search
+    from mcunas.search.config import SearchConfig
+
+    (tmp_path / "esp.toml").write_text(PROFILE + '[platformio]\nplatform = "espressif32"\n')
+    (tmp_path / "arm.toml").write_text(PROFILE + '[platformio]\nplatform = "ststm32"\n')
+    for profiles, board in (
+        (["arm.toml", "esp.toml", "arm.toml"], str(tmp_path / "arm.toml")),  # a mixed rack
+        (["esp32s3", "nucleo_f746zg"], "esp32s3"),
+    ):
+        rack = _rack_file(tmp_path, profiles, ptys)
+        config = SearchConfig(board=board, frontend="tflm", measure="board", rack=str(rack))
+        config.out = str(tmp_path / "out")
+        assert check_search(config).name in ("lab", "esp32s3")
+    config.frontend = "numpy"  # no front end: a Cortex-M rack measures the model alone
+    config.board, config.rack = "nucleo_f746zg", str(_rack_file(tmp_path, ["nucleo_f746zg"], ptys))
+    assert check_search(config).name == "nucleo_f746zg"

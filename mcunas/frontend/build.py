@@ -29,6 +29,7 @@ __all__ = [
     "FrontendBuild",
     "check_signal_ops",
     "frontend_build",
+    "runs_signal_ops",
     "write_frontend_build",
 ]
 
@@ -103,13 +104,22 @@ def frontend_build(frontend_bytes: bytes, model_bytes: bytes) -> FrontendBuild:
     return FrontendBuild(cfg, shape[0], host, size)
 
 
+def runs_signal_ops(board: Any) -> bool:
+    """True when the board's pinned TFLM has the signal ops a front-end graph needs.
+
+    ESP32 boards build with esp-tflite-micro, which has them; Cortex-M boards only
+    once :data:`CORTEX_M_SIGNAL_OPS` names a pinned library that has them.
+    """
+    return str(board.pio_platform).startswith("espressif32") or bool(CORTEX_M_SIGNAL_OPS)
+
+
 def check_signal_ops(board: Any) -> None:
     """Refuse a front-end firmware for a board whose pinned TFLM lacks the signal ops.
 
     Raises:
         BoardProfileError: the board builds with the Cortex-M Arduino library.
     """
-    if str(board.pio_platform).startswith("espressif32") or CORTEX_M_SIGNAL_OPS:
+    if runs_signal_ops(board):
         return
     raise BoardProfileError(
         f"{board.name}: the Arduino TFLite Micro library pinned for Cortex-M boards has no "

@@ -31,7 +31,15 @@ from mcunas.errors import McunasError, UserError
 from mcunas.measure.board import probe_board
 from mcunas.measure.protocol import Ready
 
-__all__ = ["DEFAULT_MAX_FAILURES", "Rack", "RackBoard", "RackError", "load_rack", "probe_rack"]
+__all__ = [
+    "DEFAULT_MAX_FAILURES",
+    "Rack",
+    "RackBoard",
+    "RackError",
+    "check_rack_frontend",
+    "load_rack",
+    "probe_rack",
+]
 
 # Failures in a row after which a board leaves the rotation.
 DEFAULT_MAX_FAILURES = 3
@@ -115,6 +123,31 @@ def load_rack(path: str | Path) -> Rack:
     if not isinstance(max_failures, int) or isinstance(max_failures, bool) or max_failures < 1:
         raise RackError(f"{path}: [rack] max_failures must be a positive integer")
     return Rack(path, tuple(boards), max_failures)
+
+
+def check_rack_frontend(rack: Rack, board: BoardProfile) -> None:
+    """Refuse a rack none of whose ``board`` boards can run a front-end graph.
+
+    A search measures on the rack's boards of its own profile; when every one of
+    them builds with a TFLM that has no signal ops (the Cortex-M Arduino library),
+    each trial would train and then fail at measuring. A rack with no board of the
+    profile is left to the measurer, which says so when it opens.
+
+    Raises:
+        RackError: no such board has the signal ops (one line naming them).
+    """
+    from mcunas.frontend.build import runs_signal_ops
+
+    members = rack.for_profile(board.name)
+    if not members or any(runs_signal_ops(rb.profile) for rb in members):
+        return
+    names = ", ".join(rb.name for rb in members)
+    raise RackError(
+        f"{rack.path}: no {board.name} board of the rack can run frontend.tflite ({names}): "
+        "the Arduino TFLite Micro library pinned for Cortex-M boards has no signal ops; "
+        "measure the front end and model on an ESP32 board (esp-tflite-micro has them), "
+        "or the model alone"
+    )
 
 
 def _power(entry: dict[str, Any], where: str) -> str | None:

@@ -71,10 +71,8 @@ def check_search(config: SearchConfig) -> BoardProfile:
     if config.clock_mhz is not None:
         board = board.at_clock(config.clock_mhz, above_profile=config.overclock)
     check_budget_floor(config.budgets, board)
-    if config.frontend == "tflm" and config.measure != "simulator" and not config.rack:
-        from mcunas.frontend.build import check_signal_ops
-
-        check_signal_ops(board)  # a Cortex-M board cannot run frontend.tflite: say so now
+    if config.frontend == "tflm" and config.measure != "simulator":
+        _check_frontend_boards(config, board)
     out_dir = Path(config.out) if config.out else default_out(board.name)
     config.out = str(out_dir)
     if config.resume and not TrialStore.exists_in(out_dir):
@@ -85,6 +83,26 @@ def check_search(config: SearchConfig) -> BoardProfile:
         if not path.exists():
             raise DatasetError(f"Dataset not found: {path}")
     return board
+
+
+def _check_frontend_boards(config: SearchConfig, board: BoardProfile) -> None:
+    """Refuse now a front end that no measuring board can run, not after every training.
+
+    A Cortex-M board's pinned TFLM has no signal ops: the board itself, or every
+    board of the rack that measures ``board``'s profile.
+
+    Raises:
+        BoardProfileError: the board cannot run the front end.
+        RackError: the rack file is unusable, or none of its boards can.
+    """
+    if not config.rack:
+        from mcunas.frontend.build import check_signal_ops
+
+        check_signal_ops(board)
+        return
+    from mcunas.measure.rack_file import check_rack_frontend, load_rack
+
+    check_rack_frontend(load_rack(Path(config.rack).expanduser()), board)
 
 
 def run_search(
