@@ -272,7 +272,12 @@ def test_a_refused_worker_is_one_line_and_exit_2(chief, tmp_path):
 
 @pytest.fixture
 def ctrl_c():
-    """Ctrl-C raises KeyboardInterrupt in this process, whatever an earlier test left set."""
+    """Ctrl-C raises KeyboardInterrupt in this process, whatever SIGINT setting it inherited.
+
+    pytest started as a background job of a script inherits SIGINT ignored, and
+    ``_thread.interrupt_main`` then does nothing (``run_worker`` handles this itself,
+    see tests/test_worker_wakeup.py; these tests drive ``_Joined`` directly).
+    """
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     yield

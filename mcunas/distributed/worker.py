@@ -13,11 +13,12 @@ from __future__ import annotations
 import _thread
 import contextlib
 import os
+import signal
 import socket
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -157,15 +158,45 @@ def run_worker(
     joined = _Joined(settings, config, config.dataset_sha256())
     reply = joined.join()
     say = Progress(config.max_trials, None, stream=stream).note
-    joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF's import is slow
     try:
-        _work(settings, config, board, joined, strategy_for(config), stream)
+        with _wakeable(joined):
+            joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF is slow
+            _work(settings, config, board, joined, strategy_for(config), stream)
     except KeyboardInterrupt:
         if joined.gone is None:
             raise
         raise ChiefUnreachable(joined.gone) from None
     finally:
         joined.leave()
+
+
+@contextlib.contextmanager
+def _wakeable(joined: _Joined) -> Iterator[None]:
+    """Let the heartbeat's wake-up reach the main thread even where SIGINT is not Python's.
+
+    The heartbeat ends the main thread's wait with ``_thread.interrupt_main``, which
+    does nothing while SIGINT is ignored or default: a worker started in the
+    background by a non-interactive shell (``mcunas worker ... &`` in a script)
+    inherits SIGINT ignored and would wait on a gone chief. In the block, SIGINT
+    gets a handler that raises ``KeyboardInterrupt`` for the wake-up and, for a
+    real SIGINT, does what the inherited setting did (ignore it, or stop); the
+    inherited setting is restored after. A Python handler already set is kept.
+    """
+    previous = signal.getsignal(signal.SIGINT)
+    main = threading.current_thread() is threading.main_thread()
+    if previous not in (signal.SIG_IGN, signal.SIG_DFL) or not main:
+        yield
+        return
+
+    def wake(signum: int, frame: Any) -> None:
+        if joined.gone is not None or previous == signal.SIG_DFL:
+            raise KeyboardInterrupt
+
+    signal.signal(signal.SIGINT, wake)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _work(
