@@ -1,4 +1,4 @@
-"""The seed rungs: step down until one fits, the widest fit at every other resolution, the cheap end."""
+"""The seed rungs: step down until one fits, the widest fit per resolution, the cheap end."""
 
 from __future__ import annotations
 
