@@ -173,6 +173,28 @@ def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
         worker.close()
 
 
+def exported_on_front(out: Path) -> bool | None:
+    """Whether the search's exported model is on its own front (validation accuracy, ms, SRAM).
+
+    None when nothing was exported. No other ``ok`` trial may be as good on
+    every default objective and better on one.
+    """
+    from mcunas.search.pareto import dominates, record_point
+    from mcunas.search.store import TrialStatus, TrialStore
+
+    best = out / "best" / "best.json"
+    if not best.exists():
+        return None
+    chosen = json.loads(best.read_text())["trial"]["trial_id"]
+    store = TrialStore.open(out)
+    try:
+        points = [record_point(r) for r in store.trials() if r.status == TrialStatus.OK]
+    finally:
+        store.close()
+    mine = [p for p in points if p.key == chosen]
+    return bool(mine) and not any(dominates(p, mine[0]) for p in points)
+
+
 def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
     """The grid's models costed on ``board``: latency, SRAM and whether they fit ``budget``."""
     from mcunas.boards import load_board
@@ -202,13 +224,19 @@ def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # n
         run = _run_or_reuse(npz, where / "evolution", budget, args, strategy="evolution",
                             seed_arch=ref, max_trials=1000, time_budget_s=wall_s,
                             finalists=args.search_finalists)  # fmt: skip
-        found["evolution"] = run | {"models": searched_models(where / "evolution", npz, budget[0])}
+        found["evolution"] = run | {
+            "models": searched_models(where / "evolution", npz, budget[0]),
+            "on_front": exported_on_front(where / "evolution"),
+        }
     if not args.no_supernet:
         extra = {} if args.supernet_epochs is None else {"supernet_epochs": args.supernet_epochs}
         extra |= {} if args.subnets is None else {"subnets": args.subnets}
         run = _run_or_reuse(npz, where / "supernet", budget, args, strategy="supernet",
                             seed_arch=ref, max_trials=args.finetuned, **extra)  # fmt: skip
-        found["supernet"] = run | {"models": searched_models(where / "supernet", npz, budget[0])}
+        found["supernet"] = run | {
+            "models": searched_models(where / "supernet", npz, budget[0]),
+            "on_front": exported_on_front(where / "supernet"),
+        }
     return found
 
 
@@ -245,6 +273,7 @@ def compare(grid_rows: list[dict], found: dict, budget: tuple) -> dict:
             "beyond": summary(pair(ref, beyond)) | {"models": len(beyond)},
             "wall_s": run["wall_s"],
             "exported": run.get("test"),
+            "on_front": run.get("on_front"),
         }  # fmt: skip
     return out
 

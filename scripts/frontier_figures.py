@@ -168,10 +168,11 @@ def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
         "",
         "| set | points | dominated (measured) | not worse (incl. same design) "
         "| mean acc. diff. at <= latency | latency ratio at >= acc. "
-        "| beyond the grid's designs: dominated, mean diff. | hypervolume | wall s |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| beyond the grid's designs: dominated, mean diff. | hypervolume | wall s "
+        "| exported on its front |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
         f"| reference grid | {ref['points']} | - | - | - | - | - | {ref['hypervolume']:.3f} "
-        f"| {grid_wall_s:.0f} |",
+        f"| {grid_wall_s:.0f} | - |",
     ]
     for name in ("evolution", "supernet"):
         s = result.get(name)
@@ -183,7 +184,8 @@ def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
             f"| {name} | {s.get('models', '-')} | {s['dominated']} of {s['points']} "
             f"| {s['not_worse']} of {s['points']} | {_pct(s['mean_gain'], '+')} pt "
             f"| {ratio} | {b['dominated']} of {b['points']} ({b['models']} models), "
-            f"{_pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} |"
+            f"{_pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} "
+            f"| {_yes(s.get('on_front'))} |"
         )
     for name in ("evolution", "supernet"):
         s = result.get(name)
@@ -202,3 +204,7 @@ def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
                 f"| {_pct(gain, '+')} | {at_acc or 'none'} | {ratio} | {same or '-'} |"
             )
     return "\n".join(lines)
+
+
+def _yes(flag: bool | None) -> str:
+    return "-" if flag is None else ("yes" if flag else "**no**")

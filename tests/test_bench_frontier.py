@@ -152,3 +152,33 @@ def test_accuracies_equal_but_for_float_rounding_count_as_equal(ff):
     (p,) = ff.pair([M("r", 364 / 370, 2.0)], [M("s", float(np.float32(364 / 370)) - 1e-8, 1.0)])
     assert p.dominated and p.speedup == pytest.approx(2.0)
     assert ff._pct(-1e-9, "+") == "+0.0"
+
+
+@pytest.fixture(scope="module")
+def bf():
+    yield from loaded_script("bench_frontier")
+
+
+def _search_dir(tmp_path, chosen: str, trials: dict):  # noqa: ANN001, ANN202
+    """A search directory: its store with ``trials`` (id: accuracy, ms, SRAM) and best.json."""
+    import json
+
+    from mcunas.search.store import TrialStatus, TrialStore
+
+    store = TrialStore.open(tmp_path)
+    for tid, (acc, ms, sram) in trials.items():
+        store.start_trial(tid, {"family": "stages"})
+        store.update(
+            tid, status=TrialStatus.OK, int8_accuracy=acc, latency_ms=ms, peak_sram_bytes=sram
+        )
+    store.close()
+    (tmp_path / "best").mkdir()
+    (tmp_path / "best" / "best.json").write_text(json.dumps({"trial": {"trial_id": chosen}}))
+    return tmp_path
+
+
+def test_exported_on_front_is_false_when_another_trial_dominates_it(bf, tmp_path) -> None:
+    trials = {"0000": (0.99, 3.45, 102_100), "0001": (0.99, 2.61, 101_400), "0002": (1.0, 9, 9e5)}
+    assert bf.exported_on_front(_search_dir(tmp_path / "a", "0000", trials)) is False
+    assert bf.exported_on_front(_search_dir(tmp_path / "b", "0001", trials)) is True
+    assert bf.exported_on_front(tmp_path / "none") is None

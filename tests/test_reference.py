@@ -102,7 +102,7 @@ def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     from mcunas.space import McuSearchSpace
 
     space = McuSearchSpace((128, 1, 3), 4)
-    oracle = make_oracle("evolution", 5, seed=0, epochs=1)
+    oracle = make_oracle("evolution", 8, seed=0, epochs=1)
     oracle._set_project_dir(str(tmp_path), "seed")
     hp = keras_tuner.HyperParameters()
     space.declare_hyperparameters(hp)
@@ -122,7 +122,7 @@ def _corner(values: dict) -> tuple[int, float]:
     return values["st_resolution"], values["st_width_mult"]
 
 
-def test_the_seed_comes_first_then_its_widest_variant_at_each_other_resolution(tmp_path) -> None:
+def test_the_seed_first_then_the_widest_per_resolution_then_the_cheap_end(tmp_path) -> None:
     oracle, ladder = _seeded_oracle(tmp_path)
     trial = oracle.create_trial("t")
     first = trial.hyperparameters.values  # the active values only
@@ -131,11 +131,12 @@ def test_the_seed_comes_first_then_its_widest_variant_at_each_other_resolution(t
     assert first.items() <= ladder[0].items()
     _end(oracle, trial, feasible=1.0)
     seen = []
-    for i in range(2):
+    for i in range(5):
         trial = oracle.create_trial(f"w{i}")
         seen.append(_corner(trial.hyperparameters.values))
         _end(oracle, trial, feasible=1.0)
-    assert seen == [(2, 1.0), (4, 1.0)]  # full width at a half and a quarter of the input
+    assert seen[:2] == [(2, 1.0), (4, 1.0)]  # full width at a half and a quarter of the input
+    assert seen[2:] == [(1, 0.25), (2, 0.25), (4, 0.25)]  # then the cheap end
     after = oracle.create_trial("other-worker").hyperparameters.values
     assert not any(after.items() <= rung.items() for rung in ladder)
 

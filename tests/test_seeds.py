@@ -1,10 +1,10 @@
-"""The seed rungs: step down until one fits, then the widest fit at every other resolution."""
+"""The seed rungs: step down until one fits, the widest fit per resolution, the cheap end."""
 
 from __future__ import annotations
 
 import random
 
-from mcunas.search.seeds import ACCEPTED, REFUSED, next_rung, seed_rungs
+from mcunas.search.seeds import ACCEPTED, REFUSED, WIDTHS, next_rung, seed_rungs
 from mcunas.space.reference import LADDER
 
 
@@ -35,7 +35,17 @@ def test_after_the_first_fit_each_other_resolution_gets_its_widest_fit() -> None
     ladder = seed_rungs("kws-dscnn", (49, 10, 1))
     # a budget in MACs: roughly width^2 / resolution; 0.6 lets x0.75 in at /1, x1 at /2
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.6)
-    assert seen == [(1, 1.0), (1, 0.75), (2, 1.0), (4, 1.0)]
+    assert seen[:4] == [(1, 1.0), (1, 0.75), (2, 1.0), (4, 1.0)]
+
+
+def test_last_the_cheap_end_the_narrowest_at_every_resolution() -> None:
+    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    seen = _walk(ladder, lambda r, w: w * w / r <= 0.6)
+    assert seen[4:] == [(1, 0.25), (2, 0.25), (4, 0.25)]
+    # where the ladder already stepped down to the narrowest, it is not tried again
+    low = _walk(ladder, lambda r, w: w * w / r <= 0.07)
+    assert low.count((1, 0.25)) == 1 and low.count((2, 0.25)) == 1
+    assert low[-1] == (4, 0.25)
 
 
 def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
@@ -44,7 +54,8 @@ def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.07)
     assert seen[:6] == [(1, 1.0), (1, 0.75), (1, 0.5), (2, 0.5), (1, 0.25), (2, 0.25)]
     assert (2, 1.0) not in seen and (2, 0.75) not in seen
-    assert seen[6:] == [(4, 1.0), (4, 0.75), (4, 0.5)]  # /4: widest first, down to a fit
+    assert seen[6:9] == [(4, 1.0), (4, 0.75), (4, 0.5)]  # /4: widest first, down to a fit
+    assert seen[9:] == [(4, 0.25)]  # then its cheap end
 
 
 def test_nothing_fits_walks_every_rung_once_then_stops() -> None:
@@ -70,8 +81,9 @@ def test_walk_never_repeats_a_rung_under_random_budgets() -> None:
         limit = rng.random()
         seen = _walk(ladder, lambda r, w, limit=limit: w * w / r <= limit)
         assert len(seen) == len(set(seen))
-        fits = [c for c in seen if c[1] ** 2 / c[0] <= limit]
-        assert len({r for r, _ in fits}) == len(fits)  # at most one trained per resolution
+        fits = [c for c in seen if c[1] ** 2 / c[0] <= limit and c[1] > min(WIDTHS)]
+        assert len({r for r, _ in fits}) == len(fits)  # one trained per resolution, and
+        assert {(r, min(WIDTHS)) for r, _ in seen} <= set(seen)  # its narrowest
 
 
 def test_a_narrow_fit_from_the_ladder_still_gets_its_wider_neighbours_tried() -> None:

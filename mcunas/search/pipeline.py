@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
+import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -38,10 +40,34 @@ __all__ = [
     "Outcome",
     "TrainResult",
     "TrialPipeline",
+    "training_seed",
 ]
 
 # The origin of the --seed-arch design's rows, in every strategy.
 SEED_ORIGIN = TrialOrigin.SEED
+
+
+def training_seed(base: int, values: Mapping[str, Any]) -> int:
+    """The seed a design trains with: ``base`` and the design's own values, not its trial number.
+
+    The same design drawn by two trials, two strategies or two searches (the
+    reference grid's one-trial search and a search seeded with that variant)
+    starts from the same weights and sees its batches in the same order, so
+    with TensorFlow's deterministic kernels it gives the same model. Keras
+    Tuner's bookkeeping values (``tuner/...``) are not part of the design, and
+    a whole number counts the same as an int or a float.
+
+    >>> training_seed(0, {"width": 1}) == training_seed(0, {"width": 1.0, "tuner/epochs": 3})
+    True
+    """
+    design = {
+        k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
+        for k, v in values.items()
+        if not str(k).startswith("tuner/")
+    }
+    text = json.dumps(design, sort_keys=True, default=str)
+    digest = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
+    return (int(base) + digest) % 2**31
 
 
 @dataclass(frozen=True)

@@ -30,12 +30,13 @@ import numpy as np
 from mcunas.errors import FatalError, describe
 from mcunas.search.config import SearchConfig
 from mcunas.search.finalists import RESCORE_META, Plan, pick_finalists, plan_for
+from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
 
 __all__ = ["fold_splits", "rescore_finalists", "rescore_here"]
 
-SEED_STRIDE = 1000  # the seeds plan's run i trains with seed + 1000 * (i + 1) + trial index
+SEED_STRIDE = 1000  # the seeds plan's run i trains with the design's seed + 1000 * (i + 1)
 # Re-scoring starts no new run after this share of the search's own wall time, once
 # every finalist has MIN_ROUNDS runs (a mean and a standard error). 3 finalists x 5 folds
 # cost about as much again as a 15-trial search: capped, scripts/demo should stay under
@@ -160,7 +161,7 @@ def _one_run(
 ) -> None:
     """Train, convert and score one finalist on one split; record it (or its failure)."""
     space, runner = parts
-    seed = config.seed + _index(rec.trial_id)
+    seed = training_seed(config.seed, rec.hyperparameters)
     if plan.method == "seeds":
         seed += SEED_STRIDE * (run + 1)
     began = time.perf_counter()
@@ -250,9 +251,3 @@ def _hyperparameters(space: Any, values: dict[str, Any]) -> Any:
     hp = keras_tuner.HyperParameters()
     hp.values.update(values)
     return hp
-
-
-def _index(trial_id: str) -> int:
-    """The trial's number (the seed offset the search trained it with)."""
-    digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
-    return int(digits) if digits else 0

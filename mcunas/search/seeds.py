@@ -13,6 +13,12 @@ points under the budgets, not on one of them:
    there, one accepted the narrower ones). Full width at half the input
    resolution is often as accurate as the full design at a fraction of its
    latency, and the plain ladder never tries it.
+3. **Then the cheap end**: the narrowest variant at every resolution that
+   has one left untried. The search is a Pareto search as much as a search
+   for the most accurate fit: these rungs put points at the bottom of the
+   budget's latency range from the start, and evolution's parents (picked
+   along the front) then step up from them as well as down from the top.
+   Each costs a fraction of the widest variant's training.
 
 A refused variant costs one cost check (no training), so the rungs that miss
 the budgets are cheap. After the last rung the oracle draws its own trials
@@ -71,12 +77,21 @@ def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]
     ladder). After that, per resolution (finest first), its widest untried
     rung narrower than every refused one there and wider than every accepted
     one there: at a resolution the ladder reached with a narrow rung that fit,
-    the wider ones it skipped are tried too.
+    the wider ones it skipped are tried too. Last, per resolution (finest
+    first), its narrowest rung if still untried (the cheap end of the front).
     """
     done = {i for i, _ in tried}
     if not any(state == ACCEPTED for _, state in tried):
         return next((i for i in range(len(ladder)) if i not in done), None)
     corners = [_corner(v) for v in ladder]
+    widest = _widest_fit(corners, tried, done)
+    return widest if widest is not None else _cheap_end(corners, done)
+
+
+def _widest_fit(
+    corners: list[tuple[int, float]], tried: Sequence[tuple[int, str]], done: set[int]
+) -> int | None:
+    """Per resolution, the widest untried rung between its refused and accepted widths."""
     for res in sorted({r for r, _ in corners}):
         at = [(corners[i][1], s) for i, s in tried if corners[i][0] == res]
         below = min((w for w, s in at if s == REFUSED), default=float("inf"))
@@ -88,4 +103,14 @@ def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]
         ]
         if left:
             return max(left, key=lambda i: (corners[i][1], -i))
+    return None
+
+
+def _cheap_end(corners: list[tuple[int, float]], done: set[int]) -> int | None:
+    """Per resolution (finest first), its narrowest rung when nobody tried it yet."""
+    for res in sorted({r for r, _ in corners}):
+        at = [i for i, (r, _) in enumerate(corners) if r == res]
+        narrowest = min(at, key=lambda i: (corners[i][1], i))
+        if narrowest not in done:
+            return narrowest
     return None

@@ -39,6 +39,7 @@ from mcunas.search.pipeline import (
     Outcome,
     TrainResult,
     TrialPipeline,
+    training_seed,
 )
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialStatus, TrialStore
@@ -78,7 +79,8 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         progress: Progress, the clock and progress line.
         models_dir: Path, where each finished trial's ``.tflite`` is kept.
         epochs: int, training epochs (Hyperband's ``tuner/epochs`` wins).
-        seed: int, base seed; trial ``i`` uses ``seed + i``.
+        seed: int, base seed; a trial trains with :func:`~mcunas.search.pipeline.training_seed`
+            of it and the design's values (the same design, the same model).
         warm_start: bool | None, Hyperband's promoted trials start from their parent's
             weights (``SearchConfig.warm_start``; default True).
             Runners without ``save_weights``/``load_weights`` always train from scratch.
@@ -208,7 +210,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         notes: list[str | None] = []
 
         def build() -> Any:
-            return self.runner.build(trial.hyperparameters, self.seed + _index(tid))
+            return self.runner.build(trial.hyperparameters, training_seed(self.seed, values))
 
         def train(model: Any, check: CheckResult | None) -> TrainResult:
             start = self.warm.start(model, values)
@@ -300,11 +302,6 @@ def _metrics(outcome: Outcome) -> dict[str, float]:
 def _untrained(rec: Any) -> bool:
     """True for a finished trial that never reached training (a draw, not a trial)."""
     return rec.status in (TrialStatus.INFEASIBLE, TrialStatus.FAILED) and not rec.train_s
-
-
-def _index(trial_id: str) -> int:
-    digits = "".join(ch for ch in str(trial_id) if ch.isdigit())
-    return int(digits) if digits else 0
 
 
 def _cumulative_steps(trained: TrainResult, epochs_before: int) -> int | None:

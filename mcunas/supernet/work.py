@@ -18,7 +18,7 @@ from typing import Any
 from mcunas.errors import CandidateError, FatalError, McunasError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.files import write_file
-from mcunas.search.pipeline import CheckResult, TrainResult
+from mcunas.search.pipeline import CheckResult, TrainResult, training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.run import SearchRun
 from mcunas.search.store import TrialOrigin, TrialStatus
@@ -243,7 +243,7 @@ class SupernetWork:
     def reference(self, job: Reference) -> Done:
         """Build, check, train from scratch for ``--epochs`` and record one reference rung."""
         hp = self.space.hyperparameters(**job.values)
-        epochs, seed = self.run.config.epochs, self.run.config.seed + job.rung
+        epochs, seed = self.run.config.epochs, training_seed(self.run.config.seed, hp.values)
         self.pipeline.begin(job.tid, hp.values, family="stages", origin=job.origin)
 
         def build() -> Any:
