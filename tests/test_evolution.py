@@ -80,8 +80,8 @@ def test_a_seeded_population_fills_with_children_of_the_seeds(tmp_path) -> None:
         seen.append(trial.hyperparameters.values)
         _finish(oracle, trial, 0.9)
     seeded = [v for v in seen if any(v.items() <= r.items() for r in ladder)]
-    assert len(seeded) == 6  # x1 at /1, /2 and /4 all fit here, then x0.25 at each
-    assert [v["st_width_mult"] for v in seen[:6]] == [1.0] * 3 + [0.25] * 3
+    assert len(seeded) == 6  # x1 at /1, /2 and /4 all fit here, then narrower at /4
+    assert [v["st_width_mult"] for v in seen[:6]] == [1.0] * 3 + [0.75, 0.5, 0.25]
     children = [v for v in seen[6:] if min(_differences(v, s) for s in seen[:6]) <= 2]
     assert len(children) >= 3  # two in three of the filling mutate a seed (or its child)
 

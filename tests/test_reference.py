@@ -136,7 +136,7 @@ def test_the_seed_first_then_the_widest_per_resolution_then_the_cheap_end(tmp_pa
         seen.append(_corner(trial.hyperparameters.values))
         _end(oracle, trial, feasible=1.0)
     assert seen[:2] == [(2, 1.0), (4, 1.0)]  # full width at a half and a quarter of the input
-    assert seen[2:] == [(1, 0.25), (2, 0.25), (4, 0.25)]  # then the cheap end
+    assert seen[2:] == [(4, 0.75), (4, 0.5), (4, 0.25)]  # then the cheap end
     after = oracle.create_trial("other-worker").hyperparameters.values
     assert not any(after.items() <= rung.items() for rung in ladder)
 

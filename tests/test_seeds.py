@@ -38,14 +38,14 @@ def test_after_the_first_fit_each_other_resolution_gets_its_widest_fit() -> None
     assert seen[:4] == [(1, 1.0), (1, 0.75), (2, 1.0), (4, 1.0)]
 
 
-def test_last_the_cheap_end_the_narrowest_at_every_resolution() -> None:
+def test_last_the_cheap_end_every_narrower_width_at_the_coarsest_resolution() -> None:
     ladder = seed_rungs("kws-dscnn", (49, 10, 1))
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.6)
-    assert seen[4:] == [(1, 0.25), (2, 0.25), (4, 0.25)]
-    # where the ladder already stepped down to the narrowest, it is not tried again
+    assert seen[4:] == [(4, 0.75), (4, 0.5), (4, 0.25)]
+    # where a width is refused at the coarsest resolution, only the narrower ones follow
     low = _walk(ladder, lambda r, w: w * w / r <= 0.07)
-    assert low.count((1, 0.25)) == 1 and low.count((2, 0.25)) == 1
-    assert low[-1] == (4, 0.25)
+    assert low[-1] == (4, 0.25) and low.count((4, 0.25)) == 1
+    assert (4, 0.75) not in [c for c in low if c[1] ** 2 / c[0] <= 0.07]
 
 
 def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
@@ -55,7 +55,7 @@ def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
     assert seen[:6] == [(1, 1.0), (1, 0.75), (1, 0.5), (2, 0.5), (1, 0.25), (2, 0.25)]
     assert (2, 1.0) not in seen and (2, 0.75) not in seen
     assert seen[6:9] == [(4, 1.0), (4, 0.75), (4, 0.5)]  # /4: widest first, down to a fit
-    assert seen[9:] == [(4, 0.25)]  # then its cheap end
+    assert seen[9:] == [(4, 0.25)]  # then the cheap end: the narrower widths at /4
 
 
 def test_nothing_fits_walks_every_rung_once_then_stops() -> None:
@@ -81,9 +81,10 @@ def test_walk_never_repeats_a_rung_under_random_budgets() -> None:
         limit = rng.random()
         seen = _walk(ladder, lambda r, w, limit=limit: w * w / r <= limit)
         assert len(seen) == len(set(seen))
-        fits = [c for c in seen if c[1] ** 2 / c[0] <= limit and c[1] > min(WIDTHS)]
-        assert len({r for r, _ in fits}) == len(fits)  # one trained per resolution, and
-        assert {(r, min(WIDTHS)) for r, _ in seen} <= set(seen)  # its narrowest
+        fits = [c for c in seen if c[1] ** 2 / c[0] <= limit and c[0] < 4]
+        assert len({r for r, _ in fits}) == len(fits)  # one trained per finer resolution
+        # the cheap end: every width that fits at the coarsest resolution
+        assert all((4, w) in seen for w in WIDTHS if w * w / 4 <= limit)
 
 
 def test_a_narrow_fit_from_the_ladder_still_gets_its_wider_neighbours_tried() -> None:
