@@ -35,180 +35,51 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+# The models come from hostcal_models, their timings from hostcal_timing, the tables
+# from hostcal_report; this script stores, fits and predicts (the names re-exported).
+from hostcal_models import (  # noqa: E402
+    CLOCK_HZ,
+    MODELS_DIR,
+    HostModel,
+    host_board,
+    host_models,
+    isolate_ops,
+    op_models,
+    reshape_model,
+)
 from hostcal_report import op_report, report, summary_line  # noqa: E402
+from hostcal_timing import ARENA_BYTES, Timing, measure_all, time_model  # noqa: E402
 
 from mcunas.predict.records import RecordStore, model_hash  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
-ARENA_BYTES = 16 * 1024 * 1024
 SOURCE = "host:tflite-micro-python"
-CLOCK_HZ = 1_000_000_000  # a unit: host cycles = ms * 1e6
-MODELS_DIR = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 
-
-@dataclass(frozen=True)
-class Timing:
-    """One model's host invoke time: the statistic, its batch minima, the trimmed mean."""
-
-    ms: float  # median of the batch minima
-    batch_min_ms: tuple[float, ...]
-    trimmed_ms: float  # 20% trimmed mean of every timed invoke (for comparison)
-    invokes: int
-
-    @property
-    def spread_pct(self) -> float:
-        """(max - min) of the batch minima over their median, in percent."""
-        return (max(self.batch_min_ms) - min(self.batch_min_ms)) / self.ms * 100.0
-
-
-@dataclass(frozen=True)
-class HostModel:
-    """A model to time: name, kind (single | block | real), bytes."""
-
-    name: str
-    kind: str
-    model_bytes: bytes
-
-
-def host_board() -> Any:
-    """The esp32s3 profile renamed host-cpu: reference kernels, 1 GHz, no fitted tables."""
-    from mcunas.boards import load_board
-
-    return dataclasses.replace(
-        load_board("esp32s3"), name="host-cpu", kernels="reference", clock_hz=CLOCK_HZ, latency={}
-    )
-
-
-def reshape_model() -> bytes:
-    """A RESHAPE-only model: what one invoke costs with (almost) no kernel work."""
-    from mcunas.tflite.writer import build_model
-
-    act = {"dtype": "int8", "scale": 0.05, "zero_point": 0}
-    tensors = [
-        {"shape": [1, 8, 8], **act},
-        {"shape": [2], "dtype": "int32", "data": np.array([1, 64], np.int32)},
-        {"shape": [1, 64], **act},
-    ]
-    return build_model(
-        [("RESHAPE", [0, 1], [2], "ReshapeOptions", {"newShape": [1, 64]})], tensors, [0], [2]
-    )
-
-
-def _time_in_child(model_bytes: bytes, batches: int, batch_ms: float) -> tuple:
-    """(batch minima in ns, all invoke times in ns); runs in a forked child."""
-    from mcunas.errors import CandidateError
-    from mcunas.tflite.runtime import create_interpreter
-
-    try:
-        interp, log = create_interpreter(model_bytes, ARENA_BYTES)
-    except TypeError as exc:  # the runtime's Python wrapper on a buffer with no subgraphs
-        raise CandidateError(f"host TFLM could not read the model: {exc}") from None
-    if interp is None:
-        raise CandidateError(f"host TFLM could not load the model: {log.strip()[-200:]}")
-    details = interp.get_input_details(0)
-    rng = np.random.default_rng(0)
-    interp.set_input(rng.integers(-128, 128, size=details["shape"], dtype=np.int8), 0)
-    clock = time.perf_counter_ns
-    start = clock()
-    warm = 0
-    while warm < 3 or clock() - start < 5e6:  # warm-up: 3 invokes and at least 5 ms
-        interp.invoke()
-        warm += 1
-    per_invoke = (clock() - start) / warm
-    n = int(min(max(batch_ms * 1e6 / per_invoke, 5), 5000))
-    minima, times = [], []
-    for _ in range(batches):
-        batch = []
-        for _ in range(n):
-            t0 = clock()
-            interp.invoke()
-            batch.append(clock() - t0)
-        minima.append(min(batch))
-        times.extend(batch)
-    return minima, times
-
-
-def time_model(model_bytes: bytes, batches: int = 5, batch_ms: float = 40.0) -> Timing:
-    """Time one model's invoke on the host (in a forked child, so a TFLM abort is contained).
-
-    Raises:
-        mcunas.tflite.runtime.NativeCrash: the runtime died; CandidateError: it could not load.
-    """
-    from mcunas.tflite.runtime import run_forked
-
-    return _timing(*run_forked(_time_in_child, bytes(model_bytes), batches, batch_ms))
-
-
-def _timing(minima: list[float], times: list[float]) -> Timing:
-    times = sorted(times)
-    cut = len(times) // 5
-    trimmed = statistics.fmean(times[cut : len(times) - cut] or times)
-    return Timing(
-        statistics.median(minima) / 1e6, tuple(m / 1e6 for m in minima), trimmed / 1e6, len(times)
-    )
-
-
-def host_models(suite_size: str = "full") -> list[HostModel]:
-    """The calibration suite (single-op and block models) and the 5 calibration models."""
-    from mcunas.predict.suite import build_suite
-
-    out = []
-    for m in build_suite(suite_size):
-        kind = "single" if len(read_graph(m.model_bytes).ops) == 1 else "block"
-        out.append(HostModel(m.name, kind, m.model_bytes))
-    for path in sorted(MODELS_DIR.glob("*.tflite")):
-        out.append(HostModel(path.stem, "real", path.read_bytes()))
-    return out
-
-
-def isolate_ops(model_bytes: bytes) -> list[bytes]:
-    """One model per op of ``model_bytes``: the op alone, its non-constant inputs as inputs.
-
-    The tensors, buffers and quantization are the original's, so each op runs
-    the same kernel on the same shapes as inside the whole model.
-    """
-    import copy
-
-    import flatbuffers
-    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
-
-    model = fb.ModelT.InitFromPackedBuf(bytearray(model_bytes), 0)
-    sub = model.subgraphs[0]
-    const = {
-        i
-        for i, t in enumerate(sub.tensors)
-        if t.buffer and model.buffers[t.buffer].data is not None
-    }
-    out = []
-    for op in sub.operators:
-        one, graph = copy.copy(model), copy.copy(sub)
-        graph.operators, graph.outputs = [op], list(op.outputs)
-        graph.inputs = [t for t in op.inputs if t >= 0 and t not in const]
-        one.subgraphs = [graph]
-        builder = flatbuffers.Builder(len(model_bytes) + 4096)
-        builder.Finish(one.Pack(builder), file_identifier=b"TFL3")
-        out.append(bytes(builder.Output()))
-    return out
-
-
-def op_models(models: list[HostModel]) -> list[HostModel]:
-    """Each op of the real models on its own (kind ``op``, name ``model#index:OP``)."""
-    out = []
-    for m in models:
-        if m.kind == "real":
-            for i, data in enumerate(isolate_ops(m.model_bytes)):
-                name = read_graph(data).ops[0].name
-                out.append(HostModel(f"{m.name}#{i}:{name}", "op", data))
-    return out
+__all__ = [
+    "ARENA_BYTES",
+    "CLOCK_HZ",
+    "MODELS_DIR",
+    "SOURCE",
+    "HostModel",
+    "Timing",
+    "fit_and_predict",
+    "fit_host",
+    "host_board",
+    "host_models",
+    "isolate_ops",
+    "measure_all",
+    "op_models",
+    "predictions",
+    "reshape_model",
+    "store_timings",
+    "time_model",
+]
 
 
 def store_timings(
@@ -305,37 +176,6 @@ def predictions(
         "refit": refit,
         "factor": {"value": factor},
     }
-
-
-def measure_all(
-    models: list[HostModel],
-    rounds: int,
-    batch_ms: float,
-) -> tuple[dict[str, Timing], dict[str, str]]:
-    """Time every model in ``rounds`` interleaved rounds (one batch per model per round).
-
-    A busy spell on the shared machine then slows one round of many models
-    rather than every batch of one model, and the median over rounds drops it.
-    A model the host runtime cannot run is reported, not fatal.
-    """
-    from mcunas.errors import McunasError
-    from mcunas.tflite.runtime import NativeCrash, run_forked
-
-    got: dict[str, tuple[list, list]] = {m.name: ([], []) for m in models}
-    failed: dict[str, str] = {}
-    for _ in range(rounds):
-        for m in models:
-            if m.name in failed:
-                continue
-            try:
-                minima, times = run_forked(_time_in_child, m.model_bytes, 1, batch_ms)
-            except (NativeCrash, McunasError) as exc:
-                failed[m.name] = str(exc)
-                continue
-            got[m.name][0].extend(minima)
-            got[m.name][1].extend(times)
-    timings = {name: _timing(*mt) for name, mt in got.items() if name not in failed}
-    return timings, failed
 
 
 def fit_and_predict(

@@ -7,7 +7,8 @@ into a work folder and writes the model sources and ``mcunas_config.h``;
 do next: :class:`FatalError` for a broken setup (no PlatformIO, platforms not
 installable), :class:`CandidateError` when the model itself is the cause (does
 not fit, op missing from the runtime), :class:`MeasurementError` otherwise,
-with the log tail and the log file's path.
+with the log tail and the log file's path. Reading the cause out of
+PlatformIO's output is :mod:`mcunas.measure.pio_output`'s part.
 
 Example::
 
@@ -32,6 +33,7 @@ from mcunas.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.files import output_path, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
+from mcunas.measure.pio_output import build_error, log_tail, upload_hint
 from mcunas.measure.setup_report import runtime_label
 from mcunas.paths import firmware_template_dir
 
@@ -46,8 +48,6 @@ __all__ = [
 BUILD_TIMEOUT_S = 1800
 # Flashing a 2 MB image over a UART bootloader at 115200 baud takes ~3 min.
 UPLOAD_TIMEOUT_S = 300
-# Lines of PlatformIO output quoted in an error (the full log is on disk).
-LOG_TAIL_LINES = 25
 # Measurement defaults written into mcunas_config.h.
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP_RUNS = 3
@@ -60,56 +60,6 @@ _REQUIRED_SYMBOLS = {
 # PlatformIO writes sdkconfig.<env> beside its build; sdkconfig.defaults* are sources.
 _TEMPLATE_IGNORE = shutil.ignore_patterns(
     "generated", ".pio", "sdkconfig", "sdkconfig.esp32*", "__pycache__"
-)
-
-# Build output that means the model is the cause: a failed trial, not a broken setup.
-_CANDIDATE_PATTERNS = (
-    (re.compile(r"region [`']?([\w.]+)'? overflowed by (\d+) bytes"), "does not fit"),
-    (re.compile(r"will not fit in region [`']?([\w.]+)"), "does not fit"),
-    (re.compile(r"program size \(\d+ bytes\) is greater than maximum allowed"), "too large"),
-    (
-        re.compile(r"is too large for (?:the )?(?:app )?partition|app partition is too small"),
-        "too large",
-    ),
-    (re.compile(r"has no member named '(Add\w+)'"), "op missing from this TFLite Micro"),
-)
-# Build output that means PlatformIO cannot fetch what it needs: stop the search.
-_FATAL_PATTERN = re.compile(
-    r"HTTPClientError|InternetIsOffline|Could not resolve host|UnknownPlatform|"
-    r"Unknown board ID|UnknownPackageError|PackageException|Could not install"
-)
-# Upload output -> what to check (first match wins: specific causes first).
-_UPLOAD_HINTS = (
-    (
-        re.compile(r"Permission denied|Access is denied"),
-        "no permission on the port: add yourself to the dialout/uucp group or install "
-        "PlatformIO's udev rules, then log in again",
-    ),
-    (
-        re.compile(r"port is busy|Resource busy|Device or resource busy"),
-        "the port is in use: close serial monitors (and `mcunas rack`) using it",
-    ),
-    (
-        re.compile(r"could not open port|No such file or directory: '/dev/|FileNotFoundError"),
-        "the port does not exist: check the cable and `pio device list`",
-    ),
-    (
-        re.compile(r"Failed to connect to ESP|Wrong boot mode|No serial data received"),
-        "the ESP32 is not in download mode: hold BOOT, press and release RESET, release BOOT, "
-        "then retry",
-    ),
-    (
-        re.compile(r"No ST-?LINK|ST-LINK.*not found|open failed|Error: init mode failed"),
-        "no ST-LINK found: use the Nucleo's ST-LINK USB port and check its driver/firmware",
-    ),
-    (
-        re.compile(r"no accessible RP-series devices|BOOTSEL|picotool"),
-        "the RP2040 is not in BOOTSEL mode: hold BOOTSEL while plugging it in, then retry",
-    ),
-    (
-        re.compile(r"No device found on|bossac|double-?tap", re.IGNORECASE),
-        "the Nano 33 BLE bootloader did not answer: double-tap its reset button, then retry",
-    ),
 )
 
 
@@ -297,7 +247,7 @@ class PioProject:
         cmd = [self._pio(), "run", "-e", self.env, "-d", str(self.work_dir)]
         rc, log = self._run(cmd, log_path, BUILD_TIMEOUT_S, "build")
         if rc != 0:
-            raise self._build_error(log, log_path)
+            raise build_error(log, log_path, self.env, self.work_dir, self.board.name)
         if not self.elf_path.is_file():
             raise MeasurementError(
                 f"`pio run` succeeded but left no ELF at {self.elf_path}; see {log_path}."
@@ -305,25 +255,6 @@ class PioProject:
         sizes: ElfSizes = read_elf_sizes(self.elf_path, self.board.family)
         return BuildInfo(
             self.elf_path, sizes.static_ram_bytes, sizes.flash_bytes, dict(sizes.sections), log_path
-        )
-
-    def _build_error(self, log: str, log_path: Path) -> Exception:
-        tail = _tail(log)
-        if _FATAL_PATTERN.search(log):
-            return FatalError(
-                f"PlatformIO could not install the platform or libraries for env '{self.env}' "
-                f"(no internet?). Run `pio run -e {self.env} -d {self.work_dir}` once with "
-                f"internet access. Log: {log_path}\n{tail}"
-            )
-        for pattern, what in _CANDIDATE_PATTERNS:
-            match = pattern.search(log)
-            if match:
-                return CandidateError(
-                    f"Model {what} on {self.board.name}: {match.group(0)}. Log: {log_path}"
-                )
-        return MeasurementError(
-            f"Firmware build failed for env '{self.env}'. Re-run "
-            f"`pio run -e {self.env} -d {self.work_dir} -v` to see why. Log: {log_path}\n{tail}"
         )
 
     # -- stage 3: upload ---------------------------------------------------
@@ -349,18 +280,9 @@ class PioProject:
         ]
         rc, log = self._run(cmd, log_path, UPLOAD_TIMEOUT_S, "upload")
         if rc != 0:
-            hints = [hint for pattern, hint in _UPLOAD_HINTS if pattern.search(log)]
-            hint = (
-                hints[0]
-                if hints
-                else (
-                    "check the port (`pio device list`), the USB cable (data, not charge-only) "
-                    "and the board's driver"
-                )
-            )
             raise MeasurementError(
-                f"Upload to {port} failed ({self.board.name}): {hint}. Log: {log_path}\n"
-                f"{_tail(log)}"
+                f"Upload to {port} failed ({self.board.name}): {upload_hint(log)}. "
+                f"Log: {log_path}\n{log_tail(log)}"
             )
 
     # -- helpers -------------------------------------------------------------
@@ -396,15 +318,11 @@ class PioProject:
                 text = log_path.read_text("utf-8", errors="replace")
                 raise MeasurementError(
                     f"PlatformIO {stage} timed out after {timeout_s:.0f} s for env '{self.env}'. "
-                    f"Log: {log_path}\n{_tail(text)}"
+                    f"Log: {log_path}\n{log_tail(text)}"
                 ) from None
             except OSError as exc:
                 raise FatalError(f"Cannot run PlatformIO ({cmd[0]}): {exc}") from exc
         return proc.returncode, log_path.read_text("utf-8", errors="replace")
-
-
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.rstrip().splitlines()[-lines:])
 
 
 def _marker_pin(board: BoardProfile) -> int:
