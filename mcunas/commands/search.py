@@ -129,17 +129,31 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
 
 @contextlib.contextmanager
 def _sigterm_as_interrupt() -> Iterator[None]:
-    """SIGTERM (a batch system's stop, ``kill``) stops the search as Ctrl-C does."""
+    """SIGTERM (a batch system's stop, ``kill``) stops the search as Ctrl-C does.
+
+    Both signals also leave a note (:mod:`mcunas.search.stop`), so a stop whose
+    exception Python lost (raised inside a ``__del__``) still ends the search
+    after the trial it landed in. An ignored SIGINT (a background job) stays
+    ignored.
+    """
+    from mcunas.search.stop import ask, clear
 
     def interrupt(signum: int, frame: Any) -> None:
+        ask()
         raise KeyboardInterrupt
 
+    clear()
     try:
         previous = signal.signal(signal.SIGTERM, interrupt)
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
+    ctrl_c = signal.getsignal(signal.SIGINT)
+    if ctrl_c is signal.default_int_handler:
+        signal.signal(signal.SIGINT, interrupt)
     try:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+        if ctrl_c is signal.default_int_handler:
+            signal.signal(signal.SIGINT, ctrl_c)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from mcunas.search.stop import raise_if_asked
 from mcunas.search.store import TrialRecord, TrialStatus
 
 __all__ = ["Progress", "format_duration", "trial_summary"]
@@ -70,12 +71,18 @@ class Progress:
             print(line, file=self.stream, flush=True)
 
     def trial_done(self, rec: TrialRecord, done: int, best: TrialRecord | None) -> str:
-        """Record one finished trial and print (and return) its progress line."""
+        """Record one finished trial and print (and return) its progress line.
+
+        Raises:
+            KeyboardInterrupt: a signal asked the search to stop and its own
+                exception was lost (:mod:`mcunas.search.stop`).
+        """
         if rec.train_s or rec.status == TrialStatus.OK:  # a refused draw says nothing of ETA
             self.trial_seconds.append(rec.total_s)
         line = self.format_line(rec, done, best)
         if self.stream is not None:
             print(line, file=self.stream, flush=True)
+        raise_if_asked()
         return line
 
     def format_line(self, rec: TrialRecord, done: int, best: TrialRecord | None) -> str:
