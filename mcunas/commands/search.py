@@ -157,3 +157,4 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
         if ctrl_c is signal.default_int_handler:
             signal.signal(signal.SIGINT, ctrl_c)
+        clear()  # the search is over: the note has done its work
