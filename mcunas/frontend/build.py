@@ -26,6 +26,7 @@ from mcunas.frontend.config import FrontendConfig
 __all__ = [
     "CORTEX_M_SIGNAL_OPS",
     "FRONTEND_ARENA_MARGIN",
+    "NO_SIGNAL_OPS",
     "FrontendBuild",
     "check_signal_ops",
     "frontend_build",
@@ -104,6 +105,14 @@ def frontend_build(frontend_bytes: bytes, model_bytes: bytes) -> FrontendBuild:
     return FrontendBuild(cfg, shape[0], host, size)
 
 
+# Why a board without the signal ops cannot run a front end, and what to do instead.
+NO_SIGNAL_OPS = (
+    "the Arduino TFLite Micro library pinned for Cortex-M boards has no signal ops, so "
+    "frontend.tflite cannot run there yet: measure the front end and model on an ESP32 "
+    "board (esp-tflite-micro has them), or the model alone"
+)
+
+
 def runs_signal_ops(board: Any) -> bool:
     """True when the board's pinned TFLM has the signal ops a front-end graph needs.
 
@@ -119,13 +128,8 @@ def check_signal_ops(board: Any) -> None:
     Raises:
         BoardProfileError: the board builds with the Cortex-M Arduino library.
     """
-    if runs_signal_ops(board):
-        return
-    raise BoardProfileError(
-        f"{board.name}: the Arduino TFLite Micro library pinned for Cortex-M boards has no "
-        "signal ops, so frontend.tflite cannot run there yet: measure the front end and "
-        "model on an ESP32 board (esp-tflite-micro has them), or the model alone"
-    )
+    if not runs_signal_ops(board):
+        raise BoardProfileError(f"{board.name}: {NO_SIGNAL_OPS}")
 
 
 def write_frontend_build(

@@ -371,10 +371,6 @@ class RackMeasurer:
 
 def _frontend_refusal(rb: RackBoard) -> str | None:
     """Why ``rb`` cannot run a front-end graph (its pinned TFLM lacks the signal ops), or None."""
-    from mcunas.frontend.build import check_signal_ops
+    from mcunas.frontend.build import NO_SIGNAL_OPS, runs_signal_ops
 
-    try:
-        check_signal_ops(rb.profile)
-    except McunasError as exc:
-        return f"{rb.name}: {exc}"
-    return None
+    return None if runs_signal_ops(rb.profile) else f"{rb.name}: {rb.profile.name}: {NO_SIGNAL_OPS}"

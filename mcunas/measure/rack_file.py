@@ -136,7 +136,7 @@ def check_rack_frontend(rack: Rack, board: BoardProfile) -> None:
     Raises:
         RackError: no such board has the signal ops (one line naming them).
     """
-    from mcunas.frontend.build import runs_signal_ops
+    from mcunas.frontend.build import NO_SIGNAL_OPS, runs_signal_ops
 
     members = rack.for_profile(board.name)
     if not members or any(runs_signal_ops(rb.profile) for rb in members):
@@ -144,9 +144,7 @@ def check_rack_frontend(rack: Rack, board: BoardProfile) -> None:
     names = ", ".join(rb.name for rb in members)
     raise RackError(
         f"{rack.path}: no {board.name} board of the rack can run frontend.tflite ({names}): "
-        "the Arduino TFLite Micro library pinned for Cortex-M boards has no signal ops; "
-        "measure the front end and model on an ESP32 board (esp-tflite-micro has them), "
-        "or the model alone"
+        f"{NO_SIGNAL_OPS}"
     )
 
 
