@@ -97,9 +97,9 @@ def _widest_fit(
 ) -> int | None:
     """Per resolution, the widest untried rung between its refused and accepted widths."""
     for res in sorted({r for r, _ in corners}):
-        at = [(corners[i][1], s) for i, s in tried if corners[i][0] == res]
-        below = min((w for w, s in at if s == REFUSED), default=float("inf"))
-        above = max((w for w, s in at if s == ACCEPTED), default=float("-inf"))
+        below = _refused_width(corners, tried, res)
+        accepted = [corners[i][1] for i, s in tried if corners[i][0] == res and s == ACCEPTED]
+        above = max(accepted, default=float("-inf"))
         left = [
             i
             for i, (r, w) in enumerate(corners)
@@ -115,7 +115,14 @@ def _cheap_end(
 ) -> int | None:
     """At the coarsest resolution, the widest untried rung narrower than every refused one."""
     res = max(r for r, _ in corners)
-    below = min((corners[i][1] for i, s in tried if corners[i][0] == res and s == REFUSED),
-                default=float("inf"))  # fmt: skip
+    below = _refused_width(corners, tried, res)
     left = [i for i, (r, w) in enumerate(corners) if r == res and w < below and i not in done]
     return max(left, key=lambda i: (corners[i][1], -i), default=None)
+
+
+def _refused_width(
+    corners: list[tuple[int, float]], tried: Sequence[tuple[int, str]], res: int
+) -> float:
+    """The narrowest width refused at resolution ``res`` (infinite when none was)."""
+    refused = [corners[i][1] for i, s in tried if corners[i][0] == res and s == REFUSED]
+    return min(refused, default=float("inf"))
