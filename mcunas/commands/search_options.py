@@ -20,6 +20,7 @@ from mcunas.search.config import (
     DEFAULT_SUBNETS,
     FRONTEND_SPACES,
     MEASURES,
+    REFIT_CHOICES,
     STRATEGIES,
     SUPERNET_SCHEDULES,
 )
@@ -163,6 +164,14 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         ),
     ),
     click.option("--no-rescore", is_flag=True, help="Same as --finalists 0."),
+    click.option(
+        "--refit",
+        type=click.Choice(list(REFIT_CHOICES)),
+        default="auto",
+        show_default=True,
+        help="Train the chosen design once more on training + validation samples and export "
+        "that model (same graph, same cost); auto: under 2,000 training samples.",
+    ),
     click.option(
         "--dataset",
         help="A .npz, a folder of class subfolders of images or WAV files; "

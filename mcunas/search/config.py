@@ -42,6 +42,9 @@ DEFAULT_EPOCHS = 30
 DEFAULT_STRATEGY = "evolution"
 # Finalists re-scored before export (--finalists; 0 or --no-rescore: none).
 DEFAULT_FINALISTS = 3
+# --refit: the chosen design trained again on training + validation samples before export
+# (auto: below 2,000 training samples; mcunas.search.refit)
+REFIT_CHOICES = ("auto", "on", "off")
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
@@ -130,6 +133,7 @@ class SearchConfig:
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
+    refit: str = "auto"  # the chosen design refitted on all training samples (mcunas.search.refit)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
 
@@ -283,6 +287,8 @@ class SearchConfig:
             )
         self._check_frontend()
         check_number("finalists", self.finalists)
+        if self.refit not in REFIT_CHOICES:
+            raise UserError(f"Unknown --refit '{self.refit}'; choose {', '.join(REFIT_CHOICES)}.")
         check_number("max_trials", self.max_trials)
         check_number("epochs", self.epochs)
         if self.max_draws is not None and self.max_draws < self.max_trials:

@@ -58,6 +58,7 @@ def export_best(
     context: dict[str, Any],
     board: BoardProfile | None = None,
     frontend: Any = None,
+    model: bytes | None = None,
 ) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h``, ``best.json``, ``project/``.
 
@@ -73,6 +74,8 @@ def export_best(
             (a model or board the project cannot be made for is noted in ``best.json``
             as ``project_error``, and the export goes on).
         frontend: FrontendConfig | None, the front end to export beside the model.
+        model: bytes | None, the model to export in place of the trial's own (its refit on
+            every training sample, :mod:`mcunas.search.refit`: the same graph).
 
     Returns:
         The ``best`` folder.
@@ -81,7 +84,7 @@ def export_best(
         ModelError: the trial's model file is missing or altered.
         DiskFull: the disk filled up while writing.
     """
-    model_bytes = trial_model_bytes(best, out_dir)
+    model_bytes = trial_model_bytes(best, out_dir) if model is None else model
     from mcunas.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 

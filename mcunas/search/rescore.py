@@ -34,7 +34,7 @@ from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
 
-__all__ = ["fold_splits", "rescore_finalists", "rescore_here"]
+__all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
 
 SEED_STRIDE = 1000  # the seeds plan's run i trains with the design's seed + 1000 * (i + 1)
 # Re-scoring starts no new run after this share of the search's own wall time, once
@@ -168,7 +168,7 @@ def _one_run(
     what = f"trial {rec.trial_id}, {'fold' if plan.method == 'kfold' else 'seed'} {run + 1}"
     try:
         fold_runner = runner.for_data(data, seed)
-        model = fold_runner.build(_hyperparameters(space, rec.hyperparameters), seed)
+        model = fold_runner.build(trial_hyperparameters(space, rec.hyperparameters), seed)
         fold_runner.train(model, config.epochs)
         scores = fold_runner.evaluate(fold_runner.convert(model))
     except FatalError:
@@ -241,7 +241,7 @@ def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
     ]
 
 
-def _hyperparameters(space: Any, values: dict[str, Any]) -> Any:
+def trial_hyperparameters(space: Any, values: dict[str, Any]) -> Any:
     """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
     import keras_tuner
 

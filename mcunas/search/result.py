@@ -38,6 +38,7 @@ from mcunas.search.pareto import (
     objectives_text,
     reference_point,
 )
+from mcunas.search.refit import refit_text
 from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
 from mcunas.search.summary import chosen_text, cost_split, estimate_note, pareto_table
 
@@ -48,6 +49,7 @@ __all__ = [
     "choice_reason",
     "choose_best",
     "chosen_by",
+    "chosen_trial",
     "compute_result",
     "front_of",
     "infeasible_train_s",
@@ -112,6 +114,7 @@ class SearchResult:
     layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
     rescore: dict[str, Any] | None = None  # the re-scored finalists (mcunas.search.rescore)
+    refit: dict[str, Any] | None = None  # the chosen design refitted (mcunas.search.refit)
 
     def test_text(self) -> str | None:
         """The chosen model's test accuracy line, when the dataset has a test split."""
@@ -123,6 +126,15 @@ class SearchResult:
         return (
             f"Test split ({self.test['samples']} samples, never used for selection): "
             f"INT8 accuracy {100 * self.test['int8_accuracy']:.1f}% (TFLite Micro kernels)"
+        )
+
+    def refit_text(self) -> str | None:
+        """The line that says the exported model is the chosen design refitted, if it is."""
+        if not self.refit:
+            return None
+        return (
+            f"  exported model: the same design {refit_text(self.refit)} "
+            f"({self.refit['seconds']:.0f} s); the figures above are the trial's (same graph)"
         )
 
     def counts(self) -> dict[str, int]:
@@ -175,6 +187,8 @@ class SearchResult:
             "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
             "rescore": self.rescore,
+            "refit": self.refit,
+            "refit_text": self.refit_text(),
             "estimate_note": estimate_note(self.trials),
             "test": self.test,
             "test_text": self.test_text(),
@@ -203,6 +217,8 @@ class SearchResult:
             if self.rescore:
                 lines.append("\n" + self.rescore["text"])
             lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), self.chosen_by))
+            if self.refit_text():
+                lines.append(self.refit_text() or "")
             if self.test_text():
                 lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")
@@ -223,6 +239,7 @@ class SearchResult:
             "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
             "rescore": self.rescore,
+            "refit": self.refit,
             "front": [r.to_dict() for r in self.front],
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
@@ -262,6 +279,11 @@ def compute_result(
         chosen_by=rule,
         rescore=rescore,
     )
+
+
+def chosen_trial(store: TrialStore, config: SearchConfig) -> TrialRecord | None:
+    """The trial the search chooses now (re-scored finalists included), or None."""
+    return _choice(store, store.trials(), config)[0]
 
 
 def _choice(

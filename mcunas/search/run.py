@@ -283,18 +283,23 @@ class SearchRun:
         """Compute the result, write the report, export the chosen model."""
         result = compute_result(self.store, self.config, self.board, stopped)
         data = self.data_of(result.best)
-        result.test = self._test_accuracy(result.best, data)
+        model_bytes = None
         if result.best is not None:
             from mcunas.profile import model_layers
+            from mcunas.search.refit import refit_of
 
-            model_bytes = trial_model_bytes(result.best, self.out_dir)
+            result.refit = refit_of(self.store, result.best, self.out_dir, self.config)
+            model_bytes = self._exported_bytes(result.best, result.refit)
             result.layers = self._frontend_rows(data) + model_layers(model_bytes, self.board)
+        result.test = self._test_accuracy(model_bytes, data)
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(data), "test": result.test, "chosen_by": result.chosen_by}
-            context["rescore"] = result.rescore
+            context |= {"rescore": result.rescore, "refit": result.refit}
             front = getattr(data, "frontend", None)
-            best_dir = export_best(result.best, self.out_dir, context, self.board, frontend=front)
+            best_dir = export_best(
+                result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes
+            )
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
@@ -313,18 +318,23 @@ class SearchRun:
 
         return frontend_rows(self.fronts.cost_of(data))
 
-    def _test_accuracy(self, best: Any, data: Any) -> dict[str, Any] | None:
-        """The chosen INT8 model's accuracy on the dataset's test split (TFLM kernels).
+    def _exported_bytes(self, best: Any, refit: dict[str, Any] | None) -> bytes:
+        """The model ``best/`` exports: the chosen trial's refit when there is one, else its own."""
+        if refit is None:
+            return trial_model_bytes(best, self.out_dir)
+        return (self.out_dir / refit["model_path"]).read_bytes()
+
+    def _test_accuracy(self, model_bytes: bytes | None, data: Any) -> dict[str, Any] | None:
+        """The exported INT8 model's accuracy on the dataset's test split (TFLM kernels).
 
         None without a test split or a chosen model; a model TFLM cannot run on
         the test inputs is reported as such, not raised (the search is done).
         """
-        if best is None or data is None or getattr(data, "x_test", None) is None:
+        if model_bytes is None or data is None or getattr(data, "x_test", None) is None:
             return None
         from mcunas.errors import CandidateError
         from mcunas.search.isolate import TflmWorker
 
-        model_bytes = trial_model_bytes(best, self.out_dir)
         worker = TflmWorker(self.board)
         try:
             accuracy = worker.int8_accuracy(model_bytes, data.x_test, data.y_test)

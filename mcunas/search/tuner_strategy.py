@@ -45,12 +45,15 @@ class TunerStrategy:
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)
             reconcile(run.store, oracle)
             stopped = executor.drive_tuner(run, tuner, oracle, progress)
+            from mcunas.search.refit import refit_chosen
             from mcunas.search.rescore import rescore_finalists, rescore_here
 
             if runner is not None:  # the front's finalists re-scored with the trials' runner
                 rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
-            else:  # a chief: its workers are done; it re-scores them itself
+                refit_chosen(run, progress, (space, runner))
+            else:  # a chief: its workers are done; it re-scores and refits itself
                 rescore_here(run, progress)
+                refit_chosen(run, progress)
             return stopped
         except SearchFatal as exc:
             raise exc.error from None

@@ -18,8 +18,10 @@ Four stages, each resumable without losing finished work:
 4. **re-scoring** (:func:`mcunas.search.rescore.rescore_here`): the top
    ``--finalists`` of the front (the reference's rows included) are trained
    again from scratch with the search's recipe, by k-fold or seeds, as in the
-   Keras Tuner search; the choice uses their means. A subnet's exported model
-   stays its fine-tuned one: re-scoring measures the architecture.
+   Keras Tuner search; the choice uses their means. Re-scoring measures the
+   architecture; the exported model is the fine-tuned one, or on a small
+   dataset the chosen architecture trained from scratch on every training
+   sample (:mod:`mcunas.search.refit`, as in every search).
 
 The strategy plans; the work is typed jobs (:mod:`mcunas.supernet.jobs`) that
 the executor runs here or on a chief's workers, done by
@@ -128,10 +130,12 @@ class SupernetStrategy:
             if not self.subnet_search():
                 return STOPPED_SEARCH
             stopped = self.finetune(finetune)
-        if stopped is None:  # the finalists re-scored as in every search
+        if stopped is None:  # the finalists re-scored and the choice refitted as in every search
+            from mcunas.search.refit import refit_chosen
             from mcunas.search.rescore import rescore_here
 
             rescore_here(run, progress, ("stages",))
+            refit_chosen(run, progress, families=("stages",))
         return stopped
 
     def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:

@@ -1,0 +1,50 @@
+"""A real search refits its chosen design on every training sample and exports that model."""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import json
+from pathlib import Path
+
+import pytest
+from test_search_e2e import _series_search
+
+from mcunas.engine import run_search
+from mcunas.search.refit import REFIT_META, same_graph
+from mcunas.search.store import TrialStore
+
+pytestmark = pytest.mark.slow
+
+
+def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -> None:
+    config = _series_search(tmp_path, "r")  # 60 training series: --refit auto refits
+    stream = io.StringIO()
+    result = run_search(config, stream=stream)
+    assert result.best is not None and result.refit is not None
+    out = Path(result.paths["best_dir"])
+    trial = (Path(config.out) / result.best.model_path).read_bytes()
+    exported = (out / "model.tflite").read_bytes()
+    assert exported == (Path(config.out) / result.refit["model_path"]).read_bytes()
+    assert exported != trial and same_graph(trial, exported) is None
+    assert result.refit["samples"] == 60 and result.refit["steps"] > 0
+    info = json.loads((out / "best.json").read_text())
+    assert info["refit"] == result.refit and info["model_sha256"] == result.refit["model_sha256"]
+    assert "exported model: the same design refitted on all 60 training samples" in result.text()
+    assert f"Refitting trial {result.best.trial_id}'s design on all 60" in stream.getvalue()
+    assert result.test is not None and result.test["samples"] == 40  # the refit, on test
+
+    again = io.StringIO()
+    resumed = run_search(dataclasses.replace(config, resume=True), stream=again)
+    assert resumed.refit == result.refit and "Refitting" not in again.getvalue()
+
+
+def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
+    config = dataclasses.replace(_series_search(tmp_path, "n"), refit="off")
+    result = run_search(config, stream=None)
+    assert result.best is not None and result.refit is None
+    exported = (Path(result.paths["best_dir"]) / "model.tflite").read_bytes()
+    assert exported == (Path(config.out) / result.best.model_path).read_bytes()
+    store = TrialStore.open(Path(config.out))
+    assert store.get_meta(REFIT_META) is None
+    store.close()
