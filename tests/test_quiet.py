@@ -32,7 +32,9 @@ OURS = [
 ]
 
 # A line of mcunas's own during a search: a note ("Data: ...") or a trial's progress line.
-MCUNAS_LINE = re.compile(r"^(?:Data: .+|Seed: .+|\[\s*\d+/\d+\] trial \S+ .+)$")
+MCUNAS_LINE = re.compile(
+    r"^(?:Data: .+|Seed: .+|\[\s*\d+/\d+\] trial \S+ .+|Refit(?:ting|ted) .+)$"
+)
 
 
 @pytest.mark.parametrize("line", NATIVE)

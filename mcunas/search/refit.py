@@ -43,6 +43,7 @@ from mcunas.search.finalists import KFOLD_BELOW
 from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
+from mcunas.search.summary import refit_text
 
 __all__ = [
     "REFIT_CHOICES",
@@ -180,12 +181,6 @@ def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> d
     except OSError:
         return None
     return info if digest == info.get("model_sha256") else None
-
-
-def refit_text(info: dict[str, Any]) -> str:
-    """``refitted on all 200 training samples, 3750 optimizer steps``."""
-    steps = f", {info['steps']} optimizer steps" if info.get("steps") else ""
-    return f"refitted on all {info['samples']} training samples{steps}"
 
 
 def same_graph(before: bytes, after: bytes) -> str | None:

@@ -191,9 +191,11 @@ def _split(best: dict) -> str:
 def _chosen_by(summary: dict, why: str | None) -> str:
     """Which rule chose the model: the summary's ``chosen_by`` where it has one."""
     rule = summary.get("chosen_by") or (summary.get("best") or {}).get("chosen_by") or why
+    refit = summary.get("refit_text")
+    refit_line = f"<p><b>Exported model:</b> {html.escape(refit)}</p>" if refit else ""
     if not rule:
-        return ""
-    return f"<p><b>Chosen by:</b> {html.escape(str(rule))}</p>"
+        return refit_line
+    return f"<p><b>Chosen by:</b> {html.escape(str(rule))}</p>{refit_line}"
 
 
 def _search_line(summary: dict) -> str:

@@ -38,9 +38,14 @@ from mcunas.search.pareto import (
     objectives_text,
     reference_point,
 )
-from mcunas.search.refit import refit_text
 from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
-from mcunas.search.summary import chosen_text, cost_split, estimate_note, pareto_table
+from mcunas.search.summary import (
+    chosen_text,
+    cost_split,
+    estimate_note,
+    pareto_table,
+    refit_text,
+)
 
 __all__ = [
     "ACCURACY_TIE",
@@ -133,8 +138,8 @@ class SearchResult:
         if not self.refit:
             return None
         return (
-            f"  exported model: the same design {refit_text(self.refit)} "
-            f"({self.refit['seconds']:.0f} s); the figures above are the trial's (same graph)"
+            f"the same design {refit_text(self.refit)} ({self.refit['seconds']:.0f} s); "
+            "its latency, SRAM and flash are the trial's (same graph)"
         )
 
     def counts(self) -> dict[str, int]:
@@ -218,7 +223,7 @@ class SearchResult:
                 lines.append("\n" + self.rescore["text"])
             lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), self.chosen_by))
             if self.refit_text():
-                lines.append(self.refit_text() or "")
+                lines.append(f"  exported model: {self.refit_text()}")
             if self.test_text():
                 lines.append(self.test_text() or "")
         lines.append(f"Report: {self.paths.get('report_html')}")

@@ -23,6 +23,7 @@ __all__ = [
     "estimate_note",
     "estimate_tag",
     "pareto_table",
+    "refit_text",
     "split_text",
 ]
 
@@ -172,3 +173,9 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
         f"energy {energy_text(best)} per inference\n"
         f"  exported to {where}"
     )
+
+
+def refit_text(info: dict[str, Any]) -> str:
+    """``refitted on all 200 training samples, 3750 optimizer steps`` (the refit's line)."""
+    steps = f", {info['steps']} optimizer steps" if info.get("steps") else ""
+    return f"refitted on all {info['samples']} training samples{steps}"

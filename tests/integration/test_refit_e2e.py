@@ -33,6 +33,8 @@ def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -
     assert "exported model: the same design refitted on all 60 training samples" in result.text()
     assert f"Refitting trial {result.best.trial_id}'s design on all 60" in stream.getvalue()
     assert result.test is not None and result.test["samples"] == 40  # the refit, on test
+    page = Path(result.paths["report_html"]).read_text()
+    assert "<b>Exported model:</b> the same design refitted on all 60" in page
 
     again = io.StringIO()
     resumed = run_search(dataclasses.replace(config, resume=True), stream=again)
