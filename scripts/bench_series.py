@@ -26,14 +26,18 @@ the budget. The designs are points of the stage space:
 - ``p2s4``: input /2, the same stride-4 stem 24 wide, then ``dil-avg``'s blocks.
 
 MiniRocket (aeon) on the same split is the target. One seed per row: on these
-sets a test series is 0.4-0.6 points.
+sets a test series is 0.4-0.6 points. ``--refits auto,off`` trains each row
+both ways: refitted on training + validation samples after the trial (the
+search's default on these sets), and the trial's own model.
 
     scripts/bench series [--tasks osuleaf,arrowhead] [--designs dil,wide] [--recipes long]
-                         [--budget nano33ble] [--epochs 30] [--out runs/bench-series]
+                         [--refits auto,off] [--budget nano33ble] [--epochs 30]
+                         [--out runs/bench-series]
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -141,8 +145,19 @@ def own_resolution(design: str) -> Iterator[None]:
         reference.LADDER = saved
 
 
-def run_design(npz: Path, out: Path, design: str, budget: tuple, settings: dict, args) -> dict:  # noqa: ANN001
-    """One trial of ``design`` under the recipe ``settings`` (see ``scripts/bench recipe``)."""
+def run_design(
+    npz: Path,
+    out: Path,
+    design: str,
+    budget: tuple,
+    settings: dict,
+    args: argparse.Namespace,
+    refit: str = "auto",
+) -> dict:
+    """One trial of ``design`` under the recipe ``settings`` (see ``scripts/bench recipe``).
+
+    ``refit``: the search's ``--refit`` (``auto`` refits these small sets on every sample).
+    """
     from bench_training import one_trial, recipe_applied
 
     from mcunas.data import load_dataset
@@ -153,7 +168,7 @@ def run_design(npz: Path, out: Path, design: str, budget: tuple, settings: dict,
         register(design, data.input_shape, data.num_classes)
     with own_resolution(design), recipe_applied(settings):
         draws = len(reference.LADDER)
-        return one_trial(npz, out, budget, args, seed_arch=design, max_draws=draws)
+        return one_trial(npz, out, budget, args, seed_arch=design, max_draws=draws, refit=refit)
 
 
 def main() -> None:
@@ -163,20 +178,31 @@ def main() -> None:
     parser = bt.training_parser(__doc__.splitlines()[0], "osuleaf,arrowhead", "runs/bench-series")
     parser.add_argument("--designs", default="kws-dscnn,dil,dil-avg,wide")
     parser.add_argument("--recipes", default="long")
+    parser.add_argument(
+        "--refits", default="auto", help="--refit of each row: auto (refitted), off, or both"
+    )
     args = parser.parse_args()
     sram = bt.Column("SRAM KB", 8, lambda r: f"{r.get('sram_kb') or 0:.1f}")
     columns = [bt.label("task", 15), bt.label("design", 10), bt.label("recipe", 9)]
+    columns += [bt.label("refit", 6)]
     columns += [bt.accuracy_column(7), bt.minirocket_column(7), bt.STEPS, bt.LATENCY, sram]
     columns += [bt.TRAIN_S]
     cases = [
-        bt.Case({"design": design, "recipe": name}, recipe_settings(name, args.steps_factor))
+        bt.Case(
+            {"design": design, "recipe": name, "refit": refit},
+            recipe_settings(name, args.steps_factor),
+        )
         for design in args.designs.split(",")
         for name in args.recipes.split(",")
+        for refit in args.refits.split(",")
     ]
     budget = BUDGETS[args.budget]
 
     def run_case(npz: Path, where: Path, case: bt.Case) -> dict:
-        return run_design(npz, where, case.labels["design"], budget, case.settings, args)
+        labels = case.labels
+        return run_design(
+            npz, where, labels["design"], budget, case.settings, args, labels["refit"]
+        )
 
     bt.train_table(args, columns, cases, run_case)
 
