@@ -71,7 +71,8 @@ def _run(tmp_path: Path, runner: object, refit: str = "on") -> SimpleNamespace:
 class RefitRunner(FoldRunner):
     """FoldRunner that trains with ``early_stop`` (as KerasRunner) and names its data size."""
 
-    def for_data(self, data, seed):  # noqa: ANN001, ANN201
+    def for_data(self, data, seed, recipe=None):  # noqa: ANN001, ANN201
+        self.log.append(("recipe", recipe.steps_per_epoch))
         return RefitRunner(data, seed, self.log)
 
     def train(self, model, epochs, early_stop=True):  # noqa: ANN001, ANN201
@@ -89,7 +90,8 @@ def test_the_chosen_trial_is_refitted_on_every_sample_once(tmp_path: Path, monke
     stream = io.StringIO()
     refit_chosen(run, Progress(1, None, stream=stream))
     pooled = len(run.dataset.y_train) + len(run.dataset.y_val)
-    assert [entry[:2] for entry in runner.log] == [(16, pooled)]  # trial 01, all samples, once
+    # trial 01, all samples, once, with the recipe planned for them (digits: 57 steps an epoch)
+    assert [entry[:2] for entry in runner.log] == [("recipe", 57), (16, pooled)]
     info = run.store.get_meta(REFIT_META)
     assert info["trial_id"] == "01" and info["samples"] == pooled and info["steps"] == 21
     assert (tmp_path / info["model_path"]).read_bytes() == bytes([16])
@@ -97,7 +99,7 @@ def test_the_chosen_trial_is_refitted_on_every_sample_once(tmp_path: Path, monke
     best = run.store.trials()[1]
     assert refit_of(run.store, best, tmp_path, run.config) == info
     refit_chosen(run, Progress(1, None, stream=io.StringIO()))  # a resume: kept, not redone
-    assert len(runner.log) == 1
+    assert len(runner.log) == 2
     (tmp_path / info["model_path"]).write_bytes(b"XX")  # an altered file is not used
     assert refit_of(run.store, best, tmp_path, run.config) is None
     other = SearchConfig(board="esp32s3", finalists=0, epochs=4)  # nor one of other epochs
@@ -116,7 +118,7 @@ def test_nothing_is_trained_when_refit_does_not_apply(tmp_path: Path, refit: str
 
 def test_a_refit_that_fails_or_changes_the_graph_leaves_the_trials_model(tmp_path: Path) -> None:
     class Diverges(RefitRunner):
-        def for_data(self, data, seed):  # noqa: ANN001, ANN201
+        def for_data(self, data, seed, recipe=None):  # noqa: ANN001, ANN201
             return Diverges(data, seed, self.log)
 
         def train(self, model, epochs, early_stop=True):  # noqa: ANN001, ANN201
@@ -138,7 +140,7 @@ def test_a_refit_whose_graph_differs_is_dropped(tmp_path: Path, monkeypatch) -> 
     monkeypatch.setattr(export_mod, "trial_model_bytes", lambda rec, out: kws)
 
     class OtherGraph(RefitRunner):
-        def for_data(self, data, seed):  # noqa: ANN001, ANN201
+        def for_data(self, data, seed, recipe=None):  # noqa: ANN001, ANN201
             return OtherGraph(data, seed, self.log)
 
         def convert(self, model):  # noqa: ANN001, ANN201

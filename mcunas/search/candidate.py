@@ -114,14 +114,15 @@ class KerasRunner:
         _quiet_tensorflow()
         _deterministic_tensorflow()
 
-    def for_data(self, dataset: Dataset, seed: int) -> KerasRunner:
+    def for_data(self, dataset: Dataset, seed: int, recipe: Recipe | None = None) -> KerasRunner:
         """A runner of the same space, board, worker and recipe on other data (no board).
 
         Re-scoring (:mod:`mcunas.search.rescore`) trains finalists on other folds
         with it: the same build, training, conversion and INT8 scoring as a trial.
+        ``recipe`` replaces the search's (the refit's, planned for more samples).
         """
         runner = KerasRunner(
-            self.space, dataset, self.board, self.worker, recipe=self.recipe, seed=seed
+            self.space, dataset, self.board, self.worker, recipe=recipe or self.recipe, seed=seed
         )
         runner.follows_space = False  # these data, whatever the space would choose
         return runner
