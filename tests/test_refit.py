@@ -41,7 +41,9 @@ def test_same_graph_accepts_the_same_model_and_names_a_different_one() -> None:
     assert same_graph(kws, other) == "its graph is not the trial's (ops or tensor shapes differ)"
 
 
-def _run(tmp_path: Path, runner: object, refit: str = "on") -> SimpleNamespace:
+def _run(
+    tmp_path: Path, runner: object, refit: str = "on", distill: bool = False
+) -> SimpleNamespace:
     """A finished two-trial search whose chosen trial 01 has a model file."""
     from mcunas.data import load_dataset
 
@@ -59,7 +61,7 @@ def _run(tmp_path: Path, runner: object, refit: str = "on") -> SimpleNamespace:
         assert model == 1
     dataset = load_dataset(None, seed=0)
     return SimpleNamespace(
-        config=SearchConfig(board="esp32s3", finalists=0, refit=refit, epochs=3),
+        config=SearchConfig(board="esp32s3", finalists=0, refit=refit, epochs=3, distill=distill),
         store=store,
         out_dir=tmp_path,
         dataset=dataset,
@@ -77,7 +79,9 @@ class RefitRunner(FoldRunner):
 
     def train(self, model, epochs, early_stop=True):  # noqa: ANN001, ANN201
         assert early_stop is False  # nothing is held out to stop on
-        self.log.append((model["width"], len(self.data.y_train), self.seed, epochs))
+        targets = getattr(self, "targets", None)
+        shape = None if targets is None else targets.shape
+        self.log.append((model["width"], len(self.data.y_train), self.seed, epochs, shape))
         return SimpleNamespace(steps=7 * epochs)
 
 
@@ -158,3 +162,65 @@ def test_no_refit_when_the_time_budget_is_spent(tmp_path: Path) -> None:
     progress = Progress(1, 0.0, stream=(stream := io.StringIO()))
     refit_chosen(run, progress)
     assert runner.log == [] and "--resume refits it" in stream.getvalue()
+
+
+def test_a_teacher_lends_the_refit_its_soft_targets(tmp_path: Path, monkeypatch) -> None:
+    import numpy as np
+
+    import mcunas.search.distill as distill_mod
+    import mcunas.search.refit as refit_mod
+
+    monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
+    taught = []
+
+    def teacher(runner, data, recipe, seed, epochs):  # noqa: ANN001, ANN202
+        taught.append((len(data.y_train), recipe.steps_per_epoch, epochs))
+        probs = np.full((len(data.y_train), data.num_classes), 0.1)
+        return distill_mod.soft_targets(probs, data.y_train), "ic-resnet8"
+
+    monkeypatch.setattr(distill_mod, "teacher_targets", teacher)
+    runner = RefitRunner()
+    run = _run(tmp_path, runner, distill=True)
+    refit_chosen(run, Progress(1, None, stream=(stream := io.StringIO())))
+    pooled = len(run.dataset.y_train) + len(run.dataset.y_val)
+    assert taught == [(pooled, 57, 3)]  # the refit's samples, recipe and epochs
+    assert runner.log[-1][-1] == (pooled, 10)  # the student trained on the soft targets
+    info = run.store.get_meta(REFIT_META)
+    assert info["teacher"] == "ic-resnet8" and info["distill"] is True
+    assert "Training the refit's teacher: ic-resnet8 at full size" in stream.getvalue()
+    assert "taught by ic-resnet8" in stream.getvalue()
+    no_teacher = SearchConfig(board="esp32s3", finalists=0, refit="on", epochs=3, distill=False)
+    assert refit_of(run.store, run.store.trials()[1], tmp_path, no_teacher) is None
+
+
+def test_a_teacher_that_fails_leaves_the_labels(tmp_path: Path, monkeypatch) -> None:
+    import mcunas.search.distill as distill_mod
+    import mcunas.search.refit as refit_mod
+
+    monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
+
+    def teacher(*args):  # noqa: ANN002, ANN202
+        raise MemoryError("out of memory")
+
+    monkeypatch.setattr(distill_mod, "teacher_targets", teacher)
+    runner = RefitRunner()
+    run = _run(tmp_path, runner, distill=True)
+    refit_chosen(run, Progress(1, None, stream=(stream := io.StringIO())))
+    assert "Teacher failed (MemoryError: out of memory); the refit learns from the labels." in (
+        stream.getvalue()
+    )
+    assert runner.log[-1][-1] is None and run.store.get_meta(REFIT_META)["teacher"] is None
+
+
+def test_soft_targets_mix_the_labels_with_the_softened_teacher() -> None:
+    import numpy as np
+
+    from mcunas.search.distill import ALPHA, soft_targets, teacher_name
+
+    probs = np.array([[0.98, 0.01, 0.01], [0.2, 0.7, 0.1]])
+    targets = soft_targets(probs, np.array([0, 2]))
+    assert np.allclose(targets.sum(axis=1), 1.0)
+    assert targets[0, 0] > 1 - ALPHA and 0 < targets[0, 1] < ALPHA / 2  # softened, not zero
+    assert targets[1, 2] > ALPHA and targets[1, 1] < ALPHA  # the label keeps its half
+    assert teacher_name("series", (427, 1, 1)) == "kws-dscnn"  # not the cut-down series-s4
+    assert teacher_name("image", (8, 8, 1)) == "ic-resnet8"

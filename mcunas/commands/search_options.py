@@ -173,6 +173,14 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         "that model (same graph, same cost); auto: under 2,000 training samples.",
     ),
     click.option(
+        "--no-distill",
+        "distill",
+        flag_value=False,
+        default=True,
+        help="Refit without a teacher (by default the reference design at full size, trained "
+        "on the same samples, lends the refit half its targets).",
+    ),
+    click.option(
         "--dataset",
         help="A .npz, a folder of class subfolders of images or WAV files; "
         "default: built-in digits.",

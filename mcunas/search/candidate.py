@@ -109,6 +109,7 @@ class KerasRunner:
         self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
         self._description: str | None = None
+        self.targets: np.ndarray | None = None  # a teacher's soft targets (the refit's)
         # a space that searches the front end gives each trial its own data (dataset_for)
         self.follows_space = hasattr(space, "dataset_for")
         _quiet_tensorflow()
@@ -203,7 +204,7 @@ class KerasRunner:
         compile_for_training(model, self.recipe, steps * (epochs - initial_epoch))
         with tensorflow_chatter_dropped():
             history = model.fit(
-                training_data(d, self.recipe, self.seed),
+                training_data(d, self.recipe, self.seed, self.targets),
                 shuffle=False,  # the pipeline shuffles
                 epochs=epochs,
                 initial_epoch=initial_epoch,

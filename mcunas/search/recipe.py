@@ -193,11 +193,15 @@ def steps_per_epoch(recipe: Recipe, n_train: int) -> int:
     return max(1, math.ceil(n_train * recipe.repeats / recipe.batch_size))
 
 
-def training_data(dataset: Dataset, recipe: Recipe, seed: int = 0) -> Any:
+def training_data(
+    dataset: Dataset, recipe: Recipe, seed: int = 0, targets: np.ndarray | None = None
+) -> Any:
     """The training split as a shuffled, augmented, batched ``tf.data`` pipeline.
 
     Elements are (input, one-hot label, sample weight); the weight is the
-    label's class weight (1 when the labels are balanced).
+    label's class weight (1 when the labels are balanced). ``targets`` (one row
+    of class probabilities per training sample, a teacher's:
+    :mod:`mcunas.search.distill`) replaces the one-hot labels.
     """
     import tensorflow as tf
 
@@ -205,6 +209,8 @@ def training_data(dataset: Dataset, recipe: Recipe, seed: int = 0) -> Any:
 
     d = dataset
     onehot = np.eye(d.num_classes, dtype=np.float32)[d.y_train]
+    if targets is not None:
+        onehot = np.asarray(targets, np.float32)
     weights = np.ones(len(d.y_train), np.float32)
     if recipe.class_weights is not None:
         weights = np.asarray(recipe.class_weights, np.float32)[d.y_train]

@@ -114,17 +114,23 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     from mcunas.search.export import trial_model_bytes
     from mcunas.search.rescore import trial_hyperparameters
 
-    cfg, store, out_dir = run.config, run.store, Path(run.out_dir)
+    cfg, out_dir = run.config, Path(run.out_dir)
     space, runner = parts
     data = pooled(run.data_of(best))
     seed = training_seed(cfg.seed, best.hyperparameters)
+    began = time.perf_counter()
+    recipe = _replanned(run, data)
+    targets, teacher = (
+        _teacher(run, progress, runner, data, recipe) if cfg.distill else (None, None)
+    )
     progress.note(
         f"Refitting trial {best.trial_id}'s design on all {len(data.y_train)} training and "
-        f"validation samples ({cfg.epochs} epochs, no early stopping; --refit off skips it)."
+        f"validation samples ({cfg.epochs} epochs, no early stopping"
+        f"{f', taught by {teacher}' if teacher else ''}; --refit off skips it)."
     )
-    began = time.perf_counter()
     try:
-        fit = runner.for_data(data, seed, recipe=_replanned(run, data))
+        fit = runner.for_data(data, seed, recipe=recipe)
+        fit.targets = targets
         model = fit.build(trial_hyperparameters(space, best.hyperparameters), seed)
         trained = fit.train(model, cfg.epochs, early_stop=False)
         model_bytes = fit.convert(model)
@@ -147,9 +153,34 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
         "samples": len(data.y_train),
         "steps": int(getattr(trained, "steps", 0) or 0),
         "seconds": round(seconds, 3),
+        "teacher": teacher,
     }
-    store.set_meta(REFIT_META, info)
+    run.store.set_meta(REFIT_META, info)
     progress.note(f"Refitted in {seconds:.0f} s ({refit_text(info)}).")
+
+
+def _teacher(
+    run: Any, progress: Progress, runner: Any, data: Any, recipe: Any
+) -> tuple[Any, str | None]:
+    """The teacher's soft targets for the refit and its name; (None, None) if it failed."""
+    from mcunas.search.distill import teacher_name, teacher_targets
+
+    cfg = run.config
+    name = teacher_name(data.kind, data.input_shape)
+    progress.note(
+        f"Training the refit's teacher: {name} at full size on {len(data.y_train)} samples "
+        "(it never runs on the board; --no-distill skips it)."
+    )
+    began = time.perf_counter()
+    try:
+        targets, name = teacher_targets(runner, data, recipe, cfg.seed, cfg.epochs)
+    except FatalError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the refit trains on the labels alone
+        progress.note(f"Teacher failed ({describe(exc)}); the refit learns from the labels.")
+        return None, None
+    progress.note(f"Teacher trained in {time.perf_counter() - began:.0f} s.")
+    return targets, name
 
 
 def _replanned(run: Any, data: Any) -> Any:
@@ -178,7 +209,8 @@ def pooled(data: Any) -> Any:
 def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
     """What makes a stored refit the one this choice needs."""
     seed = training_seed(cfg.seed, best.hyperparameters)
-    return {"trial_id": best.trial_id, "seed": seed, "epochs": int(cfg.epochs)}
+    distill = bool(getattr(cfg, "distill", False))
+    return {"trial_id": best.trial_id, "seed": seed, "epochs": int(cfg.epochs), "distill": distill}
 
 
 def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> dict | None:

@@ -178,4 +178,5 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
 def refit_text(info: dict[str, Any]) -> str:
     """``refitted on all 200 training samples, 3750 optimizer steps`` (the refit's line)."""
     steps = f", {info['steps']} optimizer steps" if info.get("steps") else ""
-    return f"refitted on all {info['samples']} training samples{steps}"
+    teacher = f", taught by {info['teacher']}" if info.get("teacher") else ""
+    return f"refitted on all {info['samples']} training samples{steps}{teacher}"

@@ -28,9 +28,12 @@ def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -
     assert exported == (Path(config.out) / result.refit["model_path"]).read_bytes()
     assert exported != trial and same_graph(trial, exported) is None
     assert result.refit["samples"] == 60 and result.refit["steps"] > 0
+    assert result.refit["teacher"] == "kws-dscnn"  # a series' reference, at full size
     info = json.loads((out / "best.json").read_text())
     assert info["refit"] == result.refit and info["model_sha256"] == result.refit["model_sha256"]
-    assert "exported model: the same design refitted on all 60 training samples" in result.text()
+    text = result.text()
+    assert "exported model: the same design refitted on all 60 training samples" in text
+    assert "taught by kws-dscnn" in text
     assert f"Refitting trial {result.best.trial_id}'s design on all 60" in stream.getvalue()
     assert result.test is not None and result.test["samples"] == 40  # the refit, on test
     page = Path(result.paths["report_html"]).read_text()
@@ -42,7 +45,7 @@ def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -
 
 
 def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
-    config = dataclasses.replace(_series_search(tmp_path, "n"), refit="off")
+    config = dataclasses.replace(_series_search(tmp_path, "n"), refit="off", distill=False)
     result = run_search(config, stream=None)
     assert result.best is not None and result.refit is None
     exported = (Path(result.paths["best_dir"]) / "model.tflite").read_bytes()
