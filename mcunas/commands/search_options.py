@@ -173,12 +173,10 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         "that model (same graph, same cost); auto: under 2,000 training samples.",
     ),
     click.option(
-        "--no-distill",
-        "distill",
-        flag_value=False,
-        default=True,
-        help="Refit without a teacher (by default the reference design at full size, trained "
-        "on the same samples, lends the refit half its targets).",
+        "--distill",
+        is_flag=True,
+        help="The refit learns from a teacher too: the reference design at full size, trained "
+        "on the same samples, lends it half its targets (one more training; experimental).",
     ),
     click.option(
         "--dataset",

@@ -134,7 +134,7 @@ class SearchConfig:
     warm_start: bool = field(default_factory=warm_start_default)
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
     refit: str = "auto"  # the chosen design refitted on all training samples (mcunas.search.refit)
-    distill: bool = True  # the refit learns from a teacher too (mcunas.search.distill)
+    distill: bool = False  # the refit learns from a teacher too (mcunas.search.distill)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
 

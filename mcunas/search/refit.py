@@ -22,9 +22,10 @@ trained on fewer samples earned.
 :data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
 never. The refit is kept in the store (meta key ``refit``): a ``--resume``
-does not redo it while the choice stays the same. Measured on OSULeaf (200
-training series, the ``series-s4`` design under the Nano 33 BLE budget, four
-seeds): 86.7% test trained on the 159-series split, 88.2% refitted on all 200.
+does not redo it while the choice stays the same. Measured by ``scripts/bench
+series --refits auto,off`` (four seeds, Nano 33 BLE budget): ArrowHead (36
+training series) 80.2% test for the trials' own models, 83.0% refitted;
+OSULeaf (200) 87.9% and 88.1% (docs/benchmarks/series.md).
 """
 
 from __future__ import annotations
@@ -169,7 +170,7 @@ def _teacher(
     name = teacher_name(data.kind, data.input_shape)
     progress.note(
         f"Training the refit's teacher: {name} at full size on {len(data.y_train)} samples "
-        "(it never runs on the board; --no-distill skips it)."
+        "(it never runs on the board)."
     )
     began = time.perf_counter()
     try:

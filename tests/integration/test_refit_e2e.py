@@ -18,7 +18,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -> None:
-    config = _series_search(tmp_path, "r")  # 60 training series: --refit auto refits
+    # 60 training series: --refit auto refits; --distill adds the teacher
+    config = dataclasses.replace(_series_search(tmp_path, "r"), distill=True)
     stream = io.StringIO()
     result = run_search(config, stream=stream)
     assert result.best is not None and result.refit is not None
