@@ -110,12 +110,26 @@ def test_the_chosen_trial_is_refitted_on_every_sample_once(tmp_path: Path, monke
     assert refit_of(run.store, best, tmp_path, other) is None
 
 
+def test_a_search_resumed_with_refit_off_exports_the_trials_model(
+    tmp_path: Path, monkeypatch
+) -> None:
+    import mcunas.search.refit as refit_mod
+
+    monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
+    run = _run(tmp_path, RefitRunner())
+    refit_chosen(run, Progress(1, None, stream=io.StringIO()))
+    best = run.store.trials()[1]
+    assert refit_of(run.store, best, tmp_path, run.config) is not None
+    off = SearchConfig(board="esp32s3", finalists=0, refit="off", epochs=3)
+    assert refit_of(run.store, best, tmp_path, off) is None
+
+
 @pytest.mark.parametrize("refit", ["off", "auto-large"])
 def test_nothing_is_trained_when_refit_does_not_apply(tmp_path: Path, refit: str) -> None:
     runner = RefitRunner()
     run = _run(tmp_path, runner, "off" if refit == "off" else "auto")
     if refit == "auto-large":
-        run.dataset = SimpleNamespace(y_train=range(1900), y_val=range(100))
+        run.dataset = SimpleNamespace(y_train=range(2000), y_val=range(500))
     refit_chosen(run, Progress(1, None, stream=io.StringIO()))
     assert runner.log == [] and run.store.get_meta(REFIT_META) is None
 

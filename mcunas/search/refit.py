@@ -62,7 +62,11 @@ REFIT_META = "refit"  # the store's meta key for the chosen trial's refit
 
 
 def refit_wanted(mode: str, samples: int) -> bool:
-    """Whether ``--refit mode`` refits a search of ``samples`` training + validation samples."""
+    """Whether ``--refit mode`` refits a search of ``samples`` training samples.
+
+    ``samples`` counts the training split as re-scoring's plan does
+    (:func:`~mcunas.search.finalists.plan_for`): ``auto`` refits where it cross-validates.
+    """
     if mode == "auto":
         return samples < KFOLD_BELOW
     return mode == "on"
@@ -92,7 +96,7 @@ def refit_chosen(
 
     cfg, store = run.config, run.store
     data = run.dataset
-    if data is None or not refit_wanted(cfg.refit, len(data.y_train) + len(data.y_val)):
+    if data is None or not refit_wanted(cfg.refit, len(data.y_train)):
         return
     best = chosen_trial(store, cfg)
     if best is None or refit_of(store, best, Path(run.out_dir), cfg) is not None:
@@ -218,8 +222,11 @@ def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> d
     """The stored refit of ``best`` with its model file intact, or None.
 
     A refit of another trial, seed or ``--epochs``, or whose file is gone or
-    changed, is not used (and a later refit replaces it).
+    changed, is not used (and a later refit replaces it); nor is any under
+    ``--refit off`` (a search resumed with it exports the trial's own model).
     """
+    if getattr(cfg, "refit", "auto") == "off":
+        return None
     info = store.get_meta(REFIT_META)
     if not isinstance(info, dict) or any(info.get(k) != v for k, v in _key(best, cfg).items()):
         return None
