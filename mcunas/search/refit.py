@@ -24,7 +24,7 @@ validation split is small and its samples count; ``on`` always, ``off``
 never. The refit is kept in the store (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. Measured by ``scripts/bench
 series --refits auto,off`` (four seeds, Nano 33 BLE budget): ArrowHead (36
-training series) 80.2% test for the trials' own models, 83.0% refitted;
+training series) 80.1% test for the trials' own models, 83.0% refitted;
 OSULeaf (200) 87.9% and 88.1% (docs/benchmarks/series.md).
 """
 
