@@ -87,6 +87,18 @@ class Dataset:
     noise: np.ndarray | None = None
     frontend: Any = None  # mcunas.frontend.config.FrontendConfig
 
+    def pooled(self) -> Dataset:
+        """The dataset with its validation samples added to its training samples.
+
+        The validation part stays as it is; re-scoring's folds and the refit of the
+        chosen design (:mod:`mcunas.search.refit`) train on the pooled samples.
+        """
+        return replace(
+            self,
+            x_train=np.concatenate([self.x_train, self.x_val]),
+            y_train=np.concatenate([self.y_train, self.y_val]),
+        )
+
     def representative(self, n: int = 200, seed: int = 0) -> np.ndarray:
         """A seeded random sample of training inputs for INT8 calibration.
 

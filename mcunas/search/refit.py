@@ -30,13 +30,10 @@ OSULeaf (200) 87.9% and 88.1% (docs/benchmarks/series.md).
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import time
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from mcunas.errors import FatalError, describe
 from mcunas.files import write_file
@@ -50,7 +47,6 @@ from mcunas.search.summary import refit_text
 __all__ = [
     "REFIT_CHOICES",
     "REFIT_META",
-    "pooled",
     "refit_chosen",
     "refit_of",
     "refit_text",
@@ -121,7 +117,7 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
 
     cfg, out_dir = run.config, Path(run.out_dir)
     space, runner = parts
-    data = pooled(run.data_of(best))
+    data = run.data_of(best).pooled()
     seed = training_seed(cfg.seed, best.hyperparameters)
     began = time.perf_counter()
     recipe = _replanned(run, data)
@@ -202,20 +198,15 @@ def _replanned(run: Any, data: Any) -> Any:
     return plan_recipe(data, cfg.batch_size, cfg.augment)
 
 
-def pooled(data: Any) -> Any:
-    """``data`` with its validation samples added to its training samples (test as it is)."""
-    return dataclasses.replace(
-        data,
-        x_train=np.concatenate([data.x_train, data.x_val]),
-        y_train=np.concatenate([data.y_train, data.y_val]),
-    )
-
-
 def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
     """What makes a stored refit the one this choice needs."""
     seed = training_seed(cfg.seed, best.hyperparameters)
-    distill = bool(getattr(cfg, "distill", False))
-    return {"trial_id": best.trial_id, "seed": seed, "epochs": int(cfg.epochs), "distill": distill}
+    return {
+        "trial_id": best.trial_id,
+        "seed": seed,
+        "epochs": int(cfg.epochs),
+        "distill": bool(cfg.distill),
+    }
 
 
 def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> dict | None:
@@ -225,7 +216,7 @@ def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> d
     changed, is not used (and a later refit replaces it); nor is any under
     ``--refit off`` (a search resumed with it exports the trial's own model).
     """
-    if getattr(cfg, "refit", "auto") == "off":
+    if cfg.refit == "off":
         return None
     info = store.get_meta(REFIT_META)
     if not isinstance(info, dict) or any(info.get(k) != v for k, v in _key(best, cfg).items()):

@@ -222,8 +222,8 @@ def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
     """
     if plan.method != "kfold":
         return [dataset] * plan.runs
-    x = np.concatenate([dataset.x_train, dataset.x_val])
-    y = np.concatenate([dataset.y_train, dataset.y_val])
+    every = dataset.pooled()
+    x, y = every.x_train, every.y_train
     rng = np.random.default_rng(seed)
     fold = np.empty(len(y), dtype=np.int64)
     for label in np.unique(y):
