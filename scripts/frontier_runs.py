@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 TASKS = ("mnist5k", "spokendigits", "osuleaf", "japanesevowels")
 # (board, max latency ms, max peak SRAM KB); "tight": a quarter of the Nano's latency budget.
@@ -145,8 +146,10 @@ def exported_on_front(out: Path) -> bool | None:
     """Whether the search's exported model is on its own front (validation accuracy, ms, SRAM).
 
     None when nothing was exported. No other ``ok`` trial may be as good on
-    every default objective and better on one.
+    every default objective and better on one: another re-scored finalist at
+    its re-scored mean, any other trial on the validation split.
     """
+    from mcunas.search.finalists import rescored_of
     from mcunas.search.pareto import dominates, record_point
     from mcunas.search.store import TrialStatus, TrialStore
 
@@ -156,11 +159,33 @@ def exported_on_front(out: Path) -> bool | None:
     chosen = json.loads(best.read_text())["trial"]["trial_id"]
     store = TrialStore.open(out)
     try:
-        points = [record_point(r) for r in store.trials() if r.status == TrialStatus.OK]
+        records = [r for r in store.trials() if r.status == TrialStatus.OK]
+        state = store.get_meta("rescore") or {}
     finally:
         store.close()
-    mine = [p for p in points if p.key == chosen]
-    return bool(mine) and not any(dominates(p, mine[0]) for p in points)
+    means = {t: s.mean for t in state.get("finalists") or () if (s := rescored_of(state, t))}
+    mine = [r for r in records if r.trial_id == chosen]
+    if not mine:
+        return False
+    split, rescored = record_point(mine[0]), _at_mean(mine[0], means)
+    return not any(
+        dominates(_at_mean(r, means), rescored) if r.trial_id in means and chosen in means
+        else dominates(record_point(r), split)
+        for r in records
+        if r.trial_id != chosen
+    )  # fmt: skip
+
+
+def _at_mean(record: Any, means: dict[str, float]) -> Any:
+    """The trial's point with its re-scored mean accuracy, when it has one."""
+    import dataclasses
+
+    from mcunas.search.pareto import record_point
+
+    if record.trial_id not in means:
+        return record_point(record)
+    mean = means[record.trial_id]
+    return record_point(dataclasses.replace(record, score=mean, int8_accuracy=mean))
 
 
 def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:

@@ -182,3 +182,28 @@ def test_exported_on_front_is_false_when_another_trial_dominates_it(bf, tmp_path
     assert bf.exported_on_front(_search_dir(tmp_path / "a", "0000", trials)) is False
     assert bf.exported_on_front(_search_dir(tmp_path / "b", "0001", trials)) is True
     assert bf.exported_on_front(tmp_path / "none") is None
+
+
+def test_exported_on_front_judges_rescored_finalists_at_their_means(bf, tmp_path) -> None:
+    from mcunas.search.store import TrialStore
+
+    # 0001 dominates 0000 on the split, but re-scoring measured it lower: 0000 stands
+    trials = {"0000": (0.90, 17.0, 55_000), "0001": (0.93, 3.5, 53_000), "0002": (0.5, 1, 50_000)}
+    where = _search_dir(tmp_path, "0000", trials)
+    store = TrialStore.open(where)
+    runs = {"0000": [0.95, 0.97], "0001": [0.69, 0.87]}
+    store.set_meta(
+        "rescore",
+        {
+            "finalists": ["0001", "0000"],
+            "runs": {
+                t: {str(i): {"accuracy": a} for i, a in enumerate(r)} for t, r in runs.items()
+            },
+        },
+    )
+    store.close()
+    assert bf.exported_on_front(where) is True
+    store = TrialStore.open(where)
+    store.set_meta("rescore", {})
+    store.close()
+    assert bf.exported_on_front(where) is False  # without re-scoring, 0001 dominates it

@@ -14,6 +14,7 @@ from mcunas.search.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.finalists import (
     RESCORE_META,
     Plan,
+    finalist_band,
     pick_finalists,
     plan_for,
     rescored_choice,
@@ -104,6 +105,45 @@ def test_plan_and_finalists() -> None:
         "03",
     ]
     assert pick_finalists(rows, ("accuracy", "latency", "sram"), 0) == []
+
+
+def test_finalists_are_the_scores_within_the_split_noise_front_or_not() -> None:
+    # OSULeaf, 41 validation series: a small variant of the seed design scored one
+    # series more than the full design and dominated it; cheaper trials far below
+    # were the rest of the front.
+    rows = [
+        rec("00", 0.902, 17.0, 55.0, origin="seed"),  # dominated by 03 on this split
+        rec("03", 0.927, 3.5, 53.2, origin="seed"),
+        rec("13", 0.854, 2.3, 52.1),
+        rec("09", 0.854, 2.0, 52.9),
+        rec("05", 0.561, 1.6, 52.5),  # on the front, 37 points below: never a finalist
+    ]
+    objectives = ("accuracy", "latency", "sram")
+    assert [r.trial_id for r in pick_finalists(rows, objectives, 3, val_samples=41)] == [
+        "03",
+        "00",
+        "09",
+    ]
+    # without the split's size: the front's trials, as the choice sees them
+    front = ["03", "09", "13", "05"]
+    assert [r.trial_id for r in pick_finalists(rows, objectives, 4)] == front
+    # the band narrows as the split grows: 11 points at 95% on 41 samples, 1.1 at 99.7% on 360
+    assert finalist_band(0.951, 41) == pytest.approx(0.113, abs=0.001)
+    assert finalist_band(0.997, 360) == pytest.approx(0.011, abs=0.001)
+    assert finalist_band(1.0, 6) > finalist_band(1.0, 60) > 0  # a perfect score keeps its noise
+    many = pick_finalists(rows, objectives, 9, val_samples=10_000)
+    assert [r.trial_id for r in many] == ["03"]  # a huge split: nothing else is close
+
+
+def test_a_choice_off_the_split_front_names_the_finalist_it_overturned() -> None:
+    lucky = rec("03", 0.927, 3.5, 53.2)
+    full = rec("00", 0.902, 17.0, 55.0, origin="seed")
+    state = _state({"03": [0.69, 0.87, 0.75], "00": [0.95, 0.97, 0.92]})
+    best, rule, _ = rescored_choice([lucky, full], ("accuracy", "latency", "sram"), state)
+    assert best is full
+    assert rule.startswith("re-scored by 5-fold cross-validation: on the re-scored finalists'")
+    assert "off the validation split's front, overturned by re-scoring: trial 03" in rule
+    assert "92.7% there, re-scored 77.0%" in rule
 
 
 def _state(runs: dict[str, list[float]], finalists=None) -> dict:
@@ -254,3 +294,24 @@ def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monk
     assert code == 0, err
     summary = json.loads(stdout)
     assert summary["rescore"] is None and summary["chosen_by"].startswith("on the Pareto front")
+
+
+def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) -> None:
+    from mcunas.data import load_dataset
+    from mcunas.search.config import SearchConfig
+    from mcunas.search.progress import Progress
+    from mcunas.search.rescore import rescore_finalists
+
+    store = TrialStore.open(tmp_path)
+    for tid, acc in (("00", 0.99), ("01", 0.60)):  # 01 is far below: one finalist only
+        store.start_trial(tid, {"width": 8})
+        store.finish_trial(
+            tid, TrialStatus.OK, score=acc, int8_accuracy=acc, latency_ms=1.0 if acc < 0.9 else 2.0,
+            peak_sram_bytes=1000, model_path=f"models/{tid}.tflite",
+        )  # fmt: skip
+    store.set_meta(RESCORE_META, _state({"00": [0.9, 0.9], "01": [0.95, 0.95]}))
+    config, runner = SearchConfig(board="esp32s3"), FoldRunner()
+    progress = Progress(1, None, stream=io.StringIO())
+    rescore_finalists(config, store, object(), runner, load_dataset(None, seed=0), progress)
+    assert runner.log == [] and store.get_meta(RESCORE_META) == {}
+    assert rescored_choice(store.trials(), config.objectives, store.get_meta(RESCORE_META)) is None

@@ -64,8 +64,10 @@ def rescore_finalists(
         dataset: Dataset, the search's data.
         progress: Progress, for one line per run and the time budget.
     """
-    finalists = pick_finalists(store.trials(), config.objectives, config.finalists)
+    val_samples = len(dataset.y_val)
+    finalists = pick_finalists(store.trials(), config.objectives, config.finalists, val_samples)
     if len(finalists) < 2 or not hasattr(runner, "for_data"):
+        _forget(store)
         return
     if progress.time_up():
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
@@ -113,7 +115,11 @@ def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None 
         families: the space's families (the supernet's: ``("stages",)``).
     """
     cfg = run.config
-    if len(pick_finalists(run.store.trials(), cfg.objectives, cfg.finalists)) < 2:
+    finalists = pick_finalists(
+        run.store.trials(), cfg.objectives, cfg.finalists, len(run.dataset.y_val)
+    )
+    if len(finalists) < 2:
+        _forget(run.store)
         return
     space, runner, close = run.components(families, measure=False)
     try:
@@ -190,6 +196,12 @@ def _one_run(
         f"Re-scored {what}/{plan.runs}: INT8 {100 * scores.accuracy:.1f}% on "
         f"{len(data.y_val)} samples ({seconds:.0f} s)"
     )
+
+
+def _forget(store: TrialStore) -> None:
+    """Drop stored runs made for finalists that are no longer picked (the choice goes without)."""
+    if (store.get_meta(RESCORE_META) or {}).get("finalists"):
+        store.set_meta(RESCORE_META, {})
 
 
 def _state(
