@@ -144,6 +144,11 @@ def test_a_choice_off_the_split_front_names_the_finalist_it_overturned() -> None
     assert rule.startswith("re-scored by 5-fold cross-validation: on the re-scored finalists'")
     assert "off the validation split's front, overturned by re-scoring: trial 03" in rule
     assert "92.7% there, re-scored 77.0%" in rule
+    # as accurate on the split and cheaper: dominated too, and named
+    twin = rec("04", 0.902, 2.0, 50.0)
+    state = _state({"04": [0.80, 0.82, 0.78], "00": [0.95, 0.97, 0.92]})
+    best, rule, _ = rescored_choice([twin, full], ("accuracy", "latency", "sram"), state)
+    assert best is full and rule.endswith("trial 04 (90.2% there, re-scored 80.0%)")
 
 
 def _state(runs: dict[str, list[float]], finalists=None) -> dict:

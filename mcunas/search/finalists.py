@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcunas.search.choice import choose_best, chosen_by, feasible_front
-from mcunas.search.pareto import DEFAULT_OBJECTIVES
+from mcunas.search.pareto import DEFAULT_OBJECTIVES, dominates, record_point
 from mcunas.search.store import TrialRecord
 
 __all__ = [
@@ -225,15 +225,19 @@ def _overturned(
     stand_ins: Sequence[TrialRecord],
     objectives: Sequence[str],
 ) -> str:
-    """Words for a choice the validation split's own front did not hold, else ''."""
+    """Words for a choice the validation split's own front did not hold, else ''.
+
+    Names the finalists that dominated it on the split, with their re-scored means.
+    """
     if best in feasible_front(records, objectives):
         return ""
     means = {r.trial_id: r.score or 0.0 for r in stand_ins}
+    mine = record_point(best, objectives)
     above = [
         f"trial {r.trial_id} ({100 * (r.score or 0):.1f}% there, re-scored "
         f"{100 * means[r.trial_id]:.1f}%)"
         for r in records
-        if r.trial_id in means and (r.score or 0.0) > (best.score or 0.0)
+        if r.trial_id in means and dominates(record_point(r, objectives), mine)
     ]
     return "; off the validation split's front, overturned by re-scoring: " + ", ".join(above)
 
