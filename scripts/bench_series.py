@@ -23,7 +23,13 @@ the budget. The designs are points of the stage space:
   average + max pooling: fewer steps, more channels;
 - ``stem4``: no input pooling, a 10-step stem of 16 with stride 4 (learned
   downsampling from every step), ds24 k5 s2, ds32 k5, ds48 k3 s2;
-- ``p2s4``: input /2, the same stride-4 stem 24 wide, then ``dil-avg``'s blocks.
+- ``p2s4``: input /2, the same stride-4 stem 24 wide, then ``dil-avg``'s blocks;
+- variants of ``stem4`` (same stem of 16 with stride 4 unless said): ``s4k7``
+  (block kernels 7, 7, 7), ``s4k7s`` (a 7-step stem, kernels 7, 7, 5),
+  ``s4k7w`` (as ``s4k7s`` with a last block of 64), ``s4s8`` (ds32 k5 s2,
+  ds48 k5 s2, ds64 k3: both strides early, wider), ``s4e`` (as ``s4s8``
+  with a 7-step stem and kernels 7, 7, 5), ``s4b4t`` (a 7-step stem and a
+  fourth block, ds64 k3 s2), ``s4two`` (two blocks: ds32 k7 s2, ds64 k5 s2).
 
 MiniRocket (aeon) on the same split is the target. One seed per row: on these
 sets a test series is 0.4-0.6 points. ``--refits auto,off`` trains each row
@@ -97,6 +103,19 @@ DESIGNS = {
     "res": _design(4, (16, 7, 2), "avgmax", ("res", 16, 5, 1, 2), ("res", 24, 3, 2, 1)),
     "wide": _design(4, (32, 10, 4), "avgmax", ("ds", 48, 5, 1, 2), ("ds", 48, 5, 1, 2),
                     ("ds", 64, 3, 1, 2)),
+    "s4k7": _design(1, (16, 10, 4), "avg", ("ds", 24, 7, 2, 1), ("ds", 32, 7, 1, 1),
+                    ("ds", 48, 7, 2, 1)),
+    "s4k7s": _design(1, (16, 7, 4), "avg", ("ds", 24, 7, 2, 1), ("ds", 32, 7, 1, 1),
+                     ("ds", 48, 5, 2, 1)),
+    "s4k7w": _design(1, (16, 7, 4), "avg", ("ds", 24, 7, 2, 1), ("ds", 32, 7, 1, 1),
+                     ("ds", 64, 5, 2, 1)),
+    "s4s8": _design(1, (16, 10, 4), "avg", ("ds", 32, 5, 2, 1), ("ds", 48, 5, 2, 1),
+                    ("ds", 64, 3, 1, 1)),
+    "s4e": _design(1, (16, 7, 4), "avg", ("ds", 32, 7, 2, 1), ("ds", 48, 7, 2, 1),
+                   ("ds", 64, 5, 1, 1)),
+    "s4b4t": _design(1, (16, 7, 4), "avg", ("ds", 24, 5, 2, 1), ("ds", 32, 5, 1, 1),
+                     ("ds", 48, 3, 2, 1), ("ds", 64, 3, 2, 1)),
+    "s4two": _design(1, (16, 10, 4), "avg", ("ds", 32, 7, 2, 1), ("ds", 64, 5, 2, 1)),
 }  # fmt: skip
 
 
