@@ -2,7 +2,8 @@
 
 A trial's score is its INT8 accuracy on one validation split, often a few
 hundred samples or fewer: two candidates a point apart may differ by chance.
-Before export the top finalists of the Pareto front are re-trained with the
+Before export the top finalists (the search's choice, then the highest
+validation scores within the split's noise of the top) are re-trained with the
 search's own recipe (:mod:`mcunas.search.rescore`) and scored again, by k-fold
 cross-validation on small datasets and over several seeds on larger ones; the
 choice then uses each finalist's mean and its standard error.
@@ -239,6 +240,8 @@ def _overturned(
         for r in records
         if r.trial_id in means and dominates(record_point(r, objectives), mine)
     ]
+    if not above:
+        return ""
     return "; off the validation split's front, overturned by re-scoring: " + ", ".join(above)
 
 

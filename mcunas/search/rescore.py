@@ -1,8 +1,10 @@
 """Re-score the search's finalists before export, so the choice does not hang on a few samples.
 
 One call at the end of a search (:func:`rescore_finalists`): the top
-``--finalists`` trials of the Pareto front (3 by default; 0 or ``--no-rescore``
-turns it off) are re-trained with the search's own recipe, through the same
+``--finalists`` trials (3 by default: the search's choice, then the highest
+validation scores within the split's noise of the top,
+:func:`~mcunas.search.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
+off) are re-trained with the search's own recipe, through the same
 candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
 with the TFLite Micro kernels), and scored again:
 
