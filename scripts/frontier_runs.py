@@ -149,7 +149,7 @@ def exported_on_front(out: Path) -> bool | None:
     every default objective and better on one: another re-scored finalist at
     its re-scored mean, any other trial on the validation split.
     """
-    from mcunas.search.finalists import rescored_of
+    from mcunas.search.finalists import rescored_stand_ins
     from mcunas.search.pareto import dominates, record_point
     from mcunas.search.store import TrialStatus, TrialStore
 
@@ -160,32 +160,23 @@ def exported_on_front(out: Path) -> bool | None:
     store = TrialStore.open(out)
     try:
         records = [r for r in store.trials() if r.status == TrialStatus.OK]
-        state = store.get_meta("rescore") or {}
+        rescored = rescored_stand_ins(records, store.get_meta("rescore"))
     finally:
         store.close()
-    means = {t: s.mean for t in state.get("finalists") or () if (s := rescored_of(state, t))}
-    mine = [r for r in records if r.trial_id == chosen]
-    if not mine:
+    mine = next((r for r in records if r.trial_id == chosen), None)
+    if mine is None:
         return False
-    split, rescored = record_point(mine[0]), _at_mean(mine[0], means)
+
+    def judged(r: Any) -> bool:  # a finalist against the chosen finalist at their means
+        return r.trial_id in rescored and chosen in rescored
+
     return not any(
-        dominates(_at_mean(r, means), rescored) if r.trial_id in means and chosen in means
-        else dominates(record_point(r), split)
+        dominates(record_point(rescored[r.trial_id]), record_point(rescored[chosen]))
+        if judged(r)
+        else dominates(record_point(r), record_point(mine))
         for r in records
         if r.trial_id != chosen
-    )  # fmt: skip
-
-
-def _at_mean(record: Any, means: dict[str, float]) -> Any:
-    """The trial's point with its re-scored mean accuracy, when it has one."""
-    import dataclasses
-
-    from mcunas.search.pareto import record_point
-
-    if record.trial_id not in means:
-        return record_point(record)
-    mean = means[record.trial_id]
-    return record_point(dataclasses.replace(record, score=mean, int8_accuracy=mean))
+    )
 
 
 def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:

@@ -162,18 +162,23 @@ def chosen_by(
     best: TrialRecord,
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
     spread: Mapping[str, float] | None = None,
+    front: str = "the Pareto front",
 ) -> str:
-    """The rule that chose ``best``, in a few words (``best.json``'s ``chosen_by``)."""
+    """The rule that chose ``best``, in a few words (``best.json``'s ``chosen_by``).
+
+    ``front`` names the front ``records`` make (re-scored finalists make their own).
+    """
+    on = f"on {front}"
     reason = choice_reason(records, best, objectives, spread)
     if reason is not None:
-        return f"on the Pareto front; {reason}"
+        return f"{on}; {reason}"
     tied = [r for r in _tied(records, objectives, spread) if r is not best]
     if best.origin == TrialOrigin.SEED and tied:
-        return "on the Pareto front; the most accurate, and the --seed-arch design"
+        return f"{on}; the most accurate, and the --seed-arch design"
     if tied:
         return (
-            "on the Pareto front; the most accurate (tied with "
+            f"{on}; the most accurate (tied with "
             + ", ".join(f"trial {r.trial_id}" for r in tied[:3])
             + "; the cheapest of the tie)"
         )
-    return "on the Pareto front; the most accurate"
+    return f"{on}; the most accurate"

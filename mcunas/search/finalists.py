@@ -37,9 +37,11 @@ __all__ = [
     "RESCORE_META",
     "Plan",
     "Rescored",
+    "finalist_band",
     "pick_finalists",
     "plan_for",
     "rescored_choice",
+    "rescored_stand_ins",
 ]
 
 RESCORE_META = "rescore"  # the store's meta key for the re-scoring runs
@@ -195,10 +197,9 @@ def rescored_choice(
     if best is None:
         return None
     plan = Plan(state["method"], int(state["planned"]))
-    rule = chosen_by(stand_ins, best, objectives, spread)
     overturned = _overturned(records, by_id[best.trial_id], stand_ins, objectives)
-    if overturned:
-        rule = rule.replace("on the Pareto front", "on the re-scored finalists' front", 1)
+    front = "the re-scored finalists' front" if overturned else "the Pareto front"
+    rule = chosen_by(stand_ins, best, objectives, spread, front)
     rule = f"re-scored by {plan.describe()}: {rule}{overturned}"
     summary = {
         "method": plan.method,
@@ -211,6 +212,17 @@ def rescored_choice(
         "text": rescore_text(plan, scored),
     }
     return by_id[best.trial_id], rule, summary
+
+
+def rescored_stand_ins(
+    records: Sequence[TrialRecord], state: dict[str, Any] | None
+) -> dict[str, TrialRecord]:
+    """Each re-scored finalist's record with its mean accuracy (and loss) in place of the split's.
+
+    Keyed by trial id, in the stored finalists' order; empty when nothing was re-scored.
+    """
+    by_id = {r.trial_id: r for r in records}
+    return {s.trial_id: _stand_in(by_id[s.trial_id], s) for s in _scored(records, state or {})}
 
 
 def _scored(records: Sequence[TrialRecord], state: dict[str, Any]) -> list[Rescored]:

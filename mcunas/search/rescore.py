@@ -66,10 +66,8 @@ def rescore_finalists(
         dataset: Dataset, the search's data.
         progress: Progress, for one line per run and the time budget.
     """
-    val_samples = len(dataset.y_val)
-    finalists = pick_finalists(store.trials(), config.objectives, config.finalists, val_samples)
+    finalists = _finalists(config, store, dataset)
     if len(finalists) < 2 or not hasattr(runner, "for_data"):
-        _forget(store)
         return
     if progress.time_up():
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
@@ -117,11 +115,7 @@ def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None 
         families: the space's families (the supernet's: ``("stages",)``).
     """
     cfg = run.config
-    finalists = pick_finalists(
-        run.store.trials(), cfg.objectives, cfg.finalists, len(run.dataset.y_val)
-    )
-    if len(finalists) < 2:
-        _forget(run.store)
+    if len(_finalists(cfg, run.store, run.dataset)) < 2:
         return
     space, runner, close = run.components(families, measure=False)
     try:
@@ -200,10 +194,17 @@ def _one_run(
     )
 
 
-def _forget(store: TrialStore) -> None:
-    """Drop stored runs made for finalists that are no longer picked (the choice goes without)."""
-    if (store.get_meta(RESCORE_META) or {}).get("finalists"):
+def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[TrialRecord]:
+    """The finalists to re-score; with fewer than two, runs stored for others are dropped.
+
+    The choice then goes without them (:func:`~mcunas.search.finalists.rescored_choice`).
+    """
+    finalists = pick_finalists(
+        store.trials(), config.objectives, config.finalists, len(dataset.y_val)
+    )
+    if len(finalists) < 2 and (store.get_meta(RESCORE_META) or {}).get("finalists"):
         store.set_meta(RESCORE_META, {})
+    return finalists
 
 
 def _state(
