@@ -79,6 +79,24 @@ def cli(ctx: click.Context, debug: bool) -> None:
     ctx.meta[DEBUG_KEY] = debug or os.environ.get("MCUNAS_DEBUG") == "1"
 
 
+def _leave(code: int, own_process: bool) -> None:
+    """Exit with ``code``; a stopped run (130) of a process mcunas owns skips the teardown.
+
+    A search stopped by Ctrl-C or SIGTERM leaves while TensorFlow's own threads
+    (the input pipeline's, the runtime's pools) may still run, and tearing the
+    interpreter down under them can crash the process after the resume line
+    was printed. Everything a resume needs is on disk by then (each trial is
+    written as it ends), so the process leaves at once. Called in-process
+    (``main(argv)``, tests) it raises ``SystemExit`` as usual.
+    """
+    if code == 130 and own_process:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(130)
+    sys.exit(code)
+
+
 def _debug_wanted(argv: list[str]) -> bool:
     return "--debug" in argv or os.environ.get("MCUNAS_DEBUG") == "1"
 
@@ -99,9 +117,9 @@ def main(argv: list[str] | None = None) -> None:
             # without standalone mode click returns ctx.exit(code)'s code instead of exiting
             code = cli.main(args=args, prog_name="mcunas", standalone_mode=False)
         if isinstance(code, int) and not isinstance(code, bool) and code:
-            sys.exit(code)
+            _leave(code, own_process=argv is None)
     except click.exceptions.Exit as exc:
-        sys.exit(exc.exit_code)
+        _leave(exc.exit_code, own_process=argv is None)
     except click.UsageError as exc:  # one line, not click's usage block
         where = exc.ctx.command_path if exc.ctx else "mcunas"
         click.secho(f"Error: {exc.format_message()} (see '{where} --help')", err=True, fg="red")
@@ -111,10 +129,10 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(exc.exit_code)
     except click.Abort:
         click.secho("Aborted.", err=True, fg="red")
-        sys.exit(130)
+        _leave(130, own_process=argv is None)
     except KeyboardInterrupt:
         click.secho("Interrupted.", err=True, fg="red")
-        sys.exit(130)
+        _leave(130, own_process=argv is None)
     except McunasError as exc:
         if debug:
             traceback.print_exc()

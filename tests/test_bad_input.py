@@ -115,6 +115,36 @@ def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypat
     ]
 
 
+def test_a_stopped_search_run_as_the_process_leaves_without_teardown(tmp_path, capsys, monkeypatch):
+    """``mcunas`` as its own process exits 130 at once (``os._exit``), the line flushed first."""
+    import mcunas.convert
+    import mcunas.search.api
+
+    def interrupted(config, **_options):
+        Path(config.out).mkdir()
+        raise KeyboardInterrupt
+
+    class Left(BaseException):  # passes main's handlers, as os._exit would
+        pass
+
+    def no_teardown(code: int) -> None:
+        raise Left(code)
+
+    monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
+    monkeypatch.setattr(mcunas.search.api, "run_search", interrupted)
+    monkeypatch.setattr("mcunas.cli.os._exit", no_teardown)
+    out = tmp_path / "run"
+    monkeypatch.setattr("sys.argv", ["mcunas", "search", "--board", "esp32s3", "--out", str(out)])
+    with pytest.raises(Left) as left:
+        main()
+    assert left.value.args == (130,)
+    assert "continue with: mcunas search --out" in capsys.readouterr().err
+    monkeypatch.setattr("sys.argv", ["mcunas", "boards", "show", "no-such-board"])
+    with pytest.raises(SystemExit) as exc:  # other exits keep the usual teardown
+        main()
+    assert exc.value.code != 130
+
+
 def _mcunas(args: list[str], **kwargs):
     import subprocess
     import sys
