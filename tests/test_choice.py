@@ -209,6 +209,20 @@ def test_means_within_their_standard_error_tie_and_go_to_the_cheaper() -> None:
     assert rescored_choice([fast, slow], ("accuracy", "latency"), {}) is None
 
 
+def test_a_tied_cheaper_trial_the_loss_ruled_out_is_not_called_the_tie() -> None:
+    # ArrowHead, re-scored: 14 is the most accurate; 17 is cheaper and within the
+    # standard error, but its loss is far higher, so 14 is chosen: not "the cheapest"
+    top = rec("14", 0.799, 14.01, 55.0, int8_loss=0.45)
+    cheap = rec("17", 0.772, 4.04, 53.0, int8_loss=0.62)
+    spread = {"14": 0.04, "17": 0.08}
+    best = choose_best([top, cheap], ("accuracy", "latency", "sram"), spread)
+    assert best is top
+    rule = chosen_by([top, cheap], top, ("accuracy", "latency", "sram"), spread)
+    assert rule == "on the Pareto front; the most accurate"
+    even = rec("17", 0.772, 4.04, 53.0, int8_loss=0.46)  # as low a loss: the cheaper wins
+    assert choose_best([top, even], ("accuracy", "latency", "sram"), spread) is even
+
+
 class FoldRunner:
     """A fake runner whose INT8 accuracy depends on the trial's width and the data it got."""
 

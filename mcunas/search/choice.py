@@ -76,17 +76,29 @@ def choose_best(
     stays too); of these the lowest latency wins, then the lowest peak SRAM,
     then the higher score.
     """
+    return min(
+        _contenders(records, objectives, spread),
+        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
+        default=None,
+    )
+
+
+def _contenders(
+    records: Sequence[TrialRecord],
+    objectives: Sequence[str],
+    spread: Mapping[str, float] | None,
+) -> list[TrialRecord]:
+    """The tied front trials the choice is made among (the cheapest of them wins).
+
+    The seed design's trials among the tied if any, else all of them; then
+    those within :data:`LOSS_TIE` of the lowest loss.
+    """
     near = _tied(records, objectives, spread)
-    if not near:
-        return None
     near = [r for r in near if r.origin == TrialOrigin.SEED] or near
     losses = [r.int8_loss for r in near if r.int8_loss is not None]
     if losses:
         near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
-    return min(
-        near,
-        key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
-    )
+    return near
 
 
 def feasible_front(
@@ -172,7 +184,7 @@ def chosen_by(
     reason = choice_reason(records, best, objectives, spread)
     if reason is not None:
         return f"{on}; {reason}"
-    tied = [r for r in _tied(records, objectives, spread) if r is not best]
+    tied = [r for r in _contenders(records, objectives, spread) if r is not best]
     if best.origin == TrialOrigin.SEED and tied:
         return f"{on}; the most accurate, and the --seed-arch design"
     if tied:
