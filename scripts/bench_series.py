@@ -29,7 +29,9 @@ the budget. The designs are points of the stage space:
   ``s4k7w`` (as ``s4k7s`` with a last block of 64), ``s4s8`` (ds32 k5 s2,
   ds48 k5 s2, ds64 k3: both strides early, wider), ``s4e`` (as ``s4s8``
   with a 7-step stem and kernels 7, 7, 5), ``s4b4t`` (a 7-step stem and a
-  fourth block, ds64 k3 s2), ``s4two`` (two blocks: ds32 k7 s2, ds64 k5 s2).
+  fourth block, ds64 k3 s2), ``s4two`` (two blocks: ds32 k7 s2, ds64 k5 s2);
+  ``s4x2`` and ``s4x3``: stem4 two and three times as wide (43 and 79 ms on
+  the Nano 33 BLE: with ``--max-latency-ms 100``, what a looser budget buys).
 
 MiniRocket (aeon) on the same split is the target. One seed per row: on these
 sets a test series is 0.4-0.6 points. ``--refits auto,off`` trains each row
@@ -37,7 +39,8 @@ both ways: refitted on training + validation samples after the trial (the
 search's default on these sets), and the trial's own model.
 
     scripts/bench series [--tasks osuleaf,arrowhead] [--designs dil,wide] [--recipes long]
-                         [--refits auto,off] [--budget nano33ble] [--epochs 30]
+                         [--refits auto,off] [--budget nano33ble] [--max-latency-ms MS]
+                         [--epochs 30]
                          [--out runs/bench-series]
 """
 
@@ -116,6 +119,10 @@ DESIGNS = {
     "s4b4t": _design(1, (16, 7, 4), "avg", ("ds", 24, 5, 2, 1), ("ds", 32, 5, 1, 1),
                      ("ds", 48, 3, 2, 1), ("ds", 64, 3, 2, 1)),
     "s4two": _design(1, (16, 10, 4), "avg", ("ds", 32, 7, 2, 1), ("ds", 64, 5, 2, 1)),
+    "s4x2": _design(1, (32, 10, 4), "avg", ("ds", 48, 5, 2, 1), ("ds", 64, 5, 1, 1),
+                    ("ds", 96, 3, 2, 1)),
+    "s4x3": _design(1, (48, 10, 4), "avg", ("ds", 72, 5, 2, 1), ("ds", 96, 5, 1, 1),
+                    ("ds", 144, 3, 2, 1)),
 }  # fmt: skip
 
 
@@ -200,6 +207,12 @@ def main() -> None:
     parser.add_argument(
         "--refits", default="auto", help="--refit of each row: auto (refitted), off, or both"
     )
+    parser.add_argument(
+        "--max-latency-ms",
+        type=float,
+        default=None,
+        help="the latency budget instead of --budget's (what a looser one buys)",
+    )
     args = parser.parse_args()
     sram = bt.Column("SRAM KB", 8, lambda r: f"{r.get('sram_kb') or 0:.1f}")
     columns = [bt.label("task", 15), bt.label("design", 10), bt.label("recipe", 9)]
@@ -215,7 +228,8 @@ def main() -> None:
         for name in args.recipes.split(",")
         for refit in args.refits.split(",")
     ]
-    budget = BUDGETS[args.budget]
+    board, latency_ms, sram_kb = BUDGETS[args.budget]
+    budget = (board, args.max_latency_ms or latency_ms, sram_kb)
 
     def run_case(npz: Path, where: Path, case: bt.Case) -> dict:
         labels = case.labels
