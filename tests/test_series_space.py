@@ -111,3 +111,29 @@ def test_dilation_shrinks_to_fit_a_short_map() -> None:
     assert _dilation((12, 1), (7, 1), 4) == (1, 1)  # (7-1)*2+1 = 13 > 12
     assert _dilation((14, 1), (7, 1), 4) == (2, 1)
     assert _dilation((3, 3), (1, 1), 4) == (1, 1)
+
+
+@pytest.mark.slow
+def test_the_ppv_head_clips_the_map_before_the_average_on_tflite_micro() -> None:
+    from mcunas.convert import convert_int8
+    from mcunas.evaluate import int8_outputs
+    from mcunas.tflite.reader import read_graph
+
+    values = _values(st_head="ppv", st_dilation_0=1, st_dilation_1=1, st_dilation_2=1)
+    space, hp, model = _model(values)
+    assert "| ppv head |" in space.describe(hp)
+    x = np.random.default_rng(0).standard_normal((16, *SHAPE)).astype(np.float32)
+    tflite = convert_int8(model, x)
+    names = [o.name for o in read_graph(tflite).ops]
+    pool = len(names) - 1 - names[::-1].index("AVERAGE_POOL_2D")  # the head's, not the input's
+    assert names[pool - 2 : pool] == ["MINIMUM", "RELU"]  # the clip to [0, 1], then the mean
+    pooled = model.get_layer(index=-4).output  # the clipped map the average reads
+    shares = keras_model(model.inputs, pooled).predict(x, verbose=0)
+    assert shares.min() >= 0.0 and shares.max() <= 1.0
+    assert np.abs(int8_outputs(tflite, x) - model.predict(x, verbose=0)).mean() < 0.05
+
+
+def keras_model(inputs, outputs):  # noqa: ANN001, ANN201
+    import keras
+
+    return keras.Model(inputs, outputs)

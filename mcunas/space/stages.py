@@ -15,8 +15,10 @@ repeats one block type 1-4 times; its first block takes the stage's stride:
 The head is MLPerf Tiny's: average pooling over the whole feature map, a
 Dense softmax and a reshape (AVERAGE_POOL_2D, FULLY_CONNECTED, SOFTMAX, RESHAPE),
 so the MLPerf Tiny reference models are points of this space
-(:mod:`mcunas.space.reference`); ``st_head`` "avgmax" concatenates a global
-max pooling to it (MAX_POOL_2D, CONCATENATION), as time-series CNNs do.
+(:mod:`mcunas.space.reference`); for series ``st_head`` "avgmax" concatenates
+a global max pooling to it (MAX_POOL_2D, CONCATENATION), as time-series CNNs
+do, and "ppv" clips the map to [0, 1] before the average (MINIMUM, RELU), so
+each feature is the share of steps where it fires, as MiniRocket pools.
 
 For long series (one pixel wide) the space cuts the time axis early and
 cheaply: average pooling of the input by 2 or 4 (``st_resolution``), a stem
@@ -24,8 +26,9 @@ of up to 10 steps with stride 1, 2 or 4, and dilated depthwise or residual
 convolutions (``st_dilation_i`` 1, 2 or 4 in every stride-1 block of a
 stage; TFLite Micro's CONV_2D and DEPTHWISE_CONV_2D take dilation factors),
 which widen the receptive field at no cost in MACs. On OSULeaf under the Nano
-33 BLE budget the stride-4 stem on the full series paid, dilation and the
-max-pooling head did not (``scripts/bench series``).
+33 BLE budget the stride-4 stem on the full series paid, and so did the
+"ppv" head (+4 points over four seeds); dilation and the max-pooling head did
+not (``scripts/bench series``).
 
 Every kernel is cut to the side it slides over (a 1-wide series gets kx1
 kernels), and strides are equal on both sides (TensorFlow's depthwise kernel
@@ -68,7 +71,9 @@ MIN_SIDE_TO_HALVE = 4  # a stage stride is dropped on maps whose sides are all s
 # Series only (images and spectrograms keep the first or only value):
 STEM_STRIDES = (2, 1, 4)
 DILATIONS = (1, 2, 4)  # the dilation of a stage's stride-1 blocks
-HEADS = ("avg", "avgmax")  # global average pooling, or average and max pooling concatenated
+# global average pooling; average and max pooling concatenated; or the average of the map
+# clipped to [0, 1] (the share of steps where each feature fires)
+HEADS = ("avg", "avgmax", "ppv")
 
 
 def declare_stages(hp: kt.HyperParameters, one_dimensional: bool) -> None:
@@ -186,10 +191,15 @@ def pooled_head(x: keras.KerasTensor, num_classes: int, pool: str = "avg") -> ke
     reshaped to (K,). The converter keeps that RESHAPE (one before the classifier
     is folded into it), so the op kinds and counts match the reference models'.
     ``pool`` "avgmax" adds a MAX_POOL_2D over the map, concatenated to the
-    average (CONCATENATION): 2C features for the classifier.
+    average (CONCATENATION): 2C features for the classifier. ``pool`` "ppv"
+    clips the map to [0, 1] before averaging (MINIMUM, RELU): each feature
+    becomes the share of steps where it fires, MiniRocket's proportion of
+    positive values made soft, which the batch norm before it scales.
     """
     if pool not in HEADS:
         raise ValueError(f"st_head must be one of {HEADS}, got {pool!r}")
+    if pool == "ppv":
+        x = layers.ReLU(max_value=1.0)(x)
     pooled = layers.AveragePooling2D(pool_size=_hw(x))(x)
     if pool == "avgmax":
         top = layers.MaxPooling2D(pool_size=_hw(x))(x)
@@ -210,7 +220,7 @@ def describe_stages(v: dict[str, Any]) -> str:
             f"{f' d{dil}' if dil > 1 else ''}{exp} s{v[f'st_stride_{i}']}"
         )
     res = f"/{v['st_resolution']} " if v["st_resolution"] > 1 else ""
-    head = " | avg+max head" if v.get("st_head", HEADS[0]) != HEADS[0] else ""
+    head = {"avgmax": " | avg+max head", "ppv": " | ppv head"}.get(v.get("st_head", HEADS[0]), "")
     return (
         f"{res}x{v['st_width_mult']:g} stem {v['st_stem_width']} "
         f"{v['st_stem_kh']}x{v['st_stem_kw']}/s{v['st_stem_stride']} | " + ", ".join(parts) + head
