@@ -27,7 +27,7 @@ convolutions (``st_dilation_i`` 1, 2 or 4 in every stride-1 block of a
 stage; TFLite Micro's CONV_2D and DEPTHWISE_CONV_2D take dilation factors),
 which widen the receptive field at no cost in MACs. On OSULeaf under the Nano
 33 BLE budget the stride-4 stem on the full series paid, and so did the
-"ppv" head (+4 points over four seeds); dilation and the max-pooling head did
+"ppv" head (+2.6 points over six seeds); dilation and the max-pooling head did
 not (``scripts/bench series``).
 
 Every kernel is cut to the side it slides over (a 1-wide series gets kx1
