@@ -135,25 +135,6 @@ def test_finalists_are_the_scores_within_the_split_noise_front_or_not() -> None:
     assert [r.trial_id for r in many] == ["03"]  # a huge split: nothing else is close
 
 
-def test_finalists_of_a_saturated_split_go_by_loss_not_by_cheapness() -> None:
-    # ArrowHead, 6 validation series: nearly every trial scores 100%. The choice is
-    # the cheapest of them (the front holds only it at the top); the other finalists
-    # are those the same samples' loss rates best, not the next cheapest.
-    rows = [
-        rec("21", 1.0, 3.8, 53.0, int8_loss=0.159),
-        rec("22", 1.0, 3.8, 53.1, int8_loss=0.143),
-        rec("19", 1.0, 3.9, 53.2, int8_loss=0.223),
-        rec("11", 1.0, 17.2, 55.0, int8_loss=0.118),
-        rec("13", 1.0, 14.0, 54.0, int8_loss=0.119),
-        rec("12", 1.0, 9.0, 54.5),  # no loss recorded: after every trial with one
-        rec("14", 0.833, 3.7, 52.0, int8_loss=0.05),  # a lower score: after every 100%
-    ]
-    objectives = ("accuracy", "latency", "sram")
-    picked = pick_finalists(rows, objectives, 6, val_samples=6)
-    assert [r.trial_id for r in picked] == ["21", "11", "13", "22", "19", "12"]
-    assert [r.trial_id for r in pick_finalists(rows, objectives, 7, val_samples=6)][-1] == "14"
-
-
 def test_a_choice_off_the_split_front_names_the_finalist_it_overturned() -> None:
     lucky = rec("03", 0.927, 3.5, 53.2)
     full = rec("00", 0.902, 17.0, 55.0, origin="seed")

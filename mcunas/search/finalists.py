@@ -98,8 +98,6 @@ def pick_finalists(
 ) -> list[TrialRecord]:
     """The search's choice first, then the highest-scoring others, ``count`` in all.
 
-    Equal scores go by the lower INT8 validation loss.
-
     With ``val_samples`` (the validation split's size) the others are the
     feasible trials whose score is within :func:`finalist_band` of the top,
     whether or not the Pareto front holds them: one lucky validation score
@@ -118,18 +116,8 @@ def pick_finalists(
         top = max(r.score or 0.0 for r in ok)
         low = top - finalist_band(top, val_samples)
         pool = [r for r in ok if r is not first and (r.score or 0.0) >= low]
-    return [first, *sorted(pool, key=_by_validation)][:count]
-
-
-def _by_validation(rec: TrialRecord) -> tuple[float, float, float, str]:
-    """Higher validation score first; equal scores by lower INT8 validation loss, then latency.
-
-    A small split scores many trials alike (often 100%); the loss on the same
-    samples still tells them apart, where the latency would fill the
-    finalists with the cheapest of the tie.
-    """
-    loss = rec.int8_loss if rec.int8_loss is not None else math.inf
-    return (-(rec.score or 0.0), loss, rec.latency_ms or 0.0, rec.trial_id)
+    rest = sorted(pool, key=lambda r: (-(r.score or 0.0), r.latency_ms or 0.0, r.trial_id))
+    return [first, *rest][:count]
 
 
 @dataclass(frozen=True)
