@@ -119,15 +119,14 @@ DESIGNS = {
     "s4b4t": _design(1, (16, 7, 4), "avg", ("ds", 24, 5, 2, 1), ("ds", 32, 5, 1, 1),
                      ("ds", 48, 3, 2, 1), ("ds", 64, 3, 2, 1)),
     "s4two": _design(1, (16, 10, 4), "avg", ("ds", 32, 7, 2, 1), ("ds", 64, 5, 2, 1)),
-    "stem4p": _design(1, (16, 10, 4), "ppv", ("ds", 24, 5, 2, 1), ("ds", 32, 5, 1, 1),
-                      ("ds", 48, 3, 2, 1)),
-    "dil-avg-p": _design(4, (24, 7, 2), "ppv", ("ds", 32, 5, 1, 1), ("ds", 32, 5, 2, 1),
-                         ("ds", 48, 3, 1, 1)),
     "s4x2": _design(1, (32, 10, 4), "avg", ("ds", 48, 5, 2, 1), ("ds", 64, 5, 1, 1),
                     ("ds", 96, 3, 2, 1)),
     "s4x3": _design(1, (48, 10, 4), "avg", ("ds", 72, 5, 2, 1), ("ds", 96, 5, 1, 1),
                     ("ds", 144, 3, 2, 1)),
 }  # fmt: skip
+# two of them with the ppv head
+DESIGNS["stem4p"] = DESIGNS["stem4"] | {"st_head": "ppv"}
+DESIGNS["dil-avg-p"] = DESIGNS["dil-avg"] | {"st_head": "ppv"}
 
 
 RECIPES = ("long", "long-aug", "long-mix", "long-wd", "longer", "longer-wd")

@@ -115,6 +115,8 @@ def test_dilation_shrinks_to_fit_a_short_map() -> None:
 
 @pytest.mark.slow
 def test_the_ppv_head_clips_the_map_before_the_average_on_tflite_micro() -> None:
+    import keras
+
     from mcunas.convert import convert_int8
     from mcunas.evaluate import int8_outputs
     from mcunas.tflite.reader import read_graph
@@ -128,12 +130,6 @@ def test_the_ppv_head_clips_the_map_before_the_average_on_tflite_micro() -> None
     pool = len(names) - 1 - names[::-1].index("AVERAGE_POOL_2D")  # the head's, not the input's
     assert names[pool - 2 : pool] == ["MINIMUM", "RELU"]  # the clip to [0, 1], then the mean
     pooled = model.get_layer(index=-4).output  # the clipped map the average reads
-    shares = keras_model(model.inputs, pooled).predict(x, verbose=0)
+    shares = keras.Model(model.inputs, pooled).predict(x, verbose=0)
     assert shares.min() >= 0.0 and shares.max() <= 1.0
     assert np.abs(int8_outputs(tflite, x) - model.predict(x, verbose=0)).mean() < 0.05
-
-
-def keras_model(inputs, outputs):  # noqa: ANN001, ANN201
-    import keras
-
-    return keras.Model(inputs, outputs)
