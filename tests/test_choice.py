@@ -12,11 +12,13 @@ from test_tuner import FakeSpace
 
 from mcunas.search.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.finalists import (
+    REFERENCE_Z,
     RESCORE_META,
     Plan,
     finalist_band,
     pick_finalists,
     plan_for,
+    reference_trial,
     rescored_choice,
 )
 from mcunas.search.pareto import dominates, record_point
@@ -26,7 +28,7 @@ from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
 def rec(tid: str, acc: float, lat: float, sram_kb: float, origin=None, **extra) -> TrialRecord:
     return TrialRecord(
         tid,
-        status=TrialStatus.OK,
+        status=extra.pop("status", TrialStatus.OK),
         score=acc,
         int8_accuracy=acc,
         latency_ms=lat,
@@ -133,6 +135,29 @@ def test_finalists_are_the_scores_within_the_split_noise_front_or_not() -> None:
     assert finalist_band(1.0, 6) > finalist_band(1.0, 60) > 0  # a perfect score keeps its noise
     many = pick_finalists(rows, objectives, 9, val_samples=10_000)
     assert [r.trial_id for r in many] == ["03"]  # a huge split: nothing else is close
+
+
+def test_the_seed_designs_largest_rung_is_a_finalist_unless_clearly_worse() -> None:
+    # OSULeaf, 41 validation series: three cheaper trials topped the full seed design
+    # (87.8%, 17.7 ms) and filled the three places; its /2 rung (seed) scored 95.1%.
+    objectives = ("accuracy", "latency", "sram")
+    full = rec("00", 0.878, 17.7, 55.0, origin="seed")
+    rows = [
+        full,
+        rec("01", 0.951, 9.2, 54.0, origin="seed"),
+        rec("13", 0.976, 5.0, 53.0),
+        rec("10", 0.951, 8.2, 53.5),
+        rec("15", 0.927, 7.0, 53.8),
+        rec("02", 0.70, 30.0, 60.0, origin="seed", status=TrialStatus.INFEASIBLE),  # over budget
+    ]
+    assert reference_trial(rows) is full
+    names = [r.trial_id for r in pick_finalists(rows, objectives, 3, val_samples=41)]
+    assert names == ["13", "10", "00"]  # the reference takes the last place from 01
+    assert finalist_band(0.976, 41) < 0.976 - 0.878 < finalist_band(0.976, 41, REFERENCE_Z)
+    # clearly worse on a larger split, or no room: the finalists as before
+    assert [r.trial_id for r in pick_finalists(rows, objectives, 3, val_samples=400)] == ["13"]
+    assert [r.trial_id for r in pick_finalists(rows, objectives, 1, val_samples=41)] == ["13"]
+    assert reference_trial([r for r in rows if r.origin != "seed"]) is None
 
 
 def test_a_choice_off_the_split_front_names_the_finalist_it_overturned() -> None:

@@ -30,16 +30,18 @@ from typing import Any
 
 from mcunas.search.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, dominates, record_point
-from mcunas.search.store import TrialRecord
+from mcunas.search.store import TrialOrigin, TrialRecord
 
 __all__ = [
     "KFOLD_BELOW",
+    "REFERENCE_Z",
     "RESCORE_META",
     "Plan",
     "Rescored",
     "finalist_band",
     "pick_finalists",
     "plan_for",
+    "reference_trial",
     "rescored_choice",
     "rescored_stand_ins",
 ]
@@ -53,6 +55,9 @@ DEFAULT_SEEDS = 3
 # A trial is a finalist when its validation score is within this many standard errors
 # of the difference of two accuracies on the validation split below the top score.
 FINALIST_Z = 2.0
+# The --seed-arch design's largest fitting rung stays a finalist within this many (a
+# known design leaves the re-scored comparison only when clearly worse on the split).
+REFERENCE_Z = 3.0
 
 
 @dataclass(frozen=True)
@@ -76,10 +81,10 @@ def plan_for(train_samples: int, folds: int = DEFAULT_FOLDS, seeds: int = DEFAUL
     return Plan("seeds", seeds)
 
 
-def finalist_band(top_score: float, val_samples: int) -> float:
+def finalist_band(top_score: float, val_samples: int, z: float = FINALIST_Z) -> float:
     """How far below the top validation score a trial may be and still be a finalist.
 
-    :data:`FINALIST_Z` standard errors of the difference of two accuracies
+    ``z`` (:data:`FINALIST_Z`) standard errors of the difference of two accuracies
     measured on ``val_samples`` samples, each taken as ``(correct + 1) /
     (samples + 2)`` so that a perfect score keeps its noise: 11 points for 95%
     on 41 samples, 38 for 100% on 6, 1.1 for 99.7% on 360.
@@ -87,7 +92,7 @@ def finalist_band(top_score: float, val_samples: int) -> float:
     if val_samples <= 0:
         return 1.0
     p = (top_score * val_samples + 1) / (val_samples + 2)
-    return FINALIST_Z * math.sqrt(2 * p * (1 - p) / val_samples)
+    return z * math.sqrt(2 * p * (1 - p) / val_samples)
 
 
 def pick_finalists(
@@ -103,6 +108,15 @@ def pick_finalists(
     whether or not the Pareto front holds them: one lucky validation score
     lets a small model dominate a larger one that is better, and re-scoring
     is there to find out. Without it, the front's other trials by score.
+
+    With ``val_samples``, the ``--seed-arch`` design's largest feasible rung
+    (:func:`reference_trial`) takes the last place when no other holds it
+    and its score is within :data:`REFERENCE_Z` standard errors of the top
+    (a wider band: the known design leaves the comparison only when it is
+    clearly worse). Re-scoring then weighs the search's finds against the
+    hand-scaled reference on the same folds, and the choice's preference for
+    the seed design among ties (:func:`~mcunas.search.choice.choose_best`)
+    applies to re-scored means, not to one split a lucky small variant topped.
     """
     if count <= 0:
         return []
@@ -111,13 +125,39 @@ def pick_finalists(
         return []
     if val_samples is None:
         pool = [r for r in feasible_front(records, objectives) if r is not first]
-    else:
-        ok = [r for r in records if r.feasible and r.model_path]
-        top = max(r.score or 0.0 for r in ok)
-        low = top - finalist_band(top, val_samples)
-        pool = [r for r in ok if r is not first and (r.score or 0.0) >= low]
-    rest = sorted(pool, key=lambda r: (-(r.score or 0.0), r.latency_ms or 0.0, r.trial_id))
-    return [first, *rest][:count]
+        return [first, *_by_score(pool)][:count]
+    ok = [r for r in records if r.feasible and r.model_path]
+    top = max(r.score or 0.0 for r in ok)
+    low = top - finalist_band(top, val_samples)
+    pool = [r for r in ok if r is not first and (r.score or 0.0) >= low]
+    picked = [first, *_by_score(pool)][:count]
+    reference = reference_trial(records)
+    if count < 2 or reference is None or reference in picked:
+        return picked
+    if (reference.score or 0.0) < top - finalist_band(top, val_samples, REFERENCE_Z):
+        return picked
+    return [*picked[: count - 1], reference]
+
+
+def _by_score(pool: Sequence[TrialRecord]) -> list[TrialRecord]:
+    """Highest score first; equal scores by the lower latency, then the trial id."""
+    return sorted(pool, key=lambda r: (-(r.score or 0.0), r.latency_ms or 0.0, r.trial_id))
+
+
+def reference_trial(records: Sequence[TrialRecord]) -> TrialRecord | None:
+    """The ``--seed-arch`` design's largest feasible rung: the hand-scaled reference.
+
+    Among the feasible trials with a model that came from the seed design
+    (origin ``seed``: the design itself or a narrower or lower-resolution rung
+    of its ladder), the one with the highest latency, then the highest score.
+    None without a seed design, or when none of its rungs fit.
+    """
+    seeds = [r for r in records if r.origin == TrialOrigin.SEED and r.feasible and r.model_path]
+    return max(
+        seeds,
+        key=lambda r: (r.latency_ms or 0.0, r.score or 0.0, r.trial_id),
+        default=None,
+    )
 
 
 @dataclass(frozen=True)
