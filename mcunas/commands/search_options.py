@@ -158,7 +158,8 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         show_default=True,
         help=ranged_help(
             "finalists",
-            "Top models (the highest validation scores, within the split's noise of the best) "
+            "Top models (the highest validation scores, within the split's noise of the best, "
+            "and the --seed-arch design's largest fitting variant unless clearly worse) "
             "re-trained and re-scored before export "
             "(k-fold cross-validation under 2,000 training samples, else 3 seeds); the choice "
             "uses their mean accuracy and its standard error. 0: choose on the search's scores.",

@@ -3,7 +3,8 @@
 A trial's score is its INT8 accuracy on one validation split, often a few
 hundred samples or fewer: two candidates a point apart may differ by chance.
 Before export the top finalists (the search's choice, then the highest
-validation scores within the split's noise of the top) are re-trained with the
+validation scores within the split's noise of the top, and the ``--seed-arch``
+design's largest fitting rung unless clearly worse) are re-trained with the
 search's own recipe (:mod:`mcunas.search.rescore`) and scored again, by k-fold
 cross-validation on small datasets and over several seeds on larger ones; the
 choice then uses each finalist's mean and its standard error.
@@ -222,8 +223,9 @@ def rescored_choice(
     choice (:func:`mcunas.search.choice.choose_best`), ties being as wide as
     the standard error of the difference. The finalists are the highest
     validation scores (:func:`pick_finalists`), so no other trial scored higher
-    on the split; a finalist that did and was chosen over is named in the rule
-    (re-scoring overturned it). None when nothing was re-scored.
+    on the split (but one the reference design took the last place from); a
+    finalist that did and was chosen over is named in the rule (re-scoring
+    overturned it). None when nothing was re-scored.
     """
     if not state or not state.get("finalists"):
         return None

@@ -2,7 +2,8 @@
 
 One call at the end of a search (:func:`rescore_finalists`): the top
 ``--finalists`` trials (3 by default: the search's choice, then the highest
-validation scores within the split's noise of the top,
+validation scores within the split's noise of the top, the ``--seed-arch``
+design's largest fitting rung among them unless clearly worse,
 :func:`~mcunas.search.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
 off) are re-trained with the search's own recipe, through the same
 candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
