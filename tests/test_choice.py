@@ -202,6 +202,23 @@ def test_the_rescored_means_decide_and_are_printed() -> None:
     means = {f["trial_id"]: f["mean_accuracy"] for f in summary["finalists"]}
     assert means == {"06": pytest.approx(0.96), "04": pytest.approx(0.984)}
     assert summary["search_choice"] == "06" and summary["chosen"] == "04"
+    assert summary["reference"] is None and "(reference)" not in summary["text"]
+
+
+def test_the_reference_finalist_is_named_in_the_summary() -> None:
+    # OSULeaf, all five folds: the 7.2 ms find against the seed design's full rung
+    find = rec("13", 0.951, 7.2, 53.0)
+    full = rec("00", 0.878, 17.7, 55.0, origin="seed")
+    half = rec("01", 0.878, 9.2, 54.0, origin="seed")  # a smaller rung: not the reference
+    state = _state({"13": [0.95, 0.90, 0.92, 0.90, 0.90], "01": [0.85] * 5, "00": [0.88] * 5})
+    best, _, summary = rescored_choice([find, full, half], ("accuracy", "latency", "sram"), state)
+    assert best is find and summary["reference"] == "00"
+    assert "trial 00 (reference) 88.0 +/- 0.0%" in summary["text"]
+    assert "trial 01 85.0" in summary["text"]
+    # the reference not re-scored: nobody is named so
+    del state["runs"]["00"]
+    _, _, summary = rescored_choice([find, full, half], ("accuracy", "latency", "sram"), state)
+    assert summary["reference"] is None and "(reference)" not in summary["text"]
 
 
 def test_means_within_their_standard_error_tie_and_go_to_the_cheaper() -> None:

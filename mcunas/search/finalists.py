@@ -181,9 +181,10 @@ class Rescored:
         n = len(self.accuracies)
         return statistics.stdev(self.accuracies) / math.sqrt(n) if n > 1 else 0.0
 
-    def text(self) -> str:
-        """``trial 06 97.8 +/- 0.6%`` (mean +/- standard error)."""
-        return f"trial {self.trial_id} {100 * self.mean:.1f} +/- {100 * self.stderr:.1f}%"
+    def text(self, reference: bool = False) -> str:
+        """``trial 06 97.8 +/- 0.6%`` (mean +/- standard error); ``trial 00 (reference) ...``."""
+        name = f"trial {self.trial_id}" + (" (reference)" if reference else "")
+        return f"{name} {100 * self.mean:.1f} +/- {100 * self.stderr:.1f}%"
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready summary of the runs."""
@@ -239,6 +240,8 @@ def rescored_choice(
     if best is None:
         return None
     plan = Plan(state["method"], int(state["planned"]))
+    reference = reference_trial(records)
+    ref_id = reference.trial_id if reference and reference.trial_id in spread else None
     overturned = _overturned(records, by_id[best.trial_id], stand_ins, objectives)
     front = "the re-scored finalists' front" if overturned else "the Pareto front"
     rule = chosen_by(stand_ins, best, objectives, spread, front)
@@ -251,7 +254,8 @@ def rescored_choice(
         "seconds": round(sum(s.seconds for s in scored), 2),
         "chosen": best.trial_id,
         "search_choice": state["finalists"][0],
-        "text": rescore_text(plan, scored),
+        "reference": ref_id,
+        "text": rescore_text(plan, scored, ref_id),
     }
     return by_id[best.trial_id], rule, summary
 
@@ -299,14 +303,19 @@ def _overturned(
     return "; off the validation split's front, overturned by re-scoring: " + ", ".join(above)
 
 
-def rescore_text(plan: Plan, scored: Sequence[Rescored]) -> str:
-    """One line for the summary: the method, the time, each finalist's mean +/- error."""
+def rescore_text(plan: Plan, scored: Sequence[Rescored], reference: str | None = None) -> str:
+    """One line for the summary: the method, the time, each finalist's mean +/- error.
+
+    ``reference`` (a trial id) is named as such: the ``--seed-arch`` design's
+    largest fitting rung, the hand-scaled design the search's finds are weighed against.
+    """
     seconds = sum(s.seconds for s in scored)
     runs = min(len(s.accuracies) for s in scored)
     partial = f" ({runs} of {plan.runs} runs each)" if runs < plan.runs else ""
     return (
         f"Finalists re-scored by {plan.describe()}{partial} in {seconds:.0f} s "
-        f"(INT8, TFLite Micro kernels): " + ", ".join(s.text() for s in scored)
+        f"(INT8, TFLite Micro kernels): "
+        + ", ".join(s.text(s.trial_id == reference) for s in scored)
     )
 
 
