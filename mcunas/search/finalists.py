@@ -132,10 +132,9 @@ def pick_finalists(
     low = top - finalist_band(top, val_samples)
     pool = [r for r in ok if r is not first and (r.score or 0.0) >= low]
     picked = [first, *_by_score(pool)][:count]
-    reference = reference_trial(records)
-    if count < 2 or reference is None or reference in picked:
-        return picked
-    if (reference.score or 0.0) < top - finalist_band(top, val_samples, REFERENCE_Z):
+    reference = reference_trial(ok)
+    floor = top - finalist_band(top, val_samples, REFERENCE_Z)
+    if count < 2 or reference is None or reference in picked or (reference.score or 0.0) < floor:
         return picked
     return [*picked[: count - 1], reference]
 
