@@ -18,6 +18,7 @@ from mcunas.search.config import (
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
     DEFAULT_SUBNETS,
+    ENSEMBLE_CHOICES,
     FRONTEND_SPACES,
     MEASURES,
     REFIT_CHOICES,
@@ -173,6 +174,16 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         show_default=True,
         help="Train the chosen design once more on training + validation samples and export "
         "that model (same graph, same cost); auto: under 2,000 training samples.",
+    ),
+    click.option(
+        "--ensemble",
+        type=click.Choice(list(ENSEMBLE_CHOICES)),
+        default="auto",
+        show_default=True,
+        help="Export an average of refits of the chosen design from other seeds (each "
+        "trained like the refit; their own graph, measured and checked against the budgets); "
+        "auto: as many (up to 4) as --max-latency-ms holds at the design's latency, where "
+        "the search refits; off: the design alone.",
     ),
     click.option(
         "--distill",

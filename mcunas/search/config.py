@@ -45,6 +45,11 @@ DEFAULT_FINALISTS = 3
 # --refit: the chosen design trained again on training + validation samples before export
 # (auto: below 2,000 training samples; mcunas.search.refit)
 REFIT_CHOICES = ("auto", "on", "off")
+# --ensemble: refits of the chosen design from other seeds, averaged in the latency budget
+# it leaves (auto: where the search refits and a latency budget is given; up to 4 members;
+# mcunas.search.ensemble)
+MAX_MEMBERS = 4
+ENSEMBLE_CHOICES = ("auto", "off", *(str(k) for k in range(2, MAX_MEMBERS + 1)))
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
 # draws refused before training (about a second each) are drawn again up to this cap.
 DRAWS_PER_TRIAL = 10
@@ -135,6 +140,7 @@ class SearchConfig:
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
     refit: str = "auto"  # the chosen design refitted on all training samples (mcunas.search.refit)
     distill: bool = False  # the refit learns from a teacher too (mcunas.search.distill)
+    ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.ensemble)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
 
@@ -290,6 +296,10 @@ class SearchConfig:
         check_number("finalists", self.finalists)
         if self.refit not in REFIT_CHOICES:
             raise UserError(f"Unknown --refit '{self.refit}'; choose {', '.join(REFIT_CHOICES)}.")
+        if self.ensemble not in ENSEMBLE_CHOICES:
+            raise UserError(
+                f"Unknown --ensemble '{self.ensemble}'; choose {', '.join(ENSEMBLE_CHOICES)}."
+            )
         check_number("max_trials", self.max_trials)
         check_number("epochs", self.epochs)
         if self.max_draws is not None and self.max_draws < self.max_trials:

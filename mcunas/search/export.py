@@ -75,7 +75,8 @@ def export_best(
             as ``project_error``, and the export goes on).
         frontend: FrontendConfig | None, the front end to export beside the model.
         model: bytes | None, the model to export in place of the trial's own (its refit on
-            every training sample, :mod:`mcunas.search.refit`: the same graph).
+            every training sample, :mod:`mcunas.search.refit`: the same graph, or an
+            average of refits with its own figures in ``context["refit"]["figures"]``).
 
     Returns:
         The ``best`` folder.
@@ -122,7 +123,7 @@ def _add_project(
 ) -> None:
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
     try:
-        arena = _trial_arena(best)
+        arena = _exported_arena(best, info.get("refit"))
         _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
     except (BoardProfileError, CandidateError, ModelError) as exc:
@@ -150,6 +151,17 @@ def _with_frontend(
         names = sorted(p.name for p in write_frontend_sources(front_bytes, dest))
     lead = ["frontend.tflite", *names, "README.md", "model.tflite"]
     return lead, {**context, "frontend": frontend.to_dict()}
+
+
+def _exported_arena(trial: TrialRecord, refit: dict[str, Any] | None) -> Any:
+    """The exported model's arena figure: an averaged refit's own, else the trial's (or None)."""
+    from mcunas.deploy import ArenaFigure
+
+    own = (refit or {}).get("figures")
+    if not own:
+        return _trial_arena(trial)
+    measured = not own.get("estimated", True)
+    return ArenaFigure(int(own["arena_bytes"]), measured=measured, source=str(own["source"]))
 
 
 def _trial_arena(trial: TrialRecord) -> Any:

@@ -38,6 +38,7 @@ from typing import Any
 from mcunas.errors import FatalError, describe
 from mcunas.files import write_file
 from mcunas.search.config import REFIT_CHOICES
+from mcunas.search.ensemble import fitting_average, member_seed, planned_members
 from mcunas.search.finalists import KFOLD_BELOW
 from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
@@ -55,6 +56,7 @@ __all__ = [
 ]
 
 REFIT_META = "refit"  # the store's meta key for the chosen trial's refit
+KEY_DEFAULTS = {"members_planned": 1}  # what a refit stored before ensembles held
 
 
 def refit_wanted(mode: str, samples: int) -> bool:
@@ -111,7 +113,11 @@ def refit_chosen(
 
 
 def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, Any]) -> None:
-    """Train, convert, check and keep the refit of ``best`` (or note why not)."""
+    """Train, convert, check and keep the refit of ``best`` (or note why not).
+
+    With ``--ensemble`` members planned (:func:`~mcunas.search.ensemble.planned_members`)
+    each is trained from its own seed and their average is kept if it meets the budgets.
+    """
     from mcunas.search.export import trial_model_bytes
     from mcunas.search.rescore import trial_hyperparameters
 
@@ -119,7 +125,8 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     space, runner = parts
     data = run.data_of(best).pooled()
     seed = training_seed(cfg.seed, best.hyperparameters)
-    began = time.perf_counter()
+    planned = planned_members(cfg.ensemble, best, cfg.budgets)
+    began, figures = time.perf_counter(), None
     recipe = _replanned(run, data)
     targets, teacher = (
         _teacher(run, progress, runner, data, recipe) if cfg.distill else (None, None)
@@ -127,15 +134,24 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     progress.note(
         f"Refitting trial {best.trial_id}'s design on all {len(data.y_train)} training and "
         f"validation samples ({cfg.epochs} epochs, no early stopping"
-        f"{f', taught by {teacher}' if teacher else ''}; --refit off skips it)."
+        f"{f', taught by {teacher}' if teacher else ''}"
+        f"{f'; {planned} members from {planned} seeds, averaged' if planned > 1 else ''}; "
+        "--refit off skips it)."
     )
     try:
-        fit = runner.for_data(data, seed, recipe=recipe)
-        fit.targets = targets
-        model = fit.build(trial_hyperparameters(space, best.hyperparameters), seed)
-        trained = fit.train(model, cfg.epochs, early_stop=False)
-        model_bytes = fit.convert(model)
+        hp = trial_hyperparameters(space, best.hyperparameters)
+        trainings = (runner, data, recipe, targets)
+        members = []
+        for k in range(planned):
+            members.append(_member(trainings, hp, member_seed(seed, k), cfg.epochs))
+            if planned > 1:
+                elapsed = time.perf_counter() - began
+                progress.note(f"Member {k + 1} of {planned} trained ({elapsed:.0f} s so far).")
+        fit = members[0][2]
+        model_bytes = fit.convert(members[0][0])
         differs = same_graph(trial_model_bytes(best, out_dir), model_bytes)
+        if differs is None and planned > 1:
+            model_bytes, figures = fitting_average(run, progress, best, (fit, runner), members)
     except FatalError:
         raise
     except Exception as exc:  # noqa: BLE001 - the trial's own model is exported instead
@@ -144,20 +160,42 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     if differs is not None:
         progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
         return
+    info = _keep(run, best, model_bytes, members[0][1], len(data.y_train))
+    info["seconds"] = round(time.perf_counter() - began, 3)
+    if planned > 1:
+        info |= {"members": figures[1], "figures": figures[0]} if figures else {"members": 1}
+    info |= {"teacher": teacher}
+    run.store.set_meta(REFIT_META, info)
+    progress.note(f"Refitted in {info['seconds']:.0f} s ({refit_text(info)}).")
+
+
+def _member(trainings: tuple[Any, Any, Any, Any], hp: Any, seed: int, epochs: int) -> tuple:
+    """A refit trained from ``seed`` on its own runner: (model, training result, runner).
+
+    ``trainings``: the search's runner, the pooled data, the recipe and the
+    teacher's targets (or None). Each member has its own seed for its initial
+    weights, sample order and augmentation, so members are independent trainings.
+    """
+    runner, data, recipe, targets = trainings
+    fit = runner.for_data(data, seed, recipe=recipe)
+    fit.targets = targets
+    model = fit.build(hp, seed)
+    return model, fit.train(model, epochs, early_stop=False), fit
+
+
+def _keep(
+    run: Any, best: TrialRecord, model_bytes: bytes, trained: Any, samples: int
+) -> dict[str, Any]:
+    """Write the refit's model; its store record (without the ensemble's part)."""
     path = Path("models") / f"refit_{best.trial_id}.tflite"
-    write_file(out_dir / path, model_bytes)
-    seconds = time.perf_counter() - began
-    info = {
-        **_key(best, cfg),
+    write_file(Path(run.out_dir) / path, model_bytes)
+    return {
+        **_key(best, run.config),
         "model_path": str(path),
         "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
-        "samples": len(data.y_train),
+        "samples": samples,
         "steps": int(getattr(trained, "steps", 0) or 0),
-        "seconds": round(seconds, 3),
-        "teacher": teacher,
     }
-    run.store.set_meta(REFIT_META, info)
-    progress.note(f"Refitted in {seconds:.0f} s ({refit_text(info)}).")
 
 
 def _teacher(
@@ -206,6 +244,7 @@ def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
         "seed": seed,
         "epochs": int(cfg.epochs),
         "distill": bool(cfg.distill),
+        "members_planned": planned_members(cfg.ensemble, best, cfg.budgets),
     }
 
 
@@ -219,7 +258,9 @@ def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> d
     if cfg.refit == "off":
         return None
     info = store.get_meta(REFIT_META)
-    if not isinstance(info, dict) or any(info.get(k) != v for k, v in _key(best, cfg).items()):
+    if not isinstance(info, dict) or any(
+        info.get(k, KEY_DEFAULTS.get(k)) != v for k, v in _key(best, cfg).items()
+    ):
         return None
     path = Path(out_dir) / str(info.get("model_path", ""))
     try:

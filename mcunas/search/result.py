@@ -43,6 +43,7 @@ from mcunas.search.summary import (
     chosen_text,
     cost_split,
     estimate_note,
+    figures_text,
     pareto_table,
     refit_text,
 )
@@ -137,6 +138,13 @@ class SearchResult:
         """The line that says the exported model is the chosen design refitted, if it is."""
         if not self.refit:
             return None
+        own = self.refit.get("figures")
+        if own:
+            return (
+                f"an average of {self.refit['members']} members of the same design, "
+                f"{refit_text(self.refit)} each ({self.refit['seconds']:.0f} s); "
+                f"its own graph: {figures_text(own)}"
+            )
         return (
             f"the same design {refit_text(self.refit)} ({self.refit['seconds']:.0f} s); "
             "its latency, SRAM and flash are the trial's (same graph)"

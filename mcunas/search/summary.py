@@ -23,6 +23,7 @@ __all__ = [
     "estimate_note",
     "estimate_tag",
     "pareto_table",
+    "figures_text",
     "refit_text",
     "split_text",
 ]
@@ -172,6 +173,17 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
         f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}, "
         f"energy {energy_text(best)} per inference\n"
         f"  exported to {where}"
+    )
+
+
+def figures_text(own: dict[str, Any]) -> str:
+    """``latency 18.4 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~ (simulator estimates)``."""
+    mark = "~" if own.get("estimated") else ""
+    where = "simulator estimates" if own.get("estimated") else f"measured on {own.get('source')}"
+    return (
+        f"latency {own['latency_ms']:.2f} ms{mark}, peak SRAM "
+        f"{own['peak_sram_bytes'] / 1024:.1f} KB{mark}, flash {own['flash_bytes'] / 1024:.1f} "
+        f"KB{mark} ({where})"
     )
 
 

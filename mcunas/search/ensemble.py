@@ -1,0 +1,137 @@
+"""Spend the latency budget a small chosen design leaves: average several refits of it.
+
+On a small training set one training's luck moves test accuracy by several
+points: refits of one ArrowHead design (36 training series) that differ only
+in their seed scored 73-86% on its test split. Averaging the softmax outputs of
+independently initialised networks removes much of that spread, which is why
+deep time-series classifiers are ensembled (Ismail Fawaz et al., "Deep neural
+network ensembles for time series classification", 2019; InceptionTime
+averages five networks). On a microcontroller an average of K networks costs
+K times one network's latency, so it is a way to spend a budget, not a free
+gain: ``--ensemble auto`` (the default) spends it only where the search
+refits its choice (small training sets, :mod:`mcunas.search.refit`) and the
+user gave a latency budget, with as many members (up to :data:`MAX_MEMBERS`)
+as that budget, and an energy budget if given, hold at the chosen trial's
+figures. ``--ensemble N`` asks for N members, ``off`` for the design alone.
+
+The members are the refit (member 0, its seed unchanged) and refits from
+further seeds. :func:`average` puts them side by side on one input, adds their
+outputs and scales the sum by 1/K (ADD and MUL, which TFLite Micro runs in
+INT8); the graph is converted and measured like any trial (board or simulator)
+and must meet every budget, else it is rebuilt with one member fewer. Nothing
+held out can score the average (every member trained on every sample), so the
+accuracy estimate stays the chosen design's; the test split scores it.
+Measured in ``docs/benchmarks/series.md``.
+
+Example::
+
+    planned_members("auto", best, Budgets(max_latency_ms=20))   # 4 for a 4.6 ms design
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from mcunas.search.budgets import Budgets, violations
+from mcunas.search.config import ENSEMBLE_CHOICES, MAX_MEMBERS
+from mcunas.search.progress import Progress
+from mcunas.search.store import TrialRecord
+
+__all__ = [
+    "ENSEMBLE_CHOICES",
+    "MAX_MEMBERS",
+    "average",
+    "fitting_average",
+    "member_seed",
+    "planned_members",
+]
+
+
+def planned_members(mode: str, best: TrialRecord, budgets: Budgets) -> int:
+    """How many refits of ``best``'s design ``--ensemble mode`` asks for (1: the design alone).
+
+    ``auto``: the latency budget over the trial's latency (and the energy budget
+    over its energy, when both are known), rounded down, at most
+    :data:`MAX_MEMBERS`; 1 without a latency budget or a latency figure.
+    """
+    if mode == "off":
+        return 1
+    if mode != "auto":
+        return max(1, min(MAX_MEMBERS, int(mode)))
+    if budgets.max_latency_ms is None or not best.latency_ms:
+        return 1
+    room = budgets.max_latency_ms / best.latency_ms
+    if budgets.max_energy_uj is not None and best.energy_uj:
+        room = min(room, budgets.max_energy_uj / best.energy_uj)
+    return max(1, min(MAX_MEMBERS, math.floor(room)))
+
+
+def member_seed(seed: int, member: int) -> int:
+    """Member ``member``'s training seed: the refit's own for member 0."""
+    return (int(seed) + 7919 * int(member)) % 2**31
+
+
+def average(models: list[Any]) -> Any:
+    """One Keras model: ``models`` (same input) side by side, their outputs averaged.
+
+    Each member keeps its weights; the outputs (softmax probabilities) are
+    added and scaled by 1/K, so the INT8 graph has each member's ops, then
+    K - 1 ADDs and a MUL.
+    """
+    import keras
+    from keras import layers
+
+    if len(models) == 1:
+        return models[0]
+    inputs = keras.Input(tuple(models[0].inputs[0].shape[1:]))
+    outs = []
+    for k, model in enumerate(models):
+        model.name = f"member_{k}"
+        outs.append(model(inputs))
+    total = layers.Add(name="members_sum")(outs)
+    return keras.Model(inputs, layers.Rescaling(1.0 / len(models), name="members_mean")(total))
+
+
+def fitting_average(
+    run: Any, progress: Progress, best: TrialRecord, runners: tuple[Any, Any], members: list
+) -> tuple[bytes, tuple[dict[str, Any], int] | None]:
+    """The members' average that meets every budget, with the most members; else member 0.
+
+    Args:
+        run: SearchRun (its config's budgets, its board and front ends).
+        progress: Progress, for a note on each average that does not fit.
+        best: TrialRecord, the chosen trial (its front end is added to the figures).
+        runners: (the refit's runner, which converts; the search's, which measures).
+        members: [(trained model, its training result, ...)], member 0 first.
+
+    Returns:
+        The exported model's bytes and (its figures, its member count), or None when
+        no average fits and member 0 alone is returned.
+    """
+    fit, runner = runners
+    models = [member[0] for member in members]
+    for k in range(len(models), 1, -1):
+        graph = fit.convert(average(models[:k]))
+        cost = _with_frontend(run, best, runner.measure(graph, lambda _: True))
+        reasons = violations(cost, run.config.budgets)
+        if not reasons:
+            return graph, (_figures(cost), k)
+        progress.note(f"An average of {k} members does not fit ({reasons[0]}).")
+    progress.note("No average of members fits; the refit alone is exported.")
+    return fit.convert(models[0]), None
+
+
+def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:
+    """``cost`` with the chosen trial's front end added, as a trial's figures are."""
+    if getattr(run, "fronts", None) is None:
+        return cost
+    from mcunas.profile import with_frontend
+
+    return with_frontend(cost, run.fronts.cost_of(run.data_of(best)), run.board)
+
+
+def _figures(cost: Any) -> dict[str, Any]:
+    """The averaged model's own figures, as ``best.json`` keeps them."""
+    keys = ("source", "estimated", "latency_ms", "arena_bytes", "peak_sram_bytes", "flash_bytes")
+    return {k: getattr(cost, k) for k in keys} | {"energy_uj": cost.energy_uj}
