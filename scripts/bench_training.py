@@ -68,11 +68,13 @@ def one_trial(npz: Path, out: Path, limits: tuple, args: argparse.Namespace, **s
     """One trained trial of the stage space: a random search of one trial, no finalists.
 
     ``search``: further search settings, at least ``seed_arch`` (the design trained)
-    and ``max_draws`` (how far its ladder may step down to fit ``limits``).
+    and ``max_draws`` (how far its ladder may step down to fit ``limits``). The
+    design is exported alone (``ensemble`` "off"): a row is one network's accuracy.
     """
     from bench_tasks import mcunas_run
 
     stages = {"families": ("stages",), "strategy": "random", "max_trials": 1, "finalists": 0}
+    stages["ensemble"] = "off"
     return mcunas_run(npz, out, limits, args, **(stages | search))
 
 
