@@ -54,3 +54,29 @@ def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
     store = TrialStore.open(Path(config.out))
     assert store.get_meta(REFIT_META) is None
     store.close()
+
+
+def test_an_average_of_refits_is_measured_and_exported_with_its_own_figures(
+    tmp_path: Path,
+) -> None:
+    from mcunas.tflite.reader import read_graph
+
+    config = dataclasses.replace(_series_search(tmp_path, "e"), ensemble="2", distill=False)
+    stream = io.StringIO()
+    result = run_search(config, stream=stream)
+    assert result.best is not None and result.refit is not None
+    assert result.refit["members"] == 2 and result.refit["members_planned"] == 2
+    trial = read_graph((Path(config.out) / result.best.model_path).read_bytes())
+    out = Path(result.paths["best_dir"])
+    exported = read_graph((out / "model.tflite").read_bytes())
+    ops = [op.name for op in exported.ops]
+    assert len(ops) == 2 * len(trial.ops) + 2 and ops[-2:] == ["ADD", "MUL"]
+    own = result.refit["figures"]
+    assert own["estimated"] is True and own["latency_ms"] > 1.5 * result.best.latency_ms
+    assert "Member 2 of 2 trained" in stream.getvalue()
+    assert "exported model: an average of 2 members of the same design" in result.text()
+    info = json.loads((out / "best.json").read_text())
+    assert info["refit"]["figures"] == own
+    main = (out / "project" / "src" / "main.cpp").read_text()
+    assert f"estimated {own['arena_bytes']} bytes" in main  # the average's arena, not the trial's
+    assert result.test is not None and result.test["samples"] == 40
