@@ -2,7 +2,7 @@
 
 On a small training set one training's luck moves test accuracy by several
 points: refits of one ArrowHead design (36 training series) that differ only
-in their seed scored 73-86% on its test split. Averaging the softmax outputs of
+in their seed scored 76.6, 79.4 and 86.3% on its test split. Averaging the softmax outputs of
 independently initialised networks removes much of that spread, which is why
 deep time-series classifiers are ensembled (Ismail Fawaz et al., "Deep neural
 network ensembles for time series classification", 2019; InceptionTime
@@ -15,13 +15,16 @@ as that budget, and an energy budget if given, hold at the chosen trial's
 figures. ``--ensemble N`` asks for N members, ``off`` for the design alone.
 
 The members are the refit (member 0, its seed unchanged) and refits from
-further seeds. :func:`average` puts them side by side on one input, adds their
+further seeds, each with its own initial weights, sample order and
+augmentation. :func:`average` puts them side by side on one input, adds their
 outputs and scales the sum by 1/K (ADD and MUL, which TFLite Micro runs in
 INT8); the graph is converted and measured like any trial (board or simulator)
 and must meet every budget, else it is rebuilt with one member fewer. Nothing
 held out can score the average (every member trained on every sample), so the
 accuracy estimate stays the chosen design's; the test split scores it.
-Measured in ``docs/benchmarks/series.md``.
+Over five seeds of the default search on ArrowHead (Nano 33 BLE, 20 ms) the
+exported model's test accuracy went from 80.8 to 84.0%
+(``docs/benchmarks/series.md``).
 
 Example::
 
