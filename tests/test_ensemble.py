@@ -140,6 +140,21 @@ def test_an_average_that_breaks_a_budget_loses_members(tmp_path: Path, monkeypat
     assert "An average of 3 members does not fit (estimated latency 4.50 ms" in stream.getvalue()
 
 
+def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, monkeypatch) -> None:
+    run = _ensemble_run(tmp_path, monkeypatch, 3.5)
+
+    def unplugged(model_bytes, promising):  # noqa: ANN001, ANN202
+        raise OSError("board unplugged")
+
+    monkeypatch.setattr(MemberRunner, "measure", staticmethod(unplugged))
+    refit_chosen(run, Progress(1, None, stream=(stream := io.StringIO())))
+    info = run.store.get_meta(REFIT_META)
+    assert info["members"] == 1 and "figures" not in info
+    assert (tmp_path / info["model_path"]).read_bytes() == bytes([16, 1])  # the refit alone
+    assert "An average of 3 members failed (OSError: board unplugged)." in stream.getvalue()
+    assert "the refit alone is" in stream.getvalue()
+
+
 def test_the_export_names_the_averages_own_figures() -> None:
     from mcunas.search.export import _exported_arena
     from mcunas.search.result import SearchResult

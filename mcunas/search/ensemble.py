@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mcunas.errors import FatalError, describe
 from mcunas.search.budgets import Budgets, violations
 from mcunas.search.config import ENSEMBLE_CHOICES, MAX_MEMBERS
 from mcunas.search.progress import Progress
@@ -98,8 +99,8 @@ def average(models: list[Any]) -> Any:
 
 def fitting_average(
     run: Any, progress: Progress, best: TrialRecord, runners: tuple[Any, Any], members: list
-) -> tuple[bytes, tuple[dict[str, Any], int] | None]:
-    """The members' average that meets every budget, with the most members; else member 0.
+) -> tuple[bytes, dict[str, Any], int] | None:
+    """The members' average that meets every budget, with the most members; None for none.
 
     Args:
         run: SearchRun (its config's budgets, its board and front ends).
@@ -109,20 +110,27 @@ def fitting_average(
         members: [(trained model, its training result, ...)], member 0 first.
 
     Returns:
-        The exported model's bytes and (its figures, its member count), or None when
-        no average fits and member 0 alone is returned.
+        The average's INT8 bytes, its figures (as ``best.json`` keeps them) and its
+        member count; None when no average fits or one fails to convert or measure
+        (a note says why), and member 0, the refit, is exported alone.
     """
     fit, runner = runners
     models = [member[0] for member in members]
     for k in range(len(models), 1, -1):
-        graph = fit.convert(average(models[:k]))
-        cost = _with_frontend(run, best, runner.measure(graph, lambda _: True))
+        try:
+            graph = fit.convert(average(models[:k]))
+            cost = _with_frontend(run, best, runner.measure(graph, lambda _: True))
+        except FatalError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - the refit alone is exported instead
+            progress.note(f"An average of {k} members failed ({describe(exc)}).")
+            break
         reasons = violations(cost, run.config.budgets)
         if not reasons:
-            return graph, (_figures(cost), k)
+            return graph, _figures(cost), k
         progress.note(f"An average of {k} members does not fit ({reasons[0]}).")
-    progress.note("No average of members fits; the refit alone is exported.")
-    return fit.convert(models[0]), None
+    progress.note("No average of members is exported; the refit alone is.")
+    return None
 
 
 def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:

@@ -126,7 +126,7 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     data = run.data_of(best).pooled()
     seed = training_seed(cfg.seed, best.hyperparameters)
     planned = planned_members(cfg.ensemble, best, cfg.budgets)
-    began, figures = time.perf_counter(), None
+    began, averaged = time.perf_counter(), None
     recipe = _replanned(run, data)
     targets, teacher = (
         _teacher(run, progress, runner, data, recipe) if cfg.distill else (None, None)
@@ -151,7 +151,7 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
         model_bytes = fit.convert(members[0][0])
         differs = same_graph(trial_model_bytes(best, out_dir), model_bytes)
         if differs is None and planned > 1:
-            model_bytes, figures = fitting_average(run, progress, best, (fit, runner), members)
+            averaged = fitting_average(run, progress, best, (fit, runner), members)
     except FatalError:
         raise
     except Exception as exc:  # noqa: BLE001 - the trial's own model is exported instead
@@ -160,10 +160,12 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     if differs is not None:
         progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
         return
+    if averaged is not None:
+        model_bytes = averaged[0]
     info = _keep(run, best, model_bytes, members[0][1], len(data.y_train))
     info["seconds"] = round(time.perf_counter() - began, 3)
     if planned > 1:
-        info |= {"members": figures[1], "figures": figures[0]} if figures else {"members": 1}
+        info |= {"members": averaged[2], "figures": averaged[1]} if averaged else {"members": 1}
     info |= {"teacher": teacher}
     run.store.set_meta(REFIT_META, info)
     progress.note(f"Refitted in {info['seconds']:.0f} s ({refit_text(info)}).")
