@@ -11,6 +11,7 @@ import pytest
 from test_search_e2e import _series_search
 
 from mcunas.engine import run_search
+from mcunas.search.config import SearchConfig
 from mcunas.search.refit import REFIT_META, same_graph
 from mcunas.search.store import TrialStore
 
@@ -18,7 +19,8 @@ pytestmark = pytest.mark.slow
 
 
 def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -> None:
-    # 60 training series: --refit auto refits; --distill adds the teacher
+    # 60 training series: --refit auto refits; --distill adds the teacher; resumed with
+    # --ensemble 2 (and no teacher) the refit is redone as an average of two
     config = dataclasses.replace(_series_search(tmp_path, "r"), distill=True)
     stream = io.StringIO()
     result = run_search(config, stream=stream)
@@ -43,6 +45,30 @@ def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -
     again = io.StringIO()
     resumed = run_search(dataclasses.replace(config, resume=True), stream=again)
     assert resumed.refit == result.refit and "Refitting" not in again.getvalue()
+    _average_of_two(dataclasses.replace(config, resume=True, ensemble="2", distill=False))
+
+
+def _average_of_two(config: SearchConfig) -> None:
+    """Resumed with ``--ensemble 2``: an average of two refits, measured, with its own figures."""
+    from mcunas.tflite.reader import read_graph
+
+    stream = io.StringIO()
+    result = run_search(config, stream=stream)
+    assert result.best is not None and result.refit is not None
+    assert result.refit["members"] == 2 and result.refit["members_planned"] == 2
+    out = Path(result.paths["best_dir"])
+    trial = read_graph((Path(config.out) / result.best.model_path).read_bytes())
+    ops = [op.name for op in read_graph((out / "model.tflite").read_bytes()).ops]
+    assert len(ops) == 2 * len(trial.ops) + 2 and ops[-2:] == ["ADD", "MUL"]
+    own = result.refit["figures"]
+    assert own["estimated"] is True and own["latency_ms"] > 1.5 * result.best.latency_ms
+    assert "Member 2 of 2 trained" in stream.getvalue()
+    assert "exported model: an average of 2 members of the same design" in result.text()
+    info = json.loads((out / "best.json").read_text())
+    assert info["refit"]["figures"] == own
+    main = (out / "project" / "src" / "main.cpp").read_text()
+    assert f"estimated {own['arena_bytes']} bytes" in main  # the average's arena, not the trial's
+    assert result.test is not None and result.test["samples"] == 40
 
 
 def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
@@ -54,29 +80,3 @@ def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
     store = TrialStore.open(Path(config.out))
     assert store.get_meta(REFIT_META) is None
     store.close()
-
-
-def test_an_average_of_refits_is_measured_and_exported_with_its_own_figures(
-    tmp_path: Path,
-) -> None:
-    from mcunas.tflite.reader import read_graph
-
-    config = dataclasses.replace(_series_search(tmp_path, "e"), ensemble="2", distill=False)
-    stream = io.StringIO()
-    result = run_search(config, stream=stream)
-    assert result.best is not None and result.refit is not None
-    assert result.refit["members"] == 2 and result.refit["members_planned"] == 2
-    trial = read_graph((Path(config.out) / result.best.model_path).read_bytes())
-    out = Path(result.paths["best_dir"])
-    exported = read_graph((out / "model.tflite").read_bytes())
-    ops = [op.name for op in exported.ops]
-    assert len(ops) == 2 * len(trial.ops) + 2 and ops[-2:] == ["ADD", "MUL"]
-    own = result.refit["figures"]
-    assert own["estimated"] is True and own["latency_ms"] > 1.5 * result.best.latency_ms
-    assert "Member 2 of 2 trained" in stream.getvalue()
-    assert "exported model: an average of 2 members of the same design" in result.text()
-    info = json.loads((out / "best.json").read_text())
-    assert info["refit"]["figures"] == own
-    main = (out / "project" / "src" / "main.cpp").read_text()
-    assert f"estimated {own['arena_bytes']} bytes" in main  # the average's arena, not the trial's
-    assert result.test is not None and result.test["samples"] == 40
