@@ -38,18 +38,12 @@ from typing import Any
 
 from mcunas.errors import FatalError, describe
 from mcunas.search.budgets import Budgets, violations
-from mcunas.search.config import ENSEMBLE_CHOICES, MAX_MEMBERS
+from mcunas.search.config import MAX_MEMBERS
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord
+from mcunas.search.trial_record import figure_columns
 
-__all__ = [
-    "ENSEMBLE_CHOICES",
-    "MAX_MEMBERS",
-    "average",
-    "fitting_average",
-    "member_seed",
-    "planned_members",
-]
+__all__ = ["average", "fitting_average", "member_seed", "planned_members"]
 
 
 def planned_members(mode: str, best: TrialRecord, budgets: Budgets) -> int:
@@ -110,7 +104,8 @@ def fitting_average(
         members: [(trained model, its training result, ...)], member 0 first.
 
     Returns:
-        The average's INT8 bytes, its figures (as ``best.json`` keeps them) and its
+        The average's INT8 bytes, its figures (a trial row's columns, as ``best.json``
+        keeps them) and its
         member count; None when no average fits or one fails to convert or measure
         (a note says why), and member 0, the refit, is exported alone.
     """
@@ -127,7 +122,7 @@ def fitting_average(
             break
         reasons = violations(cost, run.config.budgets)
         if not reasons:
-            return graph, _figures(cost), k
+            return graph, figure_columns(cost), k
         progress.note(f"An average of {k} members does not fit ({reasons[0]}).")
     progress.note("No average of members is exported; the refit alone is.")
     return None
@@ -140,9 +135,3 @@ def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:
     from mcunas.profile import with_frontend
 
     return with_frontend(cost, run.fronts.cost_of(run.data_of(best)), run.board)
-
-
-def _figures(cost: Any) -> dict[str, Any]:
-    """The averaged model's own figures, as ``best.json`` keeps them."""
-    keys = ("source", "estimated", "latency_ms", "arena_bytes", "peak_sram_bytes", "flash_bytes")
-    return {k: getattr(cost, k) for k in keys} | {"energy_uj": cost.energy_uj}

@@ -179,11 +179,10 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
 def figures_text(own: dict[str, Any]) -> str:
     """``latency 18.4 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~ (simulator estimates)``."""
     mark = "~" if own.get("estimated") else ""
-    where = "simulator estimates" if own.get("estimated") else f"measured on {own.get('source')}"
     return (
         f"latency {own['latency_ms']:.2f} ms{mark}, peak SRAM "
         f"{own['peak_sram_bytes'] / 1024:.1f} KB{mark}, flash {own['flash_bytes'] / 1024:.1f} "
-        f"KB{mark} ({where})"
+        f"KB{mark}{estimate_tag(own)}"
     )
 
 
