@@ -165,10 +165,12 @@ def convert_int8(model: keras.Model, representative: np.ndarray) -> bytes:
 @contextlib.contextmanager
 def _quiet(log: list[str]) -> Iterator[None]:
     """Send the converter's chatter (Python and C++, stdout and stderr) to ``log``."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    saved = [os.dup(1), os.dup(2)]
-    with tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings():
+    from mcunas.tflite.runtime import FD_LOCK
+
+    with FD_LOCK, tempfile.TemporaryFile(mode="w+b") as sink, warnings.catch_warnings():
+        sys.stdout.flush()
+        sys.stderr.flush()
+        saved = [os.dup(1), os.dup(2)]
         warnings.simplefilter("ignore")
         os.dup2(sink.fileno(), 1)
         os.dup2(sink.fileno(), 2)

@@ -147,3 +147,62 @@ def test_crash_while_probing_small_arenas_counts_as_too_small(monkeypatch):
     est = memory.estimate_memory(model, read_graph(model), board)
     assert est.runtime_error is None  # the report from the large arena is kept
     assert est.arena_bytes >= good.arena_bytes
+
+
+class _SlowReport:
+    """An interpreter whose report lets other threads run first (as native code may)."""
+
+    def __init__(self, interp) -> None:
+        self._interp = interp
+
+    def print_allocations(self) -> None:
+        import time
+
+        time.sleep(0.001)
+        self._interp.print_allocations()
+
+
+def test_arena_reports_from_several_threads_each_get_their_own_text() -> None:
+    # A rack measures its boards from threads; fd 2 is one per process.
+    from concurrent.futures import ThreadPoolExecutor
+
+    from mcunas.tflite.runtime import arena_report
+
+    names = ("kws_ref_model", "ad01_int8")
+    interps = [_SlowReport(create_interpreter(_load(n), 1 << 20)[0]) for n in names]
+    expected = [arena_report(i).total_bytes for i in interps]
+
+    def reports(k: int) -> list[int]:
+        return [arena_report(interps[k]).total_bytes for _ in range(50)]
+
+    with ThreadPoolExecutor(2) as pool:
+        got = list(pool.map(reports, [0, 1]))
+    assert got == [[expected[0]] * 50, [expected[1]] * 50]
+
+
+def _fd_lock_is_free() -> bool:
+    from mcunas.tflite import runtime
+
+    return runtime.FD_LOCK.acquire(timeout=5)
+
+
+def test_forked_child_does_not_inherit_another_threads_fd_lock() -> None:
+    import threading
+
+    from mcunas.tflite import runtime
+
+    held, done = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with runtime.FD_LOCK:
+            held.set()
+            done.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert held.wait(30)
+        assert runtime.run_forked(_fd_lock_is_free)  # it would wait forever for a lost thread
+    finally:
+        done.set()
+        holder.join()

@@ -3,7 +3,10 @@
 The ``tflite-micro`` package is the real TFLM runtime (reference kernels and the
 real memory planner) built for the host. It logs from C++ to file descriptor 2,
 so its messages are captured at the fd level (``os.dup2`` onto a temporary
-file); ``contextlib.redirect_stderr`` would not see them.
+file); ``contextlib.redirect_stderr`` would not see them. File descriptors are
+shared by every thread of the process, so each redirection holds :data:`FD_LOCK`:
+a rack measures boards from several threads, and two interleaved redirections
+would each lose the other's text (or restore the wrong descriptor).
 
 Example::
 
@@ -23,6 +26,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -34,6 +38,7 @@ __all__ = [
     "arena_report",
     "capture_fd2",
     "create_interpreter",
+    "FD_LOCK",
     "missing_ops_in_log",
     "NativeCrash",
     "parse_allocations",
@@ -72,15 +77,29 @@ class ArenaReport:
     kinds: dict[str, AllocationKind] = field(default_factory=dict)
 
 
+#: Held while file descriptor 1 or 2 is redirected (re-entrant: captures nest).
+FD_LOCK = threading.RLock()
+
+
+def _fresh_fd_lock() -> None:
+    """A forked child's own lock: the parent's may be held by a thread the child lacks."""
+    global FD_LOCK
+    FD_LOCK = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_fd_lock)
+
+
 @contextlib.contextmanager
 def capture_fd2() -> Iterator[list[str]]:
     """Capture everything written to file descriptor 2 inside the block.
 
     Yields a list that holds the captured text (one string) after the block.
+    Other threads' redirections wait for the block to end (:data:`FD_LOCK`).
     """
     out: list[str] = []
-    sys.stderr.flush()
-    with tempfile.TemporaryFile() as tmp:
+    with FD_LOCK, tempfile.TemporaryFile() as tmp:
+        sys.stderr.flush()
         saved = os.dup(2)
         os.dup2(tmp.fileno(), 2)
         try:
