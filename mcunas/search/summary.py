@@ -22,8 +22,8 @@ __all__ = [
     "estimate_mark",
     "estimate_note",
     "estimate_tag",
-    "pareto_table",
     "figures_text",
+    "pareto_table",
     "refit_text",
     "split_text",
 ]
@@ -168,21 +168,25 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
         why += f"  trained {best.steps} optimizer steps ({best.epochs_run} epochs)\n"
     return (
         f"Chosen: trial {best.trial_id} {best.description or best.family or ''}\n{why}"
-        f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, latency "
-        f"{best.latency_ms or 0:.2f} ms{mark}, peak SRAM {(best.peak_sram_bytes or 0) / 1024:.1f}"
-        f" KB{mark}, flash {(best.flash_bytes or 0) / 1024:.1f} KB{mark}, "
+        f"  INT8 accuracy {100 * (best.int8_accuracy or 0):.1f}%, "
+        f"{_cost_text(best.latency_ms, best.peak_sram_bytes, best.flash_bytes, mark)}, "
         f"energy {energy_text(best)} per inference\n"
         f"  exported to {where}"
     )
 
 
 def figures_text(own: dict[str, Any]) -> str:
-    """``latency 18.4 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~ (simulator estimates)``."""
+    """``latency 18.40 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~ (simulator estimates)``."""
     mark = "~" if own.get("estimated") else ""
+    cost = _cost_text(own["latency_ms"], own["peak_sram_bytes"], own["flash_bytes"], mark)
+    return cost + estimate_tag(own)
+
+
+def _cost_text(latency_ms: float | None, sram: int | None, flash: int | None, mark: str) -> str:
+    """``latency 18.40 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~`` (None reads as 0)."""
     return (
-        f"latency {own['latency_ms']:.2f} ms{mark}, peak SRAM "
-        f"{own['peak_sram_bytes'] / 1024:.1f} KB{mark}, flash {own['flash_bytes'] / 1024:.1f} "
-        f"KB{mark}{estimate_tag(own)}"
+        f"latency {latency_ms or 0:.2f} ms{mark}, peak SRAM {(sram or 0) / 1024:.1f} KB{mark}, "
+        f"flash {(flash or 0) / 1024:.1f} KB{mark}"
     )
 
 
