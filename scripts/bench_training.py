@@ -73,8 +73,13 @@ def one_trial(npz: Path, out: Path, limits: tuple, args: argparse.Namespace, **s
     """
     from bench_tasks import mcunas_run
 
-    stages = {"families": ("stages",), "strategy": "random", "max_trials": 1, "finalists": 0}
-    stages["ensemble"] = "off"
+    stages = {
+        "families": ("stages",),
+        "strategy": "random",
+        "max_trials": 1,
+        "finalists": 0,
+        "ensemble": "off",  # a row is one network
+    }
     return mcunas_run(npz, out, limits, args, **(stages | search))
 
 
