@@ -228,7 +228,7 @@ def test_stopped_and_killed_searches_resume_without_redoing_work(tmp_path: Path)
     proc = subprocess.Popen(start, **pipes)
     _until_training(proc, db, need_ok=True)  # trial 0 done, trial 1 training
     err = _stop(proc, "SIGTERM")  # stopped like Ctrl-C: one resume line, exit 130
-    assert proc.returncode == 130 and f"--out {out} --resume" in err
+    assert proc.returncode == 130 and f"--out {out} --resume" in err, err[-3000:]
     assert "Traceback" not in err
     before = {r[0]: r for r in _rows(db) if r[1] != "running"}
     assert before
