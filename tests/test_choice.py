@@ -304,7 +304,8 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     # out of time: two rounds still give every finalist a mean and a standard error
     monkeypatch.setattr(rescore_mod, "TIME_SHARE", 0.0)
     rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
-    assert len(runner.log) == 4 and "stopped at 0% of its time" in stream.getvalue()
+    assert len(runner.log) == 4
+    assert "stopped at its share, 0% of the search's time (0 s)" in stream.getvalue()
     _, _, summary = rescored_choice(store.trials(), config.objectives, store.get_meta("rescore"))
     assert "5-fold cross-validation (2 of 5 runs each)" in summary["text"]
     monkeypatch.undo()

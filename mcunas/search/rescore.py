@@ -89,7 +89,11 @@ def rescore_finalists(
             if str(run) in runs or rec.trial_id in state["failed"]:
                 continue
             if progress.time_up() or (run >= MIN_ROUNDS and _since(start) > allowed):
-                why = "the time budget" if progress.time_up() else f"{TIME_SHARE:.0%} of its time"
+                why = (
+                    "the time budget"
+                    if progress.time_up()
+                    else f"its share, {TIME_SHARE:.0%} of the search's time ({allowed:.0f} s)"
+                )
                 progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
                 return
             data = splits(rec)[run]
