@@ -39,6 +39,7 @@ def test_a_distributed_supernet_search_survives_its_training_worker_killed(tmp_p
         "--strategy", "supernet", "--epochs", "1", "--supernet-epochs", "3",
         "--subnets", str(SUBNETS), "--max-trials", "2", "--finetune-epochs", "1", "--seed", "1",
         "--serve", address, "--worker-timeout", "15",
+        "--no-rescore", "--refit", "off",  # both covered elsewhere; the subject is the handover
         log=logs["chief"],
     )  # fmt: skip
     procs = [chief]
