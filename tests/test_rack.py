@@ -126,18 +126,18 @@ def test_parallel_one_worker_per_board(tmp_path):
 
 def test_failing_board_is_retired_and_candidates_retried(tmp_path):
     broken = MeasurementError("never printed 'ready'")
-    bad_calls, bad_retired = [], threading.Event()
+    bad_calls, bad_took_two = [], threading.Event()  # two failures retire it (max_failures)
 
     def bad(model):
         bad_calls.append(model)
         if len(bad_calls) == 2:
-            bad_retired.set()
+            bad_took_two.set()
         return broken
 
-    def good_after_bad_retired(model):  # else the good board may take all six first
-        bad_retired.wait(timeout=30)
+    def good_after_bad_took_two(model):  # else the good board may take all six first
+        bad_took_two.wait(timeout=30)
 
-    rm, measurers = make_rack(tmp_path, [bad, good_after_bad_retired], max_failures=2)
+    rm, measurers = make_rack(tmp_path, [bad, good_after_bad_took_two], max_failures=2)
     with rm:
         outcomes = rm.measure_many([bytes([i]) for i in range(6)])
     assert all(o.ok for o in outcomes)  # every candidate ended on the good board
