@@ -117,7 +117,7 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 def test_predict_inputs_are_the_training_features_bit_for_bit(tmp_path: Path) -> None:
     """The features a search trains on (read_folder) are the ones predict feeds the model."""
     from mcunas.data_folder import read_folder
-    from mcunas.frontend.pipeline import BestModel
+    from mcunas.deploy.inference import BestModel
 
     cfg = FrontendConfig(mel_bands=10)
     best = _best(tmp_path)

@@ -30,8 +30,8 @@ def cli(best_dir: Path, paths: tuple[Path, ...], as_json: bool) -> None:
     """Print each input's class and score; with labelled inputs also the accuracy."""
     import numpy as np
 
+    from mcunas.deploy.inference import BestModel, labelled_inputs
     from mcunas.errors import UserError
-    from mcunas.frontend.pipeline import BestModel, labelled_inputs
     from mcunas.search.export import find_best_dir
 
     with contextlib.suppress(UserError):  # a search's folder or its best/; else as given

@@ -1,17 +1,23 @@
-"""Raw inputs through ``frontend.tflite`` then ``model.tflite`` in the host TFLM runtime.
+"""Running a search's ``best/`` on inputs, as the board would: what ``mcunas predict`` does.
 
-What ``mcunas predict`` runs, the way the board does: a WAV clip is made int16
-PCM, cut or zero-padded to the samples the model's input needs, run frame by
-frame through the exported front-end graph (after a reset), its int16 features
-divided by ``2**output_bits`` and quantised with the model's own input scale,
-then the model is invoked. A ``best/`` without a front end gets today's
-features: the numpy log-mel (:func:`mcunas.audio.log_mel`) for WAV files, and
-``.npz`` features or images as they are.
+Here, in :mod:`mcunas.deploy`, because ``best/`` is what a search deploys and this
+module only reads it: it sits on the floor of the data readers, the front end and
+the TFLite Micro runtime it calls, so the command and any other user can import it
+and neither the front end nor the dataset readers need to import each other.
+
+Raw inputs go through ``frontend.tflite`` then ``model.tflite`` in the host TFLM
+runtime. A WAV clip is made int16 PCM, cut or zero-padded to the samples the
+model's input needs, run frame by frame through the exported front-end graph
+(after a reset), its int16 features divided by ``2**output_bits`` and quantised
+with the model's own input scale, then the model is invoked. A ``best/`` without
+a front end gets today's features: the numpy log-mel (:func:`mcunas.audio.log_mel`)
+for WAV files, and ``.npz`` features or images as they are.
 
 Example::
 
     best = BestModel.load(Path("out/best"))
-    rows = best.predict_paths([Path("clips/yes")])
+    x, sources, labels = labelled_inputs(best, Path("clips/yes"))
+    rows = best.run(x, sources, labels)
 """
 
 from __future__ import annotations
