@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -42,6 +42,9 @@ from mcunas.audio import log_mel
 from mcunas.data_folder import read_folder
 from mcunas.errors import DatasetError
 from mcunas.limits import MAX_CLASSES
+
+if TYPE_CHECKING:
+    from mcunas.frontend.port import Frontend
 
 KINDS = ("image", "audio", "series")
 _ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
@@ -68,8 +71,9 @@ class Dataset:
         x_test: float32 test inputs or None; never used for selection.
         y_test: int32 test labels or None.
         noise: log-mel background-noise windows for audio augmentation, or None.
-        frontend: the front-end graph's parameters when its outputs are the WAV
-            features (``load_dataset(frontend=...)``), else None.
+        frontend: the front end the inputs went through (:mod:`mcunas.frontend.port`):
+            the graph's parameters when its outputs are the WAV features
+            (``load_dataset(frontend=...)``), else None.
     """
 
     name: str
@@ -85,7 +89,7 @@ class Dataset:
     x_test: np.ndarray | None = None
     y_test: np.ndarray | None = None
     noise: np.ndarray | None = None
-    frontend: Any = None  # mcunas.frontend.config.FrontendConfig
+    frontend: Frontend = None
 
     def pooled(self) -> Dataset:
         """The dataset with its validation samples added to its training samples.
@@ -119,7 +123,7 @@ def load_dataset(
     *,
     seed: int = 0,
     val_fraction: float = 0.2,
-    frontend: Any = None,
+    frontend: Frontend = None,
     cache_dir: Path | None = None,
 ) -> Dataset:
     """Load a dataset and split it reproducibly.
@@ -214,7 +218,7 @@ def _digits(seed: int, val_fraction: float) -> Dataset:
 
 
 def _folder(
-    path: Path, seed: int, val_fraction: float, frontend: Any, cache_dir: Path | None
+    path: Path, seed: int, val_fraction: float, frontend: Frontend, cache_dir: Path | None
 ) -> Dataset:
     got = read_folder(path, frontend, cache_dir)
     raw = _Raw(str(path), got.x, got.y, got.class_names, got.preprocessing, got.kind)

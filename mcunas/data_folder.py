@@ -19,7 +19,7 @@ from mcunas.audio import wav_features
 from mcunas.errors import DatasetError
 
 if TYPE_CHECKING:
-    from mcunas.frontend.config import FrontendConfig
+    from mcunas.frontend.port import Frontend
 
 __all__ = ["AUDIO_SUFFIXES", "IMAGE_SUFFIXES", "NOISE_FOLDER", "FolderData", "read_folder"]
 
@@ -40,7 +40,7 @@ class FolderData:
     preprocessing: str
     kind: str
     noise: np.ndarray | None = None
-    frontend: FrontendConfig | None = None  # the front-end graph that made WAV features
+    frontend: Frontend = None  # the front-end graph that made WAV features
 
 
 def _listdir(folder: Path) -> list[Path]:
@@ -54,9 +54,7 @@ def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
     return [f for f in _listdir(folder) if f.is_file() and f.suffix.lower() in suffixes]
 
 
-def read_folder(
-    path: Path, frontend: FrontendConfig | None = None, cache_dir: Path | None = None
-) -> FolderData:
+def read_folder(path: Path, frontend: Frontend = None, cache_dir: Path | None = None) -> FolderData:
     """Read a folder of class subfolders of images or WAV files.
 
     WAV features are today's numpy log-mel, or with ``frontend`` the outputs of

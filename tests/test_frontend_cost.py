@@ -180,8 +180,8 @@ def test_a_board_that_can_run_the_front_end_is_given_the_trials(tmp_path: Path) 
             self.got = frontend
             return Figures("board:x", False, 5.0, 1000, 9000, 3000, details={BOARD_FRONTEND: ran})
 
-    class ModelOnly:
-        def measure(self, model_bytes: bytes) -> Figures:
+    class ModelOnly:  # a measurer whose firmware cannot run it: the model alone
+        def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
             return Figures("board:y", False, 5.0, 1000, 9000, 3000)
 
     board = load_board("nano33ble")

@@ -295,6 +295,8 @@ def test_hybrid_measures_board_only_when_promising() -> None:
     from mcunas.search.candidate import KerasRunner
 
     class Data:
+        frontend = None  # no front end: the board measures the model alone
+
         def representative(self, n, seed):
             return np.zeros((n, 8, 8, 1), np.float32)
 
@@ -305,7 +307,7 @@ def test_hybrid_measures_board_only_when_promising() -> None:
     class Board:
         calls = 0
 
-        def measure(self, model_bytes):
+        def measure(self, model_bytes, frontend=None):
             Board.calls += 1
             return Figures("board:/dev/ttyUSB0", False, 10.0, 1100, 5200, 9100)
 

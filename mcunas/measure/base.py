@@ -40,6 +40,13 @@ ENTRY_POINT_GROUP = "mcunas.measurers"
 class Measurer(Protocol):
     """A way of measuring INT8 ``.tflite`` models on one kind of board.
 
+    Every measurer is given the front end the model's input goes through, as the
+    graph a board runs (:func:`mcunas.frontend.port.graph_of`), or None. One whose
+    board runs it reports its figures in ``details["frontend"]``
+    (:data:`mcunas.predict.frontend.BOARD_FRONTEND`); one that cannot measures the
+    model alone, and the front end's estimated cost is added by the caller
+    (:func:`mcunas.profile.with_frontend`).
+
     Example::
 
         with open_measurer("simulator", board) as measurer:  # mcunas.measure.opener
@@ -48,8 +55,8 @@ class Measurer(Protocol):
 
     name: str
 
-    def measure(self, model_bytes: bytes) -> Figures:
-        """Measure one model; raise ``CandidateError`` if it cannot run."""
+    def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
+        """Measure one model (after ``frontend``); raise ``CandidateError`` if it cannot run."""
         ...
 
     def test_connection(self) -> None:

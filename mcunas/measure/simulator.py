@@ -54,11 +54,13 @@ class SimulatorMeasurer:
         except ImportError as exc:
             raise FatalError(f"simulator unavailable: {exc}. Reinstall mcunas.") from exc
 
-    def measure(self, model_bytes: bytes) -> Figures:
+    def measure(self, model_bytes: bytes, frontend: bytes | None = None) -> Figures:
         """Estimate latency, arena, peak SRAM and flash of one INT8 model.
 
         A model that does not fit the board is still measured: its ``reasons``
-        then say why (``fits`` is False).
+        then say why (``fits`` is False). ``frontend`` is not simulated here: the
+        figures are the model's alone (no ``details["frontend"]``), and the trial
+        adds the front end's estimated cost (:func:`mcunas.profile.with_frontend`).
 
         Raises:
             CandidateError: the model cannot run (an op without TFLM kernel, a

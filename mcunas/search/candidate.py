@@ -10,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import keras
 import numpy as np
@@ -29,6 +29,10 @@ from mcunas.search.recipe import (
     steps_per_epoch,
     training_data,
 )
+
+if TYPE_CHECKING:
+    from mcunas.measure.base import Measurer
+    from mcunas.search.frontends import FrontendSearch
 
 __all__ = ["KerasRunner"]
 
@@ -85,11 +89,15 @@ class KerasRunner:
         dataset: Dataset, training and validation data.
         board: BoardProfile, the target.
         worker: TflmWorker, runs profiling, INT8 accuracy and simulation out of process.
-        hardware: Measurer | None, a board or rack measurer (None: simulator only).
+        hardware: Measurer | None, a board or rack measurer (None: simulator only); it is
+            given the front end of the data a trial trains on (``Dataset.frontend``).
         hybrid: bool, simulate every candidate and measure on ``hardware`` only those
             whose simulated figures would join the Pareto front (``--measure hybrid``).
         recipe: Recipe | None, how candidates train (default: :func:`plan_recipe`).
         seed: int, calibration sampling and shuffling seed (default 0).
+        fronts: FrontendSearch | None, the searched front ends (``--frontend-space
+            search``): each trial trains on its own front end's data; None: every
+            trial on ``dataset``.
     """
 
     def __init__(
@@ -98,20 +106,19 @@ class KerasRunner:
         dataset: Dataset,
         board: BoardProfile,
         worker: TflmWorker,
-        hardware: Any | None = None,
+        hardware: Measurer | None = None,
         hybrid: bool = False,
         recipe: Recipe | None = None,
         seed: int = 0,
+        fronts: FrontendSearch | None = None,
     ) -> None:
         self.space, self.dataset, self.board = space, dataset, board
         self.worker, self.hardware, self.hybrid = worker, hardware, hybrid
-        self._recipe, self.seed = recipe, seed
+        self._recipe, self.seed, self.fronts = recipe, seed, fronts
         self._check_samples = dataset.representative(CHECK_SAMPLES, seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, seed)
         self._description: str | None = None
         self.targets: np.ndarray | None = None  # a teacher's soft targets (the refit's)
-        # a space that searches the front end gives each trial its own data (dataset_for)
-        self.follows_space = hasattr(space, "dataset_for")
         _quiet_tensorflow()
         _deterministic_tensorflow()
 
@@ -122,11 +129,9 @@ class KerasRunner:
         with it: the same build, training, conversion and INT8 scoring as a trial.
         ``recipe`` replaces the search's (the refit's, planned for more samples).
         """
-        runner = KerasRunner(
+        return KerasRunner(  # no front ends: these data, whatever the trial's front end
             self.space, dataset, self.board, self.worker, recipe=recipe or self.recipe, seed=seed
         )
-        runner.follows_space = False  # these data, whatever the space would choose
-        return runner
 
     @property
     def recipe(self) -> Recipe:
@@ -139,8 +144,8 @@ class KerasRunner:
         """Seed every generator, then build and compile the candidate."""
         keras.utils.set_random_seed(seed)
         keras.backend.clear_session()
-        if self.follows_space:
-            self._use(self.space.dataset_for(hp))
+        if self.fronts is not None:  # the trial's own front end's data
+            self._use(self.fronts.select(dict(hp.values)))
         self._description = self.space.describe(hp)
         return self.space.build(hp)
 
@@ -254,26 +259,21 @@ class KerasRunner:
 
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure with the chosen backend; in hybrid mode, promising ones on the board too."""
-        if self.hardware is not None and not self.hybrid:
-            return self._on_board(model_bytes)
+        hardware = self.hardware
+        if hardware is not None and not self.hybrid:
+            return self._on_board(hardware, model_bytes)
         simulated = self.worker.simulate(model_bytes)
-        if self.hardware is None or not promising(simulated):
+        if hardware is None or not promising(simulated):
             return simulated
-        return self._on_board(model_bytes).checked_against(simulated)
+        return self._on_board(hardware, model_bytes).checked_against(simulated)
 
-    def _on_board(self, model_bytes: bytes) -> Figures:
-        """The board's figures; with the trial's front end when the measurer can run it.
+    def _on_board(self, hardware: Measurer, model_bytes: bytes) -> Figures:
+        """The board's figures, given the front end of the trial's data.
 
-        A measurer whose ``measure`` takes ``frontend`` flashes the front-end graph
-        with the model and reports its time in ``details["frontend"]``
-        (:func:`mcunas.profile.with_frontend` uses it); others measure the model alone.
+        A board that runs the front-end graph with the model reports its time in
+        ``details["frontend"]`` (:func:`mcunas.profile.with_frontend` uses it); a
+        measurer that cannot run it measures the model alone.
         """
-        import inspect
+        from mcunas.frontend.port import graph_of
 
-        hardware: Any = self.hardware
-        front = getattr(self.dataset, "frontend", None)
-        if front is None or "frontend" not in inspect.signature(hardware.measure).parameters:
-            return hardware.measure(model_bytes)
-        from mcunas.frontend.graph import frontend_model
-
-        return hardware.measure(model_bytes, frontend=frontend_model(front))
+        return hardware.measure(model_bytes, frontend=graph_of(self.dataset.frontend))

@@ -130,7 +130,7 @@ def fitting_average(
 
 def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:
     """``cost`` with the chosen trial's front end added, as a trial's figures are."""
-    if getattr(run, "fronts", None) is None:
+    if run.fronts is None:
         return cost
     from mcunas.profile import with_frontend
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mcunas.boards import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
@@ -18,6 +18,9 @@ from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.store import TrialRecord
 from mcunas.search.summary import cost_split
+
+if TYPE_CHECKING:
+    from mcunas.frontend.port import Frontend
 
 __all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
 
@@ -57,7 +60,7 @@ def export_best(
     out_dir: Path,
     context: dict[str, Any],
     board: BoardProfile | None = None,
-    frontend: Any = None,
+    frontend: Frontend = None,
     model: bytes | None = None,
 ) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h``, ``best.json``, ``project/``.
@@ -73,7 +76,8 @@ def export_best(
         board: BoardProfile | None, the search's board: ``project/`` is written for it
             (a model or board the project cannot be made for is noted in ``best.json``
             as ``project_error``, and the export goes on).
-        frontend: FrontendConfig | None, the front end to export beside the model.
+        frontend: Frontend, the front end the model's input goes through, exported
+            beside the model (:mod:`mcunas.frontend.port`; None: the model alone).
         model: bytes | None, the model to export in place of the trial's own (its refit on
             every training sample, :mod:`mcunas.search.refit`: the same graph, or an
             average of refits with its own figures in ``context["refit"]["figures"]``).
@@ -131,7 +135,7 @@ def _add_project(
 
 
 def _with_frontend(
-    frontend: Any, dest: Path, context: dict[str, Any]
+    frontend: Frontend, dest: Path, context: dict[str, Any]
 ) -> tuple[list[str], dict[str, Any]]:
     """The files listed before the model's, and the context with the front end's parameters.
 

@@ -137,7 +137,9 @@ def _splits_by_trial(
     Every front end's dataset holds the same samples in the same order, so the folds
     are the same samples whichever features they carry.
     """
-    if not hasattr(space, "trial_dataset"):
+    from mcunas.search.frontend_space import FrontendSpace
+
+    if not isinstance(space, FrontendSpace):  # one front end (or none): the search's data
         same = fold_splits(dataset, plan, seed)
         return lambda rec: same
     made: dict[str, list[Any]] = {}
@@ -265,8 +267,10 @@ def trial_hyperparameters(space: Any, values: dict[str, Any]) -> Any:
     """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
     import keras_tuner
 
+    from mcunas.space.hypermodel import McuSearchSpace
+
     values = {k: v for k, v in values.items() if not k.startswith("tuner/")}
-    if hasattr(space, "hyperparameters"):
+    if isinstance(space, McuSearchSpace):
         return space.hyperparameters(**values)
     hp = keras_tuner.HyperParameters()
     hp.values.update(values)

@@ -178,6 +178,7 @@ class SearchRun:
         space = self.space(families)
         worker = TflmWorker(self.board)
         stack.callback(worker.close)
+        searched = self.fronts is not None and self.fronts.searched
         runner = KerasRunner(
             space,
             self.dataset,
@@ -187,6 +188,7 @@ class SearchRun:
             hybrid=cfg.measure == "hybrid",
             recipe=self.recipe,
             seed=cfg.seed,
+            fronts=self.fronts if searched else None,
         )
         return space, runner, stack.close
 
@@ -296,7 +298,7 @@ class SearchRun:
         if result.best is not None:
             context = {**self._context(data), "test": result.test, "chosen_by": result.chosen_by}
             context |= {"rescore": result.rescore, "refit": result.refit}
-            front = getattr(data, "frontend", None)
+            front = None if data is None else data.frontend
             best_dir = export_best(
                 result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes
             )
