@@ -129,7 +129,9 @@ def _predict_before(board: BoardProfile, model: SuiteModel) -> float:
 
 def _futures(measurer: Any, suite: Sequence[SuiteModel]) -> list[Any]:
     """Submit every model (a rack measures them in parallel) or defer sequential calls."""
-    if hasattr(measurer, "submit"):
+    from mcunas.measure.rack import RackMeasurer
+
+    if isinstance(measurer, RackMeasurer):
         return [measurer.submit(m.model_bytes) for m in suite]
     return [_Deferred(measurer, m.model_bytes) for m in suite]
 

@@ -270,7 +270,7 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
     from mcunas.search.seeds import ACCEPTED, REFUSED, next_rung
 
     own = oracle.populate_space
-    if hasattr(oracle, "seeds"):
+    if isinstance(oracle, AgingEvolutionOracle):  # mutates the seeds first
         oracle.seeds = [dict(v) for v in ladder]
 
     def populate_space(trial_id: str) -> dict[str, Any]:

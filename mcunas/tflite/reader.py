@@ -321,6 +321,8 @@ def _tensor(index: int, raw: Any, type_names: dict[int, str], buffers: list[Any]
 
 
 def _options(raw: Any) -> dict[str, Any]:
+    import numpy as np  # the schema bindings' scalars and vectors are numpy's
+
     if raw is None:
         return {}
     out: dict[str, Any] = {}
@@ -332,7 +334,7 @@ def _options(raw: Any) -> dict[str, Any]:
             value = _PADDING.get(value, str(value))
         elif name == "fused_activation":
             value = _ACTIVATION.get(value, str(value))
-        out[name] = value.item() if hasattr(value, "item") else value
+        out[name] = value.item() if isinstance(value, np.generic | np.ndarray) else value
     return out
 
 

@@ -42,7 +42,7 @@ def _tensor(fb: Any, model: Any, index: int, spec: dict[str, Any]) -> Any:
     if spec.get("data") is not None:
         buf = fb.BufferT()
         data = spec["data"]
-        raw = data.tobytes() if hasattr(data, "tobytes") else bytes(data)
+        raw = data.tobytes() if isinstance(data, np.ndarray | np.generic) else bytes(data)
         buf.data = np.frombuffer(raw, np.uint8)  # packed as one vector, not byte by byte
         model.buffers.append(buf)
         t.buffer = len(model.buffers) - 1
