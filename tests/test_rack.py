@@ -76,7 +76,7 @@ class Scripted:
         self.name, self.behaviour, self.delay = name, behaviour, delay
         self.seen = []
 
-    def measure(self, model):
+    def measure(self, model, frontend=None):
         self.seen.append(model)
         time.sleep(self.delay)
         outcome = self.behaviour(model)

@@ -161,7 +161,7 @@ def cli(
     options |= {"trace": trace, "power": power, "project_factory": PROJECT_FACTORY}
     options |= {"work_dir": project_dir}
     with open_measurer("board", board, **options) as measurer:
-        m = measurer.measure(model_bytes, frontend) if frontend else measurer.measure(model_bytes)
+        m = measurer.measure(model_bytes, frontend=frontend)
     if as_json:
         click.echo(dumps(m.to_dict()))
     else:

@@ -295,11 +295,7 @@ class RackMeasurer:
     def _work(self, name: str) -> None:
         while (job := self._next_job(name)) is not None:
             try:
-                measurer = self._measurers[name]
-                if job.frontend is None:
-                    m = measurer.measure(job.model_bytes)
-                else:
-                    m = measurer.measure(job.model_bytes, frontend=job.frontend)
+                m = self._measurers[name].measure(job.model_bytes, frontend=job.frontend)
             except FatalError as exc:
                 self._stop_all(job, exc)
             except CandidateError as exc:  # the model's fault: the board is fine
