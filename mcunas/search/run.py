@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
@@ -30,6 +30,9 @@ from mcunas.search.progress import Progress
 from mcunas.search.report import write_report
 from mcunas.search.result import SearchResult, compute_result
 from mcunas.search.store import TrialStore
+
+if TYPE_CHECKING:
+    from mcunas.search.frontends import FrontendSearch
 
 __all__ = ["Executor", "Jobs", "SearchRun", "Strategy", "Wire", "Work"]
 
@@ -116,7 +119,7 @@ class SearchRun:
         self.strategy, self.executor, self.debug = strategy, executor, debug
         self.dataset: Any = None
         self.recipe: Any = None
-        self.fronts: Any = None  # mcunas.search.frontends.FrontendSearch (--frontend tflm, WAV)
+        self.fronts: FrontendSearch | None = None  # --frontend tflm on WAV clips
 
     def run(self, progress: Progress) -> str | None:
         """Search until done or out of time; why it stopped early, or None."""
