@@ -3,8 +3,9 @@
 :class:`FrontendSpace` is :class:`mcunas.space.McuSearchSpace` with the front
 end's hyperparameters (:func:`mcunas.search.frontends.declare_frontend`) declared
 first; each trial's model is built for the input its front end makes (frames x
-mel bands), and :meth:`FrontendSpace.dataset_for` gives the runner that trial's
-data. Keras is imported here: only a search that runs imports this module.
+mel bands), and :meth:`FrontendSpace.dataset_for` gives that trial's data (the
+runner is given the same front ends: ``KerasRunner(fronts=...)``). Keras is
+imported here: only a search that runs imports this module.
 
 Example::
 
