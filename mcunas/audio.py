@@ -169,7 +169,7 @@ def wav_features(
     return x, note, noise
 
 
-# Background noise windows kept for augmentation (speech commands' six files give ~600).
+# Background noise windows kept for augmentation (a few long recordings give hundreds).
 MAX_NOISE_WINDOWS = 400
 
 

@@ -258,19 +258,3 @@ def calibrate(
     source = source or stable or getattr(measurer, "name", type(measurer).__name__)
     setup = setups[-1] if setups else {}
     return CalibrationResult(board.name, source, outcomes, before, after, table, path, setup)
-
-
-def check_models(
-    board: BoardProfile,
-    truth: Any,
-    models: Sequence[tuple[str, bytes]],
-) -> list[tuple[str, float, float]]:
-    """``(name, predicted_ms, true_ms)`` of held-out models against a ground truth."""
-    from mcunas.predict.latency import predict_latency
-    from mcunas.tflite.reader import read_graph
-
-    out = []
-    for name, data in models:
-        graph = read_graph(data)
-        out.append((name, predict_latency(graph, board).ms, truth.latency_ms(graph, board)))
-    return out

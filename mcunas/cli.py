@@ -34,6 +34,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "predictor": ("mcunas.commands.predictor", "Fit, import and report the latency predictor."),
     "predict": ("mcunas.commands.predict", "Run WAV clips, folders or .npz through best/."),
     "space": ("mcunas.commands.space", "Show the search space; write its reference designs."),
+    "make-dataset": (
+        "mcunas.commands.make_dataset",
+        "Write a dataset made offline (spoken words: espeak-ng, sox).",
+    ),
 }
 
 

@@ -1,8 +1,8 @@
 """Datasets from folders: class subfolders of images, or of WAV clips.
 
 :func:`read_folder` returns the raw arrays; :mod:`mcunas.data` validates and
-splits them. A WAV dataset may hold a ``_background_noise_`` folder (as Google
-Speech Commands does): it is not a class, its recordings are cut into
+splits them. A WAV dataset may hold a ``_background_noise_`` folder (the usual
+keyword-spotting layout): it is not a class, its recordings are cut into
 clip-length windows that training mixes into the clips.
 """
 

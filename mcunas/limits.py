@@ -109,6 +109,8 @@ LIMITS: dict[str, Limit] = {
     "seed": Limit(0, MAX_SEED, integer=True),
     "truth_seed": Limit(-1, MAX_SEED, integer=True),
     "classes": Limit(2, MAX_CLASSES, integer=True),
+    "per_class": Limit(2, 100_000, integer=True),  # make-dataset: clips a class
+    "test_fraction": Limit(0, 0.9, above=True),
     "clock_mhz": Limit(0, MAX_CLOCK_MHZ, above=True, unit="MHz"),
     "max_latency_ms": Limit(0, 3_600_000, above=True, unit="ms"),
     "max_sram_kb": Limit(0, 4 * 1024 * 1024, above=True, unit="KB"),

@@ -1,7 +1,7 @@
 """The audio bench: a keyword spotter searched on spoken words made offline, run as the board would.
 
-1. ``scripts/make_audio.py`` writes the dataset (espeak-ng voices + noise,
-   speaker-disjoint train/test split) under ``OUT/data``.
+1. ``mcunas make-dataset spoken-words`` writes the dataset (espeak-ng voices +
+   noise, speaker-disjoint train/test split) under ``OUT/data``.
 2. Each arm is one ``mcunas search`` on ``OUT/data/train`` with
    ``--frontend tflm``, on the same board, budgets, seed and wall time:
    ``fixed`` keeps today's 30/20 ms, 40-band log-mel front end; ``searched``
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-HERE = Path(__file__).resolve().parent
 SEARCHED_ARGS = "--frontend-space search"  # what makes the front end searched
 
 
@@ -205,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     a.out.mkdir(parents=True, exist_ok=True)
     log = a.out / "bench.log"
     if not (a.out / "data" / "manifest.json").is_file():
-        made = run([sys.executable, str(HERE / "make_audio.py"), "--out", str(a.out / "data"),
+        made = run(["mcunas", "make-dataset", "spoken-words", str(a.out / "data"),
                     "--per-class", str(a.per_class), "--seed", str(a.seed)], log)  # fmt: skip
         if made.returncode != 0:
             print(f"bench audio: the dataset could not be made; see {log}", file=sys.stderr)

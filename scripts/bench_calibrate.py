@@ -53,8 +53,9 @@ def main() -> int:
     args = parser.parse_args()
     from test_calibrate import _held_out
 
+    from bench.calibrate_check import check_models
     from mcunas.boards import load_board
-    from mcunas.calibrate import calibrate, check_models
+    from mcunas.calibrate import calibrate
     from mcunas.measure.opener import open_measurer
     from mcunas.measure.virtual_board.truth import GroundTruth
     from mcunas.predict.records import RecordStore

@@ -32,10 +32,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.latency_error import leave_one_board_out  # noqa: E402
 from mcunas.boards import BoardProfile  # noqa: E402
 from mcunas.predict.energy import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
 from mcunas.predict.latency import predict_latency  # noqa: E402
-from mcunas.predict.scale_fit import leave_one_board_out, load_calibration  # noqa: E402
+from mcunas.predict.scale_fit import load_calibration  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ENERGY_CSV = ROOT / "mcunas" / "calibration" / "energy.csv"

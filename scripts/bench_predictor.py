@@ -23,21 +23,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.core_fit import core_cycle_ratios, load_runs  # noqa: E402
+from bench.latency_error import coverage, leave_one_board_out, path_bands  # noqa: E402
 from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.predict.core_fit import core_cycle_ratios, load_runs  # noqa: E402
 from mcunas.predict.latency import predict_latency  # noqa: E402
 from mcunas.predict.scale_fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     checked_variants,
-    coverage,
     fit_dispatch,
     fit_scales,
-    leave_one_board_out,
     leave_one_out,
     load_calibration,
     path_band,
-    path_bands,
     predict_row_ms,
     summarize,
 )

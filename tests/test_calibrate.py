@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from bench.calibrate_check import check_models
 from mcunas.boards import load_board
-from mcunas.calibrate import calibrate, check_models
+from mcunas.calibrate import calibrate
 from mcunas.commands.calibrate import cli
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming

@@ -1,5 +1,8 @@
 """The README stays short and true to pyproject.toml; nothing in the repository points outside it.
 
+DESIGN.md states the design (its history is CHANGELOG.md), and the product's code names
+no benchmark dataset: results live in docs/benchmarks/.
+
 `mkdocs build --strict` (in scripts/test) checks the site's links and pages.
 """
 
@@ -51,3 +54,31 @@ def test_the_site_renders_design_md_without_a_copy() -> None:
     config = (ROOT / "mkdocs.yml").read_text()
     assert "docs_dir: docs" in config and "pymdownx.snippets" in config
     assert '--8<-- "DESIGN.md"' in (ROOT / "docs" / "design.md").read_text()  # not a copy
+
+
+def test_design_md_states_the_design_not_its_history() -> None:
+    """DESIGN.md is the structure and its reasons; dated entries go to CHANGELOG.md."""
+    design = (ROOT / "DESIGN.md").read_text()
+    assert len(design.splitlines()) <= 500
+    assert not re.search(r"\*\*(Added|Changed)\b", design), "history belongs in CHANGELOG.md"
+    assert re.search(r"^### \d{4}-\d{2}-\d{2}$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert '--8<-- "CHANGELOG.md"' in (ROOT / "docs" / "changelog.md").read_text()
+
+
+# Benchmark datasets and baselines: their results live in docs/benchmarks/, not in the product.
+BENCH_NAMES = re.compile(
+    r"JapaneseVowels|OSULeaf|ArrowHead|GunPoint|BasicMotions|ACSF1|\bUCR\b|\bUEA\b|MNIST"
+    r"|spoken digits|MiniRocket|Speech Commands",
+    re.IGNORECASE,
+)
+
+
+def test_the_product_names_no_benchmark_dataset() -> None:
+    found = []
+    for path in sorted((ROOT / "mcunas").rglob("*.py")):
+        if "bundled" in path.parts:
+            continue
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            if BENCH_NAMES.search(line):
+                found.append(f"{path.relative_to(ROOT)}:{n}: {line.strip()}")
+    assert found == [], "link docs/benchmarks/ instead:\n" + "\n".join(found)

@@ -9,6 +9,8 @@ run, since this machine has no boards and no chief:
   ``worker``): exit 2 in one line, no traceback (a worker waits ``--wait 1``, not 60 s);
 - ``search``: the real command with fake candidates (no training), ``--max-trials 2``;
 - ``export``: run as written on the folder of a search made first with fake candidates;
+- ``make-dataset``: run as written where its tools (espeak-ng, sox) are installed, else
+  exit 2 in one line naming the install line, with nothing written;
 - ``predict``: run as written on a ``best/`` with a keyword-spotting model and its front end;
   the examples that need real training (``--seed-arch``, ``--strategy supernet``) or
   serve until workers come (``--serve``) are checked up to the start of the search;
@@ -51,6 +53,8 @@ class Example:
         text = " ".join(self.args)
         if "refused" in self.comment:
             return "refused"
+        if self.args[0] == "make-dataset":  # needs espeak-ng and sox
+            return "needs tools"
         if self.args[0] in ("export", "predict"):  # need a finished search's folder
             return "needs a search"
         if "--dry-run" in self.args:  # builds nothing, needs no board
@@ -150,7 +154,9 @@ def _one_error_line(err: str) -> bool:
 def test_the_examples_are_found() -> None:
     kinds = {e.kind for e in EXAMPLES}
     assert len(EXAMPLES) >= 40
-    assert kinds == {"refused", "no hardware", "search", "checked", "runs", "needs a search"}
+    assert kinds == {
+        "refused", "no hardware", "search", "checked", "runs", "needs a search", "needs tools"
+    }  # fmt: skip
     assert any("vww-mobilenet" in e.args and e.kind == "refused" for e in EXAMPLES)
 
 
@@ -180,6 +186,21 @@ def test_examples_run(capsys, workdir, example: Example) -> None:
         )
     code, err = _run(capsys, example.args)
     assert code == 0, err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("example", _by_kind("needs tools"), ids=_ids(_by_kind("needs tools")))
+def test_dataset_examples_make_the_dataset_or_name_the_tools(capsys, workdir, example) -> None:
+    import shutil
+
+    out = workdir / example.args[2]
+    code, err = _run(capsys, example.args)
+    if shutil.which("espeak-ng") and shutil.which("sox"):
+        assert code == 0, err
+        assert (out / "manifest.json").is_file() and any((out / "test").rglob("*.wav"))
+    else:
+        assert code == 2 and _one_error_line(err), err
+        assert "apt-get install espeak-ng sox" in err and not out.exists()
 
 
 def test_search_examples_run_in_order(capsys, workdir, fake_runner, monkeypatch) -> None:

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from bench.core_fit import core_cycle_ratios, load_runs
+from bench.latency_error import leave_one_board_out, path_bands
 from mcunas.boards import load_board
 from mcunas.errors import BoardProfileError, UserError
 from mcunas.predict.coefficients import (
@@ -17,7 +19,6 @@ from mcunas.predict.coefficients import (
     PRIOR_TABLES,
     path_for,
 )
-from mcunas.predict.core_fit import core_cycle_ratios, load_runs
 from mcunas.predict.features import op_features
 from mcunas.predict.latency import op_cycles, predict_latency
 from mcunas.predict.microbench import load_microbench, microbench_tables
@@ -28,11 +29,9 @@ from mcunas.predict.scale_fit import (
     checked_variants,
     fit_dispatch,
     fit_scales,
-    leave_one_board_out,
     leave_one_out,
     load_calibration,
     path_band,
-    path_bands,
     predict_row_ms,
     summarize,
 )

@@ -72,6 +72,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcunas.data",
             "mcunas.data_folder",
             "mcunas.audio",
+            "mcunas.spoken_words",
             "mcunas.frontend",
             "mcunas.evaluate",
         ),

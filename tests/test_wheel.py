@@ -164,3 +164,10 @@ def test_installed_wheel_exports_a_deployable_project(installed: dict, tmp_path:
         files
     )
     assert (out / "best" / "project" / "main" / "idf_component.yml").is_file()
+
+
+def test_wheel_carries_no_bench_code(wheel: Path) -> None:
+    """The bench package (bench/) stays in the checkout: only the benchmarks call it."""
+    names = zipfile.ZipFile(wheel).namelist()
+    assert not [n for n in names if n.startswith(("bench/", "scripts/", "tests/"))]
+    assert "mcunas/predict/core_fit.py" not in names

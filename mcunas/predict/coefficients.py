@@ -117,7 +117,7 @@ CORE_FACTORS: dict[str, dict[str, float]] = {
     "cmsis-nn-c": _SCALAR,
     "esp-nn-s3": {"xtensa-lx7": 1.0},
     # DSP extension: cycles of the same int8 SIMD work against an M4F's, measured
-    # (core_fit.core_cycle_ratios): one vendor library, the four MLPerf Tiny models, in
+    # (bench/core_fit.py, core_cycle_ratios): one vendor library, the four MLPerf Tiny models, in
     # five rounds, on STM32L4R5 (M4F), STM32U575 (M33) and STM32H7A3 (M7). The M7's
     # dual issue gives 0.57 (1.1-1.3x faster per MHz than the M33's 0.83, which CoreMark
     # (4.02 vs 3.42 per MHz) also puts ahead of the M4).

@@ -44,11 +44,8 @@ __all__ = [
     "cached_graph",
     "checked_variants",
     "path_band",
-    "path_bands",
-    "coverage",
     "fit_dispatch",
     "fit_scales",
-    "leave_one_board_out",
     "leave_one_out",
     "load_calibration",
     "predict_row_ms",
@@ -238,15 +235,6 @@ def leave_one_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
     return results
 
 
-def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
-    """Predict each row from a fit on the other boards' rows only: a bare profile.
-
-    This is what a profile giving only core, clock and kernel library gets: no
-    row of its own board informs the prediction.
-    """
-    return [_predicted_from(row, [r for r in rows if r.board != row.board]) for row in rows]
-
-
 def _predicted_from(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> LooResult:
     """``row`` predicted with scales fitted on ``fit_rows`` (which must not hold it)."""
     scales = fit_scales(fit_rows)
@@ -288,11 +276,6 @@ def path_band(path: str, results: Sequence[LooResult]) -> float:
     return (math.exp(BAND_Z * math.sqrt(variance)) - 1.0) * 100.0
 
 
-def path_bands(results: Sequence[LooResult]) -> dict[str, float]:
-    """:func:`path_band` of every path in ``results``."""
-    return {p: path_band(p, results) for p in sorted({r.row.path for r in results})}
-
-
 def _library(path: str) -> str:
     """The kernel library of a code path: ``cmsis-nn-dsp`` -> ``cmsis-nn``."""
     return path.rsplit("-", 1)[0]
@@ -304,12 +287,6 @@ def _board_mean_squares(results: Sequence[LooResult]) -> list[float]:
     for r in results:
         by_board.setdefault(r.row.board, []).append(math.log(r.predicted_ms / r.row.latency_ms))
     return [statistics.mean(e * e for e in errs) for errs in by_board.values()]
-
-
-def coverage(results: Sequence[LooResult], bands: Sequence[float]) -> float:
-    """Share of results whose |error| is within their stated band (same order)."""
-    inside = [abs(r.error_pct) <= b for r, b in zip(results, bands, strict=True)]
-    return sum(inside) / len(inside) if inside else float("nan")
 
 
 def summarize(results: Sequence[LooResult]) -> dict[str, float]:

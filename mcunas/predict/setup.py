@@ -41,7 +41,7 @@ BASELINE = {
 # CMSIS-NN's DSP path: MLPerf Tiny's four models on NUCLEO-L4R5ZI (Cortex-M4F, TFLM
 # 2.3.1, v0.5) against the DSP path's scale fitted on the recent boards (EK-RA6M4,
 # TF 2.5's TFLM, MLPerf Tiny v0.7; NUCLEO-F413ZH, tflite-micro of 2021), the cores'
-# cycles put on the M4F's by the X-CUBE-AI ratios (core_fit). Geometric mean of the
+# cycles put on the M4F's by the X-CUBE-AI ratios (bench/core_fit.py). Geometric mean of the
 # four per-model ratios, and their 90% spread (33%) widened for the core ratios' own
 # uncertainty (scripts/bench predictor --emit-defaults prints both). One old-runtime
 # board: no held-out row checks it.

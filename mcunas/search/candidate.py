@@ -49,9 +49,9 @@ def early_stopping(initial_epoch: int, epochs: int) -> keras.callbacks.EarlyStop
     """Stop on validation loss, watched only over the second half of the cosine schedule.
 
     While the learning rate is high a small validation split's loss jumps about:
-    watched from the first epoch, a 41-series split stopped 30-epoch trainings
-    anywhere from epoch 6 to 20, and one subnet scored 65-77% test accuracy over
-    three seeds against 80-81% trained to the end. Best weights are restored.
+    watched from the first epoch, a split of a few dozen samples stops a
+    training almost anywhere in its schedule, well short of what training to
+    the end scores. Best weights are restored.
     """
     return keras.callbacks.EarlyStopping(
         monitor="val_loss",
@@ -73,8 +73,8 @@ def _deterministic_tensorflow() -> None:
 
     TensorFlow's multi-threaded CPU kernels otherwise sum in a varying order;
     two runs of one search then differ by a test sample or two on small data,
-    and a resumed trial is not the one that was interrupted. The cost on the
-    CPU is within run-to-run noise (measured on GunPoint, two trials).
+    and a resumed trial is not the one that was interrupted. On the CPU the
+    cost was within run-to-run noise where it was measured.
     """
     import tensorflow as tf
 

@@ -13,10 +13,8 @@ recipe and seed on the same samples; it never runs on the board, so the budget
 does not bind it. Its probabilities are taken on the samples as they are (not
 augmented).
 
-``mcunas search --distill`` turns it on (off by default). On OSULeaf (200
-training series; ``series-s4`` under the Nano 33 BLE budget, 20 ms) with
-the DS-CNN teacher (about 300 ms on that board) it has not yet shown a gain
-beyond seed-to-seed noise: see ``docs/benchmarks/series.md``.
+``mcunas search --distill`` turns it on (off by default): it has not yet
+shown a gain beyond seed-to-seed noise (docs/benchmarks/series.md).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Spend the latency budget a small chosen design leaves: average several refits of it.
 
 On a small training set one training's luck moves test accuracy by several
-points: refits of one ArrowHead design (36 training series) that differ only
-in their seed scored 76.6, 79.4 and 86.3% on its test split. Averaging the softmax outputs of
+points: refits of one design that differ only in their seed score apart on the
+same test split. Averaging the softmax outputs of
 independently initialised networks removes much of that spread, which is why
 deep time-series classifiers are ensembled (Ismail Fawaz et al., "Deep neural
 network ensembles for time series classification", 2019; InceptionTime
@@ -22,9 +22,7 @@ INT8); the graph is converted and measured like any trial (board or simulator)
 and must meet every budget, else it is rebuilt with one member fewer. Nothing
 held out can score the average (every member trained on every sample), so the
 accuracy estimate stays the chosen design's; the test split scores it.
-Over five seeds of the default search on ArrowHead (Nano 33 BLE, 20 ms) the
-exported model's test accuracy went from 80.8 to 84.0%
-(``docs/benchmarks/series.md``).
+What it gained is measured in docs/benchmarks/series.md.
 
 Example::
 

@@ -44,7 +44,6 @@ __all__ = [
     "plan_for",
     "reference_trial",
     "rescored_choice",
-    "rescored_stand_ins",
 ]
 
 RESCORE_META = "rescore"  # the store's meta key for the re-scoring runs
@@ -257,17 +256,6 @@ def rescored_choice(
         "text": rescore_text(plan, scored, ref_id),
     }
     return by_id[best.trial_id], rule, summary
-
-
-def rescored_stand_ins(
-    records: Sequence[TrialRecord], state: dict[str, Any] | None
-) -> dict[str, TrialRecord]:
-    """Each re-scored finalist's record with its mean accuracy (and loss) in place of the split's.
-
-    Keyed by trial id, in the stored finalists' order; empty when nothing was re-scored.
-    """
-    by_id = {r.trial_id: r for r in records}
-    return {s.trial_id: _stand_in(by_id[s.trial_id], s) for s in _scored(records, state or {})}
 
 
 def _scored(records: Sequence[TrialRecord], state: dict[str, Any]) -> list[Rescored]:

@@ -3,21 +3,18 @@
 :func:`plan_recipe` decides, from the dataset alone (no model yet):
 
 - **batch size**: the power of two nearest N/40, between 16 and 128 (digits'
-  1437 training images: 32; a UCR set of 40 series: 16; Speech Commands: 128),
+  1437 training images: 32; a set of 40 series: 16; 10,000 clips: 128),
   unless ``--batch-size`` is given;
 - **passes per epoch**: a small set is repeated so that one epoch is at least
   :data:`MIN_STEPS_PER_EPOCH` optimizer steps (40 series at batch 16 are three
   steps; thirty epochs of three steps train nothing). ``--epochs`` and early
   stopping keep their meaning;
 - **longer for small series sets**: a series set of fewer than
-  :data:`SMALL_SERIES` training samples (the UCR/UEA sizes) gets
-  :data:`SMALL_SERIES_STEPS_PER_EPOCH` steps an epoch, four times the rest's.
-  The best architecture under a Nano 33 BLE budget (20 ms), trained with 4x the
-  steps, went from 80.2% to 83.5% test on OSULeaf and 77.1% to 81.1% on
-  ArrowHead (98.6% and 98.4% on JapaneseVowels, already at MiniRocket), for
-  1.5-1.7x the trial's wall time; window slicing and time warping gave nothing
-  on top, mixup lost on one task what it gained on another
-  (``scripts/bench recipe``), so they stay off;
+  :data:`SMALL_SERIES` training samples (public series archives' usual sizes)
+  gets :data:`SMALL_SERIES_STEPS_PER_EPOCH` steps an epoch, four times the
+  rest's: on such sets the longer schedule scored higher for under twice a
+  trial's wall time, and window slicing, time warping and mixup gave nothing
+  consistent on top, so they stay off (docs/benchmarks/recipe.md);
 - **class weights** when the largest class has over :data:`IMBALANCE` times the
   samples of the smallest (weights ``N / (K * n_k)``, as scikit-learn's
   "balanced");

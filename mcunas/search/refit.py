@@ -22,10 +22,8 @@ trained on fewer samples earned.
 :data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
 never. The refit is kept in the store (meta key ``refit``): a ``--resume``
-does not redo it while the choice stays the same. Measured by ``scripts/bench
-series --refits auto,off`` (four seeds, Nano 33 BLE budget): ArrowHead (36
-training series) 80.1% test for the trials' own models, 83.0% refitted;
-OSULeaf (200) 87.9% and 88.1% (docs/benchmarks/series.md).
+does not redo it while the choice stays the same. What refitting gains is
+measured in docs/benchmarks/series.md.
 """
 
 from __future__ import annotations
@@ -228,8 +226,8 @@ def _replanned(run: Any, data: Any) -> Any:
     """The search's recipe planned again for the pooled samples.
 
     The passes per epoch are planned from the sample count, so a refit trains
-    about as many optimizer steps as a trial (OSULeaf: 3,750 for 200 series,
-    3,900 for a trial's 159), not a quarter more; the batch size and class
+    about as many optimizer steps as a trial (on 200 samples, not a quarter
+    more than on a trial's 160); the batch size and class
     weights follow the same rules as the search's.
     """
     from mcunas.search.recipe import plan_recipe

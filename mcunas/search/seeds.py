@@ -16,9 +16,8 @@ points under the budgets, not on one of them:
 3. **Then the cheap end**: every narrower width at the coarsest input
    resolution, widest first. The search is a Pareto search as much as a
    search for the most accurate fit, and the grid's cheapest points are
-   there: at equal latency a narrow network on the full input loses to a
-   wider one on a coarser input (spoken digits, 4 epochs: x0.25 on the full
-   input 37.8% at 0.64 ms, x0.5 at a quarter of it 67.3% at 0.39 ms). These
+   there: at equal latency a narrow network on the full input often loses to a
+   wider one on a coarser input (docs/benchmarks/frontier.md). These
    rungs put points along the bottom of the budget's latency range from the
    start, each at a fraction of the widest variant's cost, and evolution's
    parents (picked along the front) step up from them.

@@ -18,17 +18,16 @@ so the MLPerf Tiny reference models are points of this space
 (:mod:`mcunas.space.reference`); for series ``st_head`` "avgmax" concatenates
 a global max pooling to it (MAX_POOL_2D, CONCATENATION), as time-series CNNs
 do, and "ppv" clips the map to [0, 1] before the average (MINIMUM, RELU), so
-each feature is the share of steps where it fires, as MiniRocket pools.
+each feature is the share of steps where it fires (the proportion of positive
+values that random-convolution series classifiers pool).
 
 For long series (one pixel wide) the space cuts the time axis early and
 cheaply: average pooling of the input by 2 or 4 (``st_resolution``), a stem
 of up to 10 steps with stride 1, 2 or 4, and dilated depthwise or residual
 convolutions (``st_dilation_i`` 1, 2 or 4 in every stride-1 block of a
 stage; TFLite Micro's CONV_2D and DEPTHWISE_CONV_2D take dilation factors),
-which widen the receptive field at no cost in MACs. On OSULeaf under the Nano
-33 BLE budget the stride-4 stem on the full series paid, and so did the
-"ppv" head (+2.6 points over six seeds); dilation and the max-pooling head did
-not (``scripts/bench series``).
+which widen the receptive field at no cost in MACs. Which of these paid under
+a small budget is measured in docs/benchmarks/series.md.
 
 Every kernel is cut to the side it slides over (a 1-wide series gets kx1
 kernels), and strides are equal on both sides (TensorFlow's depthwise kernel
@@ -193,8 +192,8 @@ def pooled_head(x: keras.KerasTensor, num_classes: int, pool: str = "avg") -> ke
     ``pool`` "avgmax" adds a MAX_POOL_2D over the map, concatenated to the
     average (CONCATENATION): 2C features for the classifier. ``pool`` "ppv"
     clips the map to [0, 1] before averaging (MINIMUM, RELU): each feature
-    becomes the share of steps where it fires, MiniRocket's proportion of
-    positive values made soft, which the batch norm before it scales.
+    becomes the share of steps where it fires, a soft proportion of positive
+    values, which the batch norm before it scales.
     """
     if pool not in HEADS:
         raise ValueError(f"st_head must be one of {HEADS}, got {pool!r}")

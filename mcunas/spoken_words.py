@@ -1,38 +1,53 @@
-"""A keyword-spotting-like WAV dataset made offline with espeak-ng and sox.
+"""A keyword-spotting WAV dataset made offline with espeak-ng and sox.
 
-Ten command words (those of Google Speech Commands' 12-class task), ``_unknown_``
+``mcunas make-dataset spoken-words OUT`` writes it. Ten command words (by
+default the ten of the common 12-class keyword-spotting task), ``_unknown_``
 (other words) and ``_silence_`` (noise alone), each clip 1 s of 16 kHz mono
 16-bit PCM: a word spoken by one of espeak-ng's English voices with one of its
 voice variants, at a random speed, pitch and amplitude, resampled to 16 kHz by
 sox, placed at a random offset and mixed with white, pink or brown noise at a
 random signal-to-noise ratio. ``train/`` also gets a ``_background_noise_``
-folder of longer noise recordings, which mcunas mixes into training clips.
+folder of longer noise recordings, which a search mixes into training clips::
 
     OUT/train/<class>/<class>_<n>.wav    OUT/test/<class>/<class>_<n>.wav
     OUT/train/_background_noise_/*.wav   OUT/manifest.json
 
 Everything is drawn from one seed, so the same command writes the same bytes
-(espeak-ng is deterministic for the same arguments; sox runs with
-``-R -D``: repeatable, no dither). The split is
-speaker-disjoint: the test clips use voice variants no training clip uses.
-Nothing is installed here: without espeak-ng or sox the script says which
-``apt-get install`` line to run and exits with code 2.
+(espeak-ng is deterministic for the same arguments; sox runs with ``-R -D``:
+repeatable, no dither). The split is speaker-disjoint: the test clips use
+voice variants no training clip uses. Nothing is installed here: without
+espeak-ng or sox :func:`check_tools` says which ``apt-get install`` line to run.
 
-    python scripts/make_audio.py --out runs/audio/kws [--per-class 30] [--seed 0]
+Example::
+
+    check_tools()
+    manifest = make(Path("data/kws"), per_class=30, seed=0)
 """
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import shutil
 import subprocess
-import sys
 import wave
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
+
+from mcunas.errors import UserError
+
+__all__ = [
+    "NOISE_FOLDER",
+    "SILENCE",
+    "UNKNOWN",
+    "WORDS",
+    "check_out",
+    "check_tools",
+    "make",
+]
 
 WORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
 UNKNOWN_WORDS = (
@@ -58,29 +73,59 @@ PITCH = (20, 80)  # espeak-ng -p range, 0..99
 SNR_DB = (5.0, 30.0)  # speech to noise, per clip
 NOISE_KINDS = ("white", "pink", "brown")
 BACKGROUND_SECONDS = 10
+TOOLS = ("espeak-ng", "sox")
 
 
-def check_tools() -> str | None:
-    """None when espeak-ng and sox are on PATH, else one line saying how to install them."""
-    missing = [t for t in ("espeak-ng", "sox") if shutil.which(t) is None]
-    if not missing:
-        return None
-    return f"make_audio: {' and '.join(missing)} not found; install: apt-get install espeak-ng sox"
+def check_tools() -> None:
+    """Refuse in one line, naming the ``apt-get install`` line, unless espeak-ng and sox run.
+
+    Raises:
+        UserError: either tool is not on ``PATH``.
+    """
+    missing = [t for t in TOOLS if shutil.which(t) is None]
+    if missing:
+        raise UserError(
+            f"{' and '.join(missing)} not found: the spoken-word dataset is made with "
+            "espeak-ng and sox; install them (apt-get install espeak-ng sox)"
+        )
+
+
+def check_out(out: Path) -> None:
+    """Refuse an ``OUT`` that is not a folder or already holds files (nothing is replaced).
+
+    Raises:
+        UserError: ``out`` exists and is not an empty folder.
+    """
+    if out.exists() and not out.is_dir():
+        raise UserError(f"{out} is not a folder; give a new folder for the dataset")
+    if out.is_dir() and any(out.iterdir()):
+        raise UserError(f"{out} is not empty; give a new folder for the dataset")
 
 
 def speak(word: str, voice: str, speed: int, pitch: int, amplitude: int) -> np.ndarray:
     """One word spoken by espeak-ng, resampled to 16 kHz mono by sox, as float32 in [-1, 1]."""
-    spoken = subprocess.run(
+    spoken = _run(
         ["espeak-ng", "--stdout", "-v", voice, "-s", str(speed), "-p", str(pitch),
          "-a", str(amplitude), word],
-        check=True, capture_output=True,
-    ).stdout  # fmt: skip
-    pcm = subprocess.run(
+    )  # fmt: skip
+    pcm = _run(
         ["sox", "-R", "-D", "-t", "wav", "-", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16",
          "-e", "signed-integer", "-"],
-        input=spoken, check=True, capture_output=True,
-    ).stdout  # fmt: skip
+        spoken,
+    )  # fmt: skip
     return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
+
+
+def _run(cmd: list[str], data: bytes | None = None) -> bytes:
+    """A tool's standard output; its failure as one line naming the tool and its last words."""
+    try:
+        return subprocess.run(cmd, input=data, check=True, capture_output=True).stdout
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or b"").decode(errors="replace").strip().splitlines()
+        last = f": {said[-1]}" if said else ""
+        raise UserError(f"{cmd[0]} failed (exit {exc.returncode}){last}") from None
+    except OSError as exc:
+        raise UserError(f"{cmd[0]} could not run: {exc.strerror or exc}") from None
 
 
 def noise(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
@@ -151,12 +196,36 @@ def one_clip(label: str, variants: list, rng: np.random.Generator) -> np.ndarray
     return clip(speech, rng)
 
 
-def make(out: Path, per_class: int, seed: int, test_fraction: float, words: tuple) -> dict:
-    """Write the dataset under ``out``; return its manifest (also written as manifest.json)."""
+def make(
+    out: Path,
+    per_class: int = 30,
+    seed: int = 0,
+    test_fraction: float = 0.2,
+    words: Sequence[str] = WORDS,
+    progress: Callable[[str], None] | None = None,
+) -> dict[str, Any]:
+    """Write the dataset under ``out``; return its manifest (also written as manifest.json).
+
+    Args:
+        out: Path. The dataset's folder (created; :func:`check_out` it first).
+        per_class: int, default 30. Clips per class, training and test together (>= 2).
+        seed: int, default 0. Every random draw comes from it.
+        test_fraction: float, default 0.2. The test split's share of each class.
+        words: the command words, one class each.
+        progress: called with one line per class written.
+
+    Raises:
+        UserError: a tool failed, or the settings leave a split empty.
+    """
+    words = tuple(words)
+    if per_class < 2 or not 0 < test_fraction < 1 or not words:
+        raise UserError("the dataset needs 2 clips a class or more, 0 < test fraction < 1, a word")
+    if len(set(words)) != len(words) or {UNKNOWN, SILENCE} & set(words):
+        raise UserError(f"the words must differ from each other and from {UNKNOWN}, {SILENCE}")
     rng = np.random.default_rng(seed)
     train_variants, test_variants = split_variants(rng, test_fraction)
     labels = (*words, UNKNOWN, SILENCE)
-    n_test = max(1, round(per_class * test_fraction))
+    n_test = min(per_class - 1, max(1, round(per_class * test_fraction)))
     counts: dict[str, dict[str, int]] = {"train": {}, "test": {}}
     for label in labels:
         for part, n, variants in (
@@ -168,6 +237,8 @@ def make(out: Path, per_class: int, seed: int, test_fraction: float, words: tupl
             for i in range(n):
                 write_wav(folder / f"{label}_{i:04d}.wav", one_clip(label, variants, rng))
             counts[part][label] = n
+        if progress:
+            progress(f"{label}: {per_class} clips")
     bg = out / "train" / NOISE_FOLDER
     bg.mkdir(parents=True, exist_ok=True)
     for kind in NOISE_KINDS:
@@ -185,35 +256,4 @@ def make(out: Path, per_class: int, seed: int, test_fraction: float, words: tupl
 
 
 def _version(cmd: list[str]) -> str:
-    return subprocess.run(cmd, capture_output=True, text=True).stdout.strip()
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Command line: check the tools, refuse a non-empty OUT, write the dataset."""
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, default=Path("runs/audio/kws"))
-    p.add_argument("--per-class", type=int, default=30, help="clips per class (train + test)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--test-fraction", type=float, default=0.2)
-    p.add_argument("--words", default=",".join(WORDS), help="comma-separated command words")
-    a = p.parse_args(argv)
-    problem = check_tools()
-    if problem:
-        print(problem, file=sys.stderr)
-        return 2
-    words = tuple(w.strip() for w in a.words.split(",") if w.strip())
-    if a.per_class < 2 or not 0 < a.test_fraction < 1 or not words:
-        print("make_audio: --per-class >= 2, 0 < --test-fraction < 1, one word at least",
-              file=sys.stderr)  # fmt: skip
-        return 2
-    if a.out.exists() and any(a.out.iterdir()):
-        print(f"make_audio: {a.out} is not empty; give a new --out", file=sys.stderr)
-        return 2
-    m = make(a.out, a.per_class, a.seed, a.test_fraction, words)
-    total = sum(sum(c.values()) for c in m["counts"].values())
-    print(f"make_audio: {total} clips, {len(m['classes'])} classes, in {a.out}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    return subprocess.run(cmd, capture_output=True, text=True, check=False).stdout.strip()
