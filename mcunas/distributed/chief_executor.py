@@ -26,9 +26,8 @@ from mcunas.distributed.session import (
     serving,
     welcome,
 )
-from mcunas.errors import FatalError
 from mcunas.search.progress import Progress
-from mcunas.search.run import Jobs, SearchRun, Strategy, Wire, Work
+from mcunas.search.run import Jobs, Planner, SearchRun, Strategy, Wire, Work
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["ChiefExecutor", "hold_running"]
@@ -107,20 +106,6 @@ class ChiefExecutor:
 
         return chief_jobs(run, progress, wire)
 
-    def serve_jobs(
-        self,
-        run: SearchRun,
-        progress: Progress,
-        make_work: Callable[[Callable[[], bytes] | None], Work],
-        wire: Wire,
-    ) -> None:
-        """A chief takes no jobs from another chief.
-
-        Raises:
-            FatalError: always.
-        """
-        raise FatalError("a chief takes no jobs from another chief")
-
 
 def hold_running(store: TrialStore, oracle: Any) -> None:
     """After a chief restart: keep each running trial for the worker that ran it.
@@ -149,3 +134,6 @@ def _wait_done(service: ChiefService, oracle: Any, tuner: Any, progress: Progres
             full = len(oracle.trials) >= (oracle.max_trials or 0)
         if full and not running and (not queued or tuner.stopped_reason is not None):
             return
+
+
+_: type[Planner] = ChiefExecutor  # checked against the protocol by type checkers

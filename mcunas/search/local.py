@@ -6,9 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from mcunas.errors import FatalError
 from mcunas.search.progress import Progress
-from mcunas.search.run import Executor, SearchRun, Strategy, Wire, Work
+from mcunas.search.run import Planner, SearchRun, Strategy, Wire, Work
 
 __all__ = ["LocalExecutor", "LocalJobs"]
 
@@ -80,23 +79,9 @@ class LocalExecutor:
         finally:
             work.close()
 
-    def serve_jobs(
-        self,
-        run: SearchRun,
-        progress: Progress,
-        make_work: Callable[[Callable[[], bytes] | None], Work],
-        wire: Wire,
-    ) -> None:
-        """A local search has no chief to take jobs from.
-
-        Raises:
-            FatalError: always.
-        """
-        raise FatalError("a local search takes no jobs from a chief")
-
 
 def _never_stop(epoch: Any) -> bool:
     return False
 
 
-_: type[Executor] = LocalExecutor  # checked against the protocol by type checkers
+_: type[Planner] = LocalExecutor  # checked against the protocol by type checkers

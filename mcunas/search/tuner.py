@@ -29,7 +29,13 @@ import keras_tuner
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.kt_state import DeclaredSpace, declare_space_default, set_debug
+from mcunas.search.kt_state import (
+    DeclaredSpace,
+    declare_space_default,
+    is_oracle_client,
+    oracle_is_remote,
+    set_debug,
+)
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.pipeline import (
     SEED_ORIGIN,
@@ -93,8 +99,6 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             variants: a trial drawing one of them is stored with ``origin = "seed"``.
         objectives: the Pareto front's objectives (``--objectives``), for ``--measure hybrid``'s
             test of which candidates go to the board.
-        worker: bool, a distributed search's worker: it runs trials and prints their
-            lines; the chief keeps the draw cap, the time budget and the failure streak.
         frontend: callable | None, adds the audio front end's cost to a model's figures
             (:meth:`mcunas.search.run.SearchRun.frontend_adder`; None: no front end).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
@@ -117,12 +121,11 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
-        worker: bool = False,
         frontend: Any = None,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
-        self.objectives, self.worker = objectives, worker
+        self.objectives = objectives
         self.abandoned: set[str] = set()  # trials the chief took back (distributed worker)
         self.seeds = list(seeds or [])
         self.progress, self.models_dir = progress, Path(models_dir)
@@ -137,21 +140,25 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
         self.trials_wanted = int(self.oracle.max_trials or 0)
         self.max_draws = max(self.trials_wanted, max_draws or DRAWS_PER_TRIAL * self.trials_wanted)
-        if not worker:
+        # a distributed search's worker has the chief's oracle (Keras Tuner's OracleClient):
+        # it runs trials and prints their lines; the chief keeps the draw cap, the time
+        # budget and the failure streak
+        self.owns_oracle = not is_oracle_client(self.oracle)
+        if self.owns_oracle:
             self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
         set_debug(debug)
 
     def declare_space(self) -> None:
-        """Declare the space to the oracle (not on a worker: the chief's oracle holds it).
+        """Declare the space to the oracle (not on a Keras Tuner worker: the chief's holds it).
 
         keras-tuner's default builds the model once per conditional scope to find
         every hyperparameter (20-30 s for mcunas's space); a hypermodel whose
         ``declare_hyperparameters`` declares them all, conditions included, needs
         one call (the same space: checked by tests/test_space.py).
         """
-        if self.worker:
+        if oracle_is_remote():
             return
         own = type(self.hypermodel).declare_hyperparameters
         if own is keras_tuner.HyperModel.declare_hyperparameters:
@@ -246,7 +253,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         if rec is None or rec.status == TrialStatus.RUNNING:  # interrupted: no line
             return
         self.progress.trial_done(rec, done, best)
-        if self.worker:
+        if not self.owns_oracle:
             return
         if self.progress.time_up() and self.stopped_reason is None:
             self.stopped_reason = "time budget reached"
