@@ -141,7 +141,7 @@ def run_worker(settings: Any, stream: TextIO | None = None) -> None:
     """
     from mcunas.distributed.worker import run_worker as join
 
-    join(settings, strategy_for, EXECUTORS["worker"], stream=stream)
+    join(settings, lambda config: (strategy_for(config), EXECUTORS["worker"]()), stream=stream)
 
 
 def _local() -> Executor:

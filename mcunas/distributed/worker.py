@@ -136,15 +136,13 @@ class _Joined:
 
 def run_worker(
     settings: WorkerSettings,
-    strategy_for: Callable[[SearchConfig], Strategy],
-    executor: Callable[[], Executor],
+    plan: Callable[[SearchConfig], tuple[Strategy, Executor]],
     stream: Any = None,
 ) -> None:
     """Join the chief at ``settings.connect`` and run trials until the search is over.
 
-    ``strategy_for`` picks the search's strategy from its settings (the chief's,
-    see :func:`mcunas.engine.strategy_for`); ``executor`` makes the worker's
-    executor (the registered ``worker``).
+    ``plan`` gives the search's strategy (from its settings, the chief's) and
+    the worker's executor (see :func:`mcunas.engine.run_worker`).
 
     Raises:
         ChiefUnreachable: no chief answered within ``settings.wait_s``.
@@ -164,8 +162,7 @@ def run_worker(
     try:
         with _wakeable(joined):
             joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF is slow
-            parts = (strategy_for(config), executor())
-            _work(settings, config, board, joined, parts, stream)
+            _work(settings, config, board, joined, plan(config), stream)
     except KeyboardInterrupt:
         if joined.gone is None:
             raise
