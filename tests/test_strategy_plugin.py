@@ -50,7 +50,7 @@ class ToyStrategy:
         try:
             for step in range(options_of(run.config).toy_steps):
                 hp, tid = space.hyperparameters(), f"toy{step}"
-                pipeline.begin(tid, dict(hp.values), family=hp.values.get("family"))
+                pipeline.begin(tid, dict(hp.values), family=hp.values.get("family"), origin=None)
                 pipeline.run(
                     tid,
                     lambda hp=hp, step=step: runner.build(hp, step),

@@ -48,7 +48,8 @@ from mcunas.search.pipeline import (
     training_seed,
 )
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialStatus
+from mcunas.search.trial_store import Store
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -80,7 +81,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         oracle: keras_tuner.Oracle, from :func:`mcunas.search.oracles.make_oracle`.
         hypermodel: keras_tuner.HyperModel, the search space.
         runner: CandidateRunner, the trial stages.
-        store: TrialStore, where every trial is recorded.
+        store: Store, where every trial is recorded.
         budgets: Budgets, the user's limits.
         progress: Progress, the clock and progress line.
         models_dir: Path, where each finished trial's ``.tflite`` is kept.
@@ -110,7 +111,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         hypermodel: Any,
         *,
         runner: CandidateRunner,
-        store: TrialStore,
+        store: Store,
         budgets: Budgets,
         progress: Progress,
         models_dir: Path,
