@@ -136,7 +136,7 @@ def _run_locked(
     stream: TextIO | None | str,
     debug: bool,
 ) -> SearchResult:
-    """:func:`run_search` once the folder is ours; an early failure removes what it made."""
+    """:func:`run_planned` once the folder is ours; an early failure removes what it made."""
     out_dir, created = made
     store: TrialStore | None = None
     failed = discard = False
