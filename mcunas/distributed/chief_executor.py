@@ -43,11 +43,14 @@ class ChiefExecutor:
     """
 
     name = "chief"
-    trains = False
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """The strategy's search, with its work on the workers."""
         return strategy.search(run, self, progress)
+
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """The space only: the candidates train on the workers."""
+        return run.space(), None, None
 
     def tuner_options(self) -> dict[str, Any]:
         """The chief's tuner runs no trial (it is saved for a --resume of the chief)."""

@@ -47,11 +47,14 @@ class LocalExecutor:
     """Runs the strategy's plan and every trial or job in this process."""
 
     name = "local"
-    trains = True
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """The strategy's search, here."""
         return strategy.search(run, self, progress)
+
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """Every candidate trains here: the run's space, runner and clean-up."""
+        return run.components()
 
     def tuner_options(self) -> dict[str, Any]:
         """A local search keeps Keras Tuner's defaults."""

@@ -76,7 +76,12 @@ class TunerRole(Protocol):
 class Planner(Executor, TunerRole, Protocol):
     """A role that runs a strategy's plan: this process (``local``) or a chief."""
 
-    trains: bool  # runs candidates in this process (a chief only schedules and records)
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """The search space, and the runner of candidates trained here with its clean-up.
+
+        A chief trains nothing (its workers do): its runner and clean-up are None.
+        """
+        ...
 
     def jobs(
         self, run: SearchRun, progress: Progress, make_work: Callable[[], Work], wire: Wire

@@ -33,8 +33,8 @@ class TunerStrategy:
 
         cfg = run.config
         run.load_data()
-        space, runner, close = run.components() if executor.trains else (run.space(), None, None)
-        if executor.trains:
+        space, runner, close = executor.candidates(run)
+        if runner is not None:
             progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
