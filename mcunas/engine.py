@@ -1,15 +1,16 @@
-"""The search engine assembled: strategies and executors by name, and the entry points.
+"""The search engine assembled: the strategies registered, the executors by name, the entry.
 
 A search is one :class:`~mcunas.search.run.SearchRun` with a *strategy* (what is
-tried) and an *executor* (where the work runs), both chosen here by name, so
-that ``search/`` knows neither the supernet nor the distributed search, and a
-new strategy or executor is one :func:`register_strategy` or
-:func:`register_executor` call (platformio's test runners work the same way):
+tried) and an *executor* (where the work runs), so that ``search/`` knows
+neither the supernet nor the distributed search. Every strategy is registered
+here, one line each, as a :class:`~mcunas.search.plugins.StrategyPlugin` (its
+``--strategy`` names, options and checks; the settings' check and the CLI read
+the registry); executors are registered by name (platformio's test runners
+work the same way):
 
-- strategies, by ``--strategy``: ``random``, ``bayesian``, ``hyperband`` and
-  ``evolution`` are Keras Tuner trials under that oracle
-  (:class:`~mcunas.search.tuner_strategy.TunerStrategy`); ``supernet`` is
-  :class:`~mcunas.supernet.strategy.SupernetStrategy`;
+- strategies: ``random``, ``bayesian``, ``hyperband`` and ``evolution`` are
+  Keras Tuner trials under that oracle (:mod:`mcunas.search.tuner_plugin`);
+  ``supernet`` trains one weight-sharing supernet (:mod:`mcunas.supernet.plugin`);
 - executors: ``local`` (this process), ``chief`` (``--serve``: the work goes to
   workers) and ``worker`` (``mcunas worker``).
 
@@ -26,14 +27,16 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from mcunas.boards import BoardProfile
-from mcunas.errors import UserError
+from mcunas.search import plugins
 from mcunas.search.config import SearchConfig
+from mcunas.search.plugins import StrategyPlugin
 from mcunas.search.result import SearchResult
 from mcunas.search.run import Executor, Strategy
+from mcunas.search.tuner_plugin import PLUGIN as KERAS_TUNER
+from mcunas.supernet.plugin import PLUGIN as SUPERNET
 
 __all__ = [
     "EXECUTORS",
-    "STRATEGIES",
     "check_search",
     "executor_for",
     "register_executor",
@@ -43,13 +46,12 @@ __all__ = [
     "strategy_for",
 ]
 
-STRATEGIES: dict[str, Callable[[], Strategy]] = {}
 EXECUTORS: dict[str, Callable[[], Executor]] = {}
 
 
-def register_strategy(name: str, factory: Callable[[], Strategy]) -> None:
-    """Make ``--strategy name`` build its strategy with ``factory()`` (one per run)."""
-    STRATEGIES[name] = factory
+def register_strategy(plugin: StrategyPlugin) -> None:
+    """Make each of ``plugin.names`` a ``--strategy`` (see :mod:`mcunas.search.plugins`)."""
+    plugins.register(plugin)
 
 
 def register_executor(name: str, factory: Callable[[], Executor]) -> None:
@@ -63,12 +65,8 @@ def strategy_for(config: SearchConfig) -> Strategy:
     Raises:
         UserError: no strategy of that name.
     """
-    factory = STRATEGIES.get(config.strategy)
-    if factory is None:
-        raise UserError(
-            f"Unknown strategy '{config.strategy}'; choose {', '.join(sorted(STRATEGIES))}."
-        )
-    return factory()
+    strategy: Strategy = plugins.plugin_for(config.strategy).factory()
+    return strategy
 
 
 def executor_for(config: SearchConfig) -> Executor:
@@ -79,8 +77,9 @@ def executor_for(config: SearchConfig) -> Executor:
 def check_search(config: SearchConfig) -> BoardProfile:
     """Check what can be checked before a folder is created or TensorFlow loads.
 
-    The search layer's checks (:func:`mcunas.search.api.check_search`), then
-    the strategy's name and, with ``--serve``, the chief's settings.
+    The settings (:meth:`SearchConfig.validate`: the strategy's own checks too),
+    the board, the data and the folder (:func:`mcunas.search.api.check_search`)
+    and, with ``--serve``, the chief's settings.
 
     Raises:
         UserError: bad settings (one line, exit 2).
@@ -88,7 +87,6 @@ def check_search(config: SearchConfig) -> BoardProfile:
     from mcunas.search.api import check_search as check_settings
 
     board = check_settings(config)
-    strategy_for(config)
     if config.serve is not None:
         from mcunas.distributed.wire import check_serve
 
@@ -103,14 +101,37 @@ def run_search(
     debug: bool = False,
     overwrite: bool = False,
 ) -> SearchResult:
-    """Run (or resume) a search with the strategy and executor its settings name.
+    """Run (or resume) a hardware-aware search and write its results.
 
-    See :func:`mcunas.search.api.run_search` for the arguments, result and errors.
+    The strategy is the one ``config.strategy`` names; the executor is this
+    process, or with ``config.serve`` a chief whose workers do the work. Only one
+    search may use a folder at a time; a run that fails before any trial is
+    recorded removes the output folder it created (see
+    :func:`mcunas.search.api.run_planned`).
+
+    Args:
+        config: SearchConfig, the search's settings.
+        stream: TextIO | None | str, where progress lines go (default ``"stderr"``: the
+            current ``sys.stderr``; None: silent).
+        debug: bool, print each failed trial's traceback (default False).
+        overwrite: bool, delete an earlier search's trials, models and report in the
+            folder first (default False: a folder with trials needs ``resume``).
+
+    Returns:
+        The :class:`SearchResult` (``best`` is None when no candidate was feasible;
+        ``wall_s`` sums every resume of the search).
+
+    Raises:
+        UnknownBoard, DatasetError, UserError: bad input, before any training; the
+            folder is in use by another search.
+        FatalError: the environment broke mid-search (finished trials are kept).
+        DiskFull: the disk filled up (finished trials are kept; use --resume).
     """
-    from mcunas.search.api import run_search as run_planned
+    from mcunas.search.api import run_planned
 
-    check_search(config)
-    return run_planned(config, stream=stream, debug=debug, overwrite=overwrite, plan=_plan)
+    board = check_search(config)
+    parts = (strategy_for(config), executor_for(config))
+    return run_planned(config, board, parts, stream=stream, debug=debug, overwrite=overwrite)
 
 
 def run_worker(settings: Any, stream: TextIO | None = None) -> None:
@@ -120,23 +141,7 @@ def run_worker(settings: Any, stream: TextIO | None = None) -> None:
     """
     from mcunas.distributed.worker import run_worker as join
 
-    join(settings, strategy_for, stream=stream)
-
-
-def _plan(config: SearchConfig) -> tuple[Strategy, Executor]:
-    return strategy_for(config), executor_for(config)
-
-
-def _tuner() -> Strategy:
-    from mcunas.search.tuner_strategy import TunerStrategy
-
-    return TunerStrategy()
-
-
-def _supernet() -> Strategy:
-    from mcunas.supernet.strategy import SupernetStrategy
-
-    return SupernetStrategy()
+    join(settings, lambda config: (strategy_for(config), EXECUTORS["worker"]()), stream=stream)
 
 
 def _local() -> Executor:
@@ -151,8 +156,14 @@ def _chief() -> Executor:
     return ChiefExecutor()
 
 
-for _oracle in ("random", "bayesian", "hyperband", "evolution"):
-    register_strategy(_oracle, _tuner)
-register_strategy("supernet", _supernet)
+def _worker() -> Executor:
+    from mcunas.distributed.worker_executor import WorkerExecutor
+
+    return WorkerExecutor()
+
+
+register_strategy(KERAS_TUNER)
+register_strategy(SUPERNET)
 register_executor("local", _local)
 register_executor("chief", _chief)
+register_executor("worker", _worker)

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+import mcunas.engine  # noqa: F401  (the strategies registered, as every entry point has them)
+
 REPO = Path(__file__).resolve().parent.parent
 CALIBRATION = REPO / "mcunas" / "calibration"  # the project's own copy: tests read only the repo
 

@@ -99,12 +99,12 @@ def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypat
     import mcunas.convert
     import mcunas.search.api
 
-    def interrupted(config, **_options):
+    def interrupted(config, *_planned, **_options):
         Path(config.out).mkdir()
         raise KeyboardInterrupt
 
     monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
-    monkeypatch.setattr(mcunas.search.api, "run_search", interrupted)
+    monkeypatch.setattr(mcunas.search.api, "run_planned", interrupted)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exc:
         main(["search", "--board", "esp32s3", "--out", str(out)])
@@ -120,7 +120,7 @@ def test_a_stopped_search_run_as_the_process_leaves_without_teardown(tmp_path, c
     import mcunas.convert
     import mcunas.search.api
 
-    def interrupted(config, **_options):
+    def interrupted(config, *_planned, **_options):
         Path(config.out).mkdir()
         raise KeyboardInterrupt
 
@@ -131,7 +131,7 @@ def test_a_stopped_search_run_as_the_process_leaves_without_teardown(tmp_path, c
         raise Left(code)
 
     monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
-    monkeypatch.setattr(mcunas.search.api, "run_search", interrupted)
+    monkeypatch.setattr(mcunas.search.api, "run_planned", interrupted)
     monkeypatch.setattr("mcunas.cli.os._exit", no_teardown)
     out = tmp_path / "run"
     monkeypatch.setattr("sys.argv", ["mcunas", "search", "--board", "esp32s3", "--out", str(out)])

@@ -12,6 +12,7 @@ from mcunas.distributed.jobs import JobBoard
 from mcunas.distributed.supernet_chief import SupernetService
 from mcunas.errors import McunasError
 from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.supernet.jobs import WIRE
 from tests.test_distributed import join_request, welcome
 
 
@@ -58,6 +59,7 @@ def chief(tmp_path):
         board,
         tmp_path / "supernet" / "checkpoint.npz",
         on_epoch,
+        wire=WIRE,
         store=store,
         models_dir=tmp_path / "models",
         welcome=welcome(),
@@ -123,14 +125,14 @@ def test_the_training_job_carries_the_checkpoint_and_hands_on_after_silence(chie
 def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(tmp_path):
     from mcunas.distributed.supernet_chief import ChiefJobs
     from mcunas.search.progress import Progress
-    from mcunas.supernet.jobs import WIRE, Screen, Screened
+    from mcunas.supernet.jobs import Screen, Screened
     from mcunas.supernet.spec import plan_supernet, random_subnet, smallest, subnet_values
     from mcunas.supernet.strategy import SupernetStrategy
 
     store = TrialStore.open(tmp_path, threads=True)
     board = JobBoard()
     service = SupernetService(
-        board, tmp_path / "c.npz", lambda *a: False, store=store,
+        board, tmp_path / "c.npz", lambda *a: False, wire=WIRE, store=store,
         models_dir=tmp_path, welcome=welcome(), note=print, timeout_s=60,
     )  # fmt: skip
     strategy = SupernetStrategy()

@@ -226,11 +226,11 @@ def test_examples_that_train_or_serve_pass_every_check(capsys, workdir, monkeypa
 
     started = []
 
-    def stop_at_start(config, **kwargs):  # everything before this point ran for real
+    def stop_at_start(config, *planned, **kwargs):  # everything before this point ran for real
         started.append(config)
         raise SystemExit(0)
 
-    monkeypatch.setattr(api, "run_search", stop_at_start)
+    monkeypatch.setattr(api, "run_planned", stop_at_start)
     for example in _by_kind("checked"):
         code, err = _run(capsys, example.args)
         assert code == 0 and not err.strip(), (example.args, err)

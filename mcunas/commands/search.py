@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import signal
 from collections.abc import Iterator
+from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -50,18 +51,12 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
     import os
 
     from mcunas.distributed.role import apply_role, role_from_env
-    from mcunas.engine import check_search, run_worker
+    from mcunas.engine import run_search, run_worker
 
     if apply_role(role_from_env(os.environ), config, join=run_worker):
         return  # this process was a worker of a distributed search
 
-    check_search(config)  # bad input fails here: before TensorFlow loads or a folder exists
-    from mcunas.convert import import_tensorflow
-
-    import_tensorflow()  # first, and quietly: keras and keras-tuner import it too
-    from mcunas.engine import run_search
-
-    try:
+    try:  # run_search checks the settings before TensorFlow loads or a folder exists
         with _sigterm_as_interrupt():
             result = run_search(config, debug=debug_wanted(), overwrite=overwrite)
     except KeyboardInterrupt:
@@ -109,6 +104,8 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
         options["families"] = tuple(f.strip() for f in families.split(",") if f.strip())
         if not options["families"]:
             raise UserError("--families lists no family: give e.g. --families dsconv,mbconv.")
+    own = {f.name for f in fields(SearchConfig)}
+    options["options"] = {k: options.pop(k) for k in list(options) if k not in own}
     if options["out"] is not None and not options["out"].strip():
         raise UserError("--out is empty: give a folder, or leave --out out for the default.")
     if not options["resume"]:
@@ -120,6 +117,11 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     given = {
         k: v
         for k, v in options.items()
+        if k != "options" and ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
+    }
+    given["options"] = {
+        k: v
+        for k, v in options["options"].items()
         if ctx.get_parameter_source(k) != click.core.ParameterSource.DEFAULT
     }
     if options["finalists"] == 0:

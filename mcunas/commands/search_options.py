@@ -2,35 +2,37 @@
 
 :func:`search_options` puts every option on the command in the order ``--help`` lists
 them; :mod:`mcunas.commands.search` turns the values into a search and runs it.
+``--strategy``'s choices and each strategy's own options come from the strategy
+registry (:mod:`mcunas.search.plugins`, filled by :mod:`mcunas.engine`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from dataclasses import Field
+from typing import Any, TypeVar
 
 import click
 
 from mcunas.commands import SECONDS, Ranged, ranged_help
+from mcunas.limits import LIMITS
+from mcunas.search import plugins
 from mcunas.search.config import (
     DEFAULT_EPOCHS,
     DEFAULT_FINALISTS,
     DEFAULT_MAX_TRIALS,
     DEFAULT_STRATEGY,
-    DEFAULT_SUBNETS,
     ENSEMBLE_CHOICES,
     FRONTEND_SPACES,
     MEASURES,
     REFIT_CHOICES,
-    STRATEGIES,
-    SUPERNET_SCHEDULES,
 )
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
 
 F = TypeVar("F", bound=Callable[..., object])
 
-# In --help order, top to bottom.
-OPTIONS: tuple[Callable[[F], F], ...] = (
+# In --help order, top to bottom: these, --strategy, TRAINING, each strategy's own, the rest.
+HEAD: tuple[Callable[[F], F], ...] = (
     click.option("--board", "-b", help="Board profile name or path (see `mcunas boards`)."),
     click.option(
         "--out",
@@ -38,14 +40,8 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         type=click.Path(file_okay=False),
         help="Output folder [default: runs/<board>-<date>-<time>].",
     ),
-    click.option(
-        "--strategy",
-        type=click.Choice(STRATEGIES),
-        default=DEFAULT_STRATEGY,
-        show_default=True,
-        help="Search strategy (evolution = aging evolution; supernet = train one weight-sharing "
-        "supernet, search its subnets, fine-tune the best --max-trials).",
-    ),
+)
+TRAINING: tuple[Callable[[F], F], ...] = (
     click.option(
         "--max-trials",
         type=Ranged("max_trials"),
@@ -108,43 +104,8 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
         "or search frame/hop (30/20, 40/20, 25/10 ms), mel bands (40, 32, 20), PCAN on/off and "
         "the input length (whole clip, 3/4, 1/2) with the network, each costed in the budgets.",
     ),
-    click.option(
-        "--supernet-epochs",
-        type=Ranged("supernet_epochs"),
-        default=None,
-        help=ranged_help(
-            "supernet_epochs",
-            "--strategy supernet: epochs of supernet training [default: 2 x --epochs].",
-        ),
-    ),
-    click.option(
-        "--supernet-schedule",
-        type=click.Choice(SUPERNET_SCHEDULES),
-        default=SUPERNET_SCHEDULES[0],
-        show_default=True,
-        help="--strategy supernet: sandwich (every subnet size from the first epoch, with the "
-        "largest and smallest in each step) or progressive (Once-for-All's progressive "
-        "shrinking: the full network first, then kernels, depths and expansions).",
-    ),
-    click.option(
-        "--subnets",
-        type=Ranged("subnets"),
-        default=DEFAULT_SUBNETS,
-        show_default=True,
-        help=ranged_help(
-            "subnets", "--strategy supernet: feasible subnets scored with inherited weights."
-        ),
-    ),
-    click.option(
-        "--finetune-epochs",
-        type=Ranged("finetune_epochs"),
-        default=None,
-        help=ranged_help(
-            "finetune_epochs",
-            "--strategy supernet: fine-tuning epochs of each of the best --max-trials subnets "
-            "(0: convert the inherited weights as they are) [default: 20% of --epochs].",
-        ),
-    ),
+)
+REST: tuple[Callable[[F], F], ...] = (
     click.option(
         "--seed",
         type=Ranged("seed"),
@@ -325,6 +286,48 @@ OPTIONS: tuple[Callable[[F], F], ...] = (
 )
 
 
+def strategy_choice() -> Callable[[F], F]:
+    """``--strategy``: the registered names, and what each registration says of itself."""
+    words = "; ".join(p.help for p in plugins.plugins() if p.help)
+    return click.option(
+        "--strategy",
+        type=click.Choice(plugins.names()),
+        default=DEFAULT_STRATEGY,
+        show_default=True,
+        help=f"Search strategy ({words})." if words else "Search strategy.",
+    )
+
+
+def strategy_option(each: Field[Any]) -> Callable[[F], F]:
+    """The CLI option of one field of a strategy's options dataclass (:mod:`mcunas.search.plugins`).
+
+    A field named in :data:`mcunas.limits.LIMITS` is ranged; ``choices`` in its
+    metadata make a choice; a bool is a flag; its default is shown when it has one.
+    """
+    default = plugins.default_of(each)
+    text, choices = each.metadata["help"], each.metadata.get("choices")
+    flag = "--" + each.name.replace("_", "-")
+    if isinstance(default, bool):
+        return click.option(flag, is_flag=True, default=default, help=text)
+    kind: Any = None
+    if choices is not None:
+        kind = click.Choice(tuple(choices))
+    elif each.name in LIMITS:
+        kind, text = Ranged(each.name), ranged_help(each.name, text)
+    elif default is not None:
+        kind = type(default)
+    shown = default is not None
+    return click.option(flag, type=kind, default=default, show_default=shown, help=text)
+
+
+def options() -> tuple[Callable[[F], F], ...]:
+    """Every option of ``mcunas search`` in ``--help`` order, with the registered strategies'."""
+    import mcunas.engine  # noqa: F401  (the strategies' registrations)
+
+    own = tuple(strategy_option(each) for each in plugins.option_fields())
+    return (*HEAD, strategy_choice(), *TRAINING, *own, *REST)
+
+
 def search_options(command: F) -> F:
     """Put every option of ``mcunas search`` on ``command``.
 
@@ -332,8 +335,8 @@ def search_options(command: F) -> F:
         command (Callable): the command's function, before ``click.command`` wraps it.
 
     Returns:
-        Callable: the same function, carrying the options in :data:`OPTIONS` order.
+        Callable: the same function, carrying the options in :func:`options` order.
     """
-    for option in reversed(OPTIONS):  # decorators apply bottom-up
+    for option in reversed(options()):  # decorators apply bottom-up
         command = option(command)
     return command

@@ -26,9 +26,8 @@ from mcunas.distributed.session import (
     serving,
     welcome,
 )
-from mcunas.errors import FatalError
 from mcunas.search.progress import Progress
-from mcunas.search.run import Jobs, SearchRun, Strategy, Wire, Work
+from mcunas.search.run import Jobs, Planner, SearchRun, Strategy, Wire, Work
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["ChiefExecutor", "hold_running"]
@@ -44,11 +43,14 @@ class ChiefExecutor:
     """
 
     name = "chief"
-    trains = False
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """The strategy's search, with its work on the workers."""
         return strategy.search(run, self, progress)
+
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """The space only: the candidates train on the workers."""
+        return run.space(), None, None
 
     def tuner_options(self) -> dict[str, Any]:
         """The chief's tuner runs no trial (it is saved for a --resume of the chief)."""
@@ -107,20 +109,6 @@ class ChiefExecutor:
 
         return chief_jobs(run, progress, wire)
 
-    def serve_jobs(
-        self,
-        run: SearchRun,
-        progress: Progress,
-        make_work: Callable[[Callable[[], bytes] | None], Work],
-        wire: Wire,
-    ) -> None:
-        """A chief takes no jobs from another chief.
-
-        Raises:
-            FatalError: always.
-        """
-        raise FatalError("a chief takes no jobs from another chief")
-
 
 def hold_running(store: TrialStore, oracle: Any) -> None:
     """After a chief restart: keep each running trial for the worker that ran it.
@@ -149,3 +137,6 @@ def _wait_done(service: ChiefService, oracle: Any, tuner: Any, progress: Progres
             full = len(oracle.trials) >= (oracle.max_trials or 0)
         if full and not running and (not queued or tuner.stopped_reason is not None):
             return
+
+
+_: type[Planner] = ChiefExecutor  # checked against the protocol by type checkers

@@ -19,6 +19,7 @@ from mcunas.distributed.wire import RemoteError, call
 from mcunas.errors import TrialTakenAway
 from mcunas.figures import Figures
 from mcunas.search.store import TrialRecord, TrialStatus, figure_columns, record_from_dict
+from mcunas.search.trial_store import Store
 
 __all__ = ["RemoteStore", "TrialTakenAway"]
 
@@ -121,3 +122,6 @@ class RemoteStore:
 def _plain(values: dict[str, Any]) -> dict[str, Any]:
     """JSON-ready column values (statuses as text)."""
     return {k: str(v) if isinstance(v, TrialStatus) else v for k, v in values.items()}
+
+
+_: type[Store] = RemoteStore  # a proxy of the chief's store, checked by type checkers

@@ -1,22 +1,22 @@
 """A strategy's jobs on a distributed search's workers: the chief's job board and service.
 
-The chief runs the supernet strategy's plan (:mod:`mcunas.supernet.strategy`:
-its width choice, its evolution, its choice of subnets to fine-tune, its
-store, report and ``best/``), but every piece of work goes to workers as a
-typed job (:mod:`mcunas.supernet.jobs`) on the
-:class:`~mcunas.distributed.jobs.JobBoard`:
+The chief runs the strategy's plan (the supernet's: its width choice, its
+evolution, its choice of subnets to fine-tune, its store, report and
+``best/``), but every piece of work goes to workers as a typed job on the
+:class:`~mcunas.distributed.jobs.JobBoard`, converted by the strategy's
+:class:`~mcunas.search.job_protocols.Wire`, which also says what this module
+needs to know of the jobs:
 
-- ``check``: one width probe, a subnet's cost check (board and budgets);
-- ``train``: the supernet's training. The worker sends the checkpoint after
-  every epoch and the chief keeps it in ``<out>/supernet/`` as a local search
-  does, so a worker lost mid-training hands on from its last epoch, and a
-  chief resumed with ``--resume`` trains on from there too;
-- ``screen``: one subnet's cost check and inherited score (its trial row);
-- ``finetune``: one subnet fine-tuned, converted, scored and measured.
+- a job that *trains* the shared checkpoint (the supernet's ``train``): the
+  worker sends the checkpoint after every epoch and the chief keeps it in the
+  folder (``wire.checkpoint``) as a local search does, so a worker lost
+  mid-training hands on from its last epoch, and a chief resumed with
+  ``--resume`` trains on from there too;
+- a job whose trial row *records its worker* (the supernet's ``finetune``).
 
-Workers fetch the trained supernet once (by its hash) and write their trial
-rows through the chief, which alone writes the store. A batch of the
-evolution (up to a population) is screened on all workers at once.
+Workers fetch the shared checkpoint once (by its hash) and write their trial
+rows through the chief, which alone writes the store. A batch of jobs (the
+evolution's population) runs on all workers at once.
 """
 
 from __future__ import annotations
@@ -33,10 +33,9 @@ from mcunas.distributed.jobs import Job, JobBoard
 from mcunas.distributed.server import open_door
 from mcunas.distributed.session import DEFAULT_WORKER_TIMEOUT_S, linger, serving, welcome
 from mcunas.files import write_file
+from mcunas.search.job_protocols import Epoch
 from mcunas.search.progress import Progress
 from mcunas.search.run import SearchRun, Wire
-from mcunas.supernet.jobs import Epoch, Finetune, Train
-from mcunas.supernet.train import CHECKPOINT, checkpoint_epochs
 
 __all__ = ["ChiefJobs", "SupernetService", "chief_jobs"]
 
@@ -48,7 +47,8 @@ class SupernetService(ChiefService):
 
     Args:
         jobs: JobBoard the session submits to.
-        checkpoint: Path of the supernet checkpoint the chief keeps.
+        wire: the strategy's wire (which job kinds train the checkpoint or name their worker).
+        checkpoint: Path of the shared checkpoint the chief keeps.
         on_epoch: called with (epoch, loss, seconds) after each supernet epoch a
             worker reports; returns True to stop the training (time budget).
         others: as :class:`ChiefService` (no oracle, no per-trial hook).
@@ -59,10 +59,12 @@ class SupernetService(ChiefService):
         jobs: JobBoard,
         checkpoint: Path,
         on_epoch: Callable[[int, float, float], bool],
+        *,
+        wire: Wire,
         **others: Any,
     ) -> None:
         super().__init__(oracle=None, after_trial=None, **others)
-        self.jobs, self.checkpoint, self.on_epoch = jobs, checkpoint, on_epoch
+        self.jobs, self.wire, self.checkpoint, self.on_epoch = jobs, wire, checkpoint, on_epoch
 
     def _op_next_job(self, payload: dict[str, Any]) -> dict[str, Any]:
         name = self._known(payload)
@@ -73,10 +75,10 @@ class SupernetService(ChiefService):
             return {"wait": POLL_S}
         for tid in job.tids:
             self.owner[tid] = name
-        if job.kind == Finetune.kind:
+        if self.wire.records_worker(job.kind):
             self.store.update(job.tids[0], worker=name)
         sent = {"id": job.id, "kind": job.kind, **job.payload}
-        if job.kind == Train.kind and self.checkpoint.is_file():
+        if self.wire.trains(job.kind) and self.checkpoint.is_file():
             sent["checkpoint"] = base64.b64encode(self.checkpoint.read_bytes()).decode()
         return {"job": sent}
 
@@ -98,8 +100,8 @@ class SupernetService(ChiefService):
 
     def _take_back(self, name: str) -> list[str]:
         lost = self.jobs.release(name)
-        if any(job.kind == Train.kind for job in lost):
-            done = checkpoint_epochs(self.checkpoint)
+        if any(self.wire.trains(job.kind) for job in lost):
+            done = self.wire.epochs_done(self.checkpoint)
             self.note(f"The supernet's training goes to the next worker, after epoch {done}.")
         return [tid for job in lost for tid in job.tids]
 
@@ -181,8 +183,9 @@ def chief_jobs(run: SearchRun, progress: Progress, wire: Wire) -> Iterator[Chief
     cfg, board = run.config, JobBoard()
     service = SupernetService(
         board,
-        run.out_dir / CHECKPOINT,
+        run.out_dir / wire.checkpoint,
         lambda epoch, loss, seconds: False,
+        wire=wire,
         store=run.store,
         models_dir=run.out_dir / "models",
         welcome=welcome(cfg),

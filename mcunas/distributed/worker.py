@@ -34,11 +34,10 @@ from mcunas.distributed.wire import (
     open_channel,
     parse_address,
 )
-from mcunas.distributed.worker_executor import WorkerExecutor
 from mcunas.errors import UserError
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
-from mcunas.search.run import SearchRun, Strategy
+from mcunas.search.run import Executor, SearchRun, Strategy
 
 __all__ = ["DEFAULT_WAIT_S", "WorkerSettings", "default_name", "run_worker"]
 
@@ -136,12 +135,14 @@ class _Joined:
 
 
 def run_worker(
-    settings: WorkerSettings, strategy_for: Callable[[SearchConfig], Strategy], stream: Any = None
+    settings: WorkerSettings,
+    plan: Callable[[SearchConfig], tuple[Strategy, Executor]],
+    stream: Any = None,
 ) -> None:
     """Join the chief at ``settings.connect`` and run trials until the search is over.
 
-    ``strategy_for`` picks the search's strategy from its settings (the chief's,
-    see :func:`mcunas.engine.strategy_for`).
+    ``plan`` gives the search's strategy (from its settings, the chief's) and
+    the worker's executor (see :func:`mcunas.engine.run_worker`).
 
     Raises:
         ChiefUnreachable: no chief answered within ``settings.wait_s``.
@@ -161,7 +162,7 @@ def run_worker(
     try:
         with _wakeable(joined):
             joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF is slow
-            _work(settings, config, board, joined, strategy_for(config), stream)
+            _work(settings, config, board, joined, plan(config), stream)
     except KeyboardInterrupt:
         if joined.gone is None:
             raise
@@ -204,7 +205,7 @@ def _work(
     config: SearchConfig,
     board: Any,
     joined: _Joined,
-    strategy: Strategy,
+    parts: tuple[Strategy, Executor],
     stream: Any,
 ) -> None:
     """Run the chief's trials (or the supernet strategy's jobs) until the search is over."""
@@ -225,8 +226,7 @@ def _work(
     # keras-tuner 1.4.8 prints a condition's value each time it serialises one
     with open(os.devnull, "w") as null, contextlib.redirect_stdout(null):
         with tempfile.TemporaryDirectory(prefix="mcunas-worker-") as work:
-            executor = WorkerExecutor(store)
-            run = SearchRun(config, board, Path(work), store, strategy, executor)  # type: ignore[arg-type]
+            run = SearchRun(config, board, Path(work), store, *parts)  # type: ignore[arg-type]
             run.run(progress)
     progress.note(f"Worker {settings.name}: the search is over.")
 

@@ -19,10 +19,10 @@ from typing import Any
 from mcunas.distributed.auth import use_channel
 from mcunas.distributed.remote_store import RemoteStore
 from mcunas.distributed.wire import RemoteError
-from mcunas.errors import FatalError, TrialTakenAway
+from mcunas.errors import TrialTakenAway
+from mcunas.search.job_protocols import Epoch
 from mcunas.search.progress import Progress
-from mcunas.search.run import Jobs, SearchRun, Strategy, Wire, Work
-from mcunas.supernet.jobs import Epoch, Finetune, Reference
+from mcunas.search.run import SearchRun, Strategy, Wire, Work, WorkerRole
 
 __all__ = ["WorkerExecutor"]
 
@@ -32,18 +32,18 @@ POLL_S = 0.5  # how long to wait when the chief has no job yet and names no wait
 class WorkerExecutor:
     """Where the work runs on a worker: here, with the chief's oracle or jobs and store.
 
-    Args:
-        store: the chief's store as this worker writes it.
+    Its run's store is the chief's, as this worker writes it (a
+    :class:`~mcunas.distributed.remote_store.RemoteStore`).
     """
 
     name = "worker"
-    trains = True
-
-    def __init__(self, store: RemoteStore) -> None:
-        self.store = store
+    store: RemoteStore
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """The strategy's work, until the chief says the search is over."""
+        if not isinstance(run.store, RemoteStore):
+            raise TypeError("a worker's run writes the chief's store (a RemoteStore)")
+        self.store = run.store
         strategy.work(run, self, progress)
         return None
 
@@ -53,7 +53,6 @@ class WorkerExecutor:
             "warm_start": False,  # parent weights stay on the worker that trained them
             "project_name": "worker",
             "overwrite": True,
-            "worker": True,
         }
 
     def drive_tuner(
@@ -67,16 +66,6 @@ class WorkerExecutor:
         use_channel(tuner.oracle, self.store.channel)
         tuner.search()
         return None
-
-    def jobs(
-        self, run: SearchRun, progress: Progress, make_work: Callable[[], Work], wire: Wire
-    ) -> contextlib.AbstractContextManager[Jobs]:
-        """A worker schedules no jobs (it does the chief's).
-
-        Raises:
-            FatalError: always.
-        """
-        raise FatalError("a worker schedules no jobs; it does the chief's")
 
     def serve_jobs(
         self,
@@ -125,10 +114,14 @@ class WorkerExecutor:
             return bool(reply.get("stop"))
 
         result = work.do(job, on_epoch)
-        if isinstance(job, Reference | Finetune):  # the long ones; a check or screen is seconds
-            progress.note(f"Did the chief's {job.kind} job, trial {job.tid}.")
+        line = wire.done_line(job)
+        if line is not None:
+            progress.note(line)
         return result
 
     def _fetch(self) -> bytes:
-        """The chief's trained supernet checkpoint."""
+        """The chief's shared model checkpoint (the trained supernet)."""
         return base64.b64decode(self.store.request("supernet")["data"])
+
+
+_: type[WorkerRole] = WorkerExecutor  # checked against the protocol by type checkers

@@ -2,15 +2,14 @@
 
 The light entry points are importable without TensorFlow::
 
-    from mcunas.search import SearchConfig, run_search
+    from mcunas.engine import run_search
+    from mcunas.search import SearchConfig
 
-This ``run_search`` runs Keras Tuner searches in this process; every strategy
-and executor (``--strategy supernet``, ``--serve``) runs through
-:func:`mcunas.engine.run_search`, which takes the same arguments.
+:func:`mcunas.engine.run_search` runs every strategy with every executor; it is
+there, above the strategies, because it chooses them from the registry.
 """
 
-from mcunas.search.api import run_search
 from mcunas.search.config import SearchConfig
 from mcunas.search.result import SearchResult
 
-__all__ = ["SearchConfig", "SearchResult", "run_search"]
+__all__ = ["SearchConfig", "SearchResult"]

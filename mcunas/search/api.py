@@ -1,14 +1,10 @@
-"""The search as a library call: ``run_search(SearchConfig(...)) -> SearchResult``.
+"""A search's settings checked, and a planned search run in its folder.
 
-The folder, its lock, the store and resume are handled here; the strategy and
-the executor come from ``plan`` (:func:`mcunas.engine.run_search` passes its
-registries'; without it, Keras Tuner trials run in this process).
-
-Example::
-
-    from mcunas.search import SearchConfig, run_search
-    result = run_search(SearchConfig(board="esp32s3", max_latency_ms=50, out="runs/x"))
-    print(result.best.int8_accuracy if result.best else result.message)
+:func:`check_search` checks the settings before a folder is created or
+TensorFlow loads; :func:`run_planned` runs a strategy with an executor in the
+output folder (its lock, the store, resume). The library entry,
+:func:`mcunas.engine.run_search`, picks the strategy and executor by name
+and calls both.
 """
 
 from __future__ import annotations
@@ -18,7 +14,6 @@ import errno
 import shutil
 import sqlite3
 import sys
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
@@ -39,7 +34,7 @@ from mcunas.search.result import SearchResult
 from mcunas.search.run import Executor, SearchRun, Strategy
 from mcunas.search.store import TrialStore
 
-__all__ = ["SearchConfig", "SearchResult", "check_search", "run_search"]
+__all__ = ["check_search", "run_planned"]
 
 
 def default_out(board: str) -> Path:
@@ -105,43 +100,24 @@ def _check_frontend_boards(config: SearchConfig, board: BoardProfile) -> None:
     check_rack_frontend(load_rack(Path(config.rack).expanduser()), board)
 
 
-def run_search(
+def run_planned(
     config: SearchConfig,
+    board: BoardProfile,
+    parts: tuple[Strategy, Executor],
     *,
     stream: TextIO | None | str = "stderr",
     debug: bool = False,
     overwrite: bool = False,
-    plan: Callable[[SearchConfig], tuple[Strategy, Executor]] | None = None,
 ) -> SearchResult:
-    """Run (or resume) a hardware-aware search and write its results.
+    """Run (or resume) ``parts`` (a strategy and an executor) on checked settings.
 
+    ``config`` and ``board`` are what :func:`check_search` checked and returned.
     Only one search may use a folder at a time: it is locked for the run's life
     (the OS releases the lock however the process ends). A run that fails before
     any trial is recorded removes the output folder it created (never one that
     existed before); from the first trial on, the folder is kept for ``--resume``.
-
-    Args:
-        config: SearchConfig, the search's settings.
-        stream: TextIO | None | str, where progress lines go (default ``"stderr"``: the
-            current ``sys.stderr``; None: silent).
-        debug: bool, print each failed trial's traceback (default False).
-        overwrite: bool, delete an earlier search's trials, models and report in the
-            folder first (default False: a folder with trials needs ``resume``).
-        plan: the strategy and executor for ``config`` (default: Keras Tuner trials in
-            this process; :func:`mcunas.engine.run_search` passes its registries').
-
-    Returns:
-        The :class:`SearchResult` (``best`` is None when no candidate was feasible;
-        ``wall_s`` sums every resume of the search).
-
-    Raises:
-        UnknownBoard, DatasetError, UserError: bad input, before any training; the
-            folder is in use by another search.
-        FatalError: the environment broke mid-search (finished trials are kept).
-        DiskFull: the disk filled up (finished trials are kept; use --resume).
+    See :func:`mcunas.engine.run_search` for the arguments, the result and the errors.
     """
-    board = check_search(config)
-    strategy, executor = (plan or _in_process)(config)
     out_dir = Path(config.out or "")
     created = first_missing(out_dir)  # the folder this run makes, removed if it fails early
     ensure_writable(out_dir)
@@ -149,20 +125,7 @@ def run_search(
         if overwrite:
             _clear_earlier_search(out_dir)
         made = (out_dir, created)
-        return _run_locked(config, board, made, (strategy, executor), stream, debug)
-
-
-def _in_process(config: SearchConfig) -> tuple[Strategy, Executor]:
-    """Keras Tuner trials in this process: what the search layer runs by itself."""
-    from mcunas.search.local import LocalExecutor
-    from mcunas.search.tuner_strategy import TunerStrategy
-
-    if config.strategy == "supernet" or config.serve:
-        raise UserError(
-            "--strategy supernet and --serve run through mcunas.engine.run_search "
-            "(or the mcunas search command)"
-        )
-    return TunerStrategy(), LocalExecutor()
+        return _run_locked(config, board, made, parts, stream, debug)
 
 
 def _run_locked(
@@ -173,7 +136,7 @@ def _run_locked(
     stream: TextIO | None | str,
     debug: bool,
 ) -> SearchResult:
-    """:func:`run_search` once the folder is ours; an early failure removes what it made."""
+    """:func:`run_planned` once the folder is ours; an early failure removes what it made."""
     out_dir, created = made
     store: TrialStore | None = None
     failed = discard = False

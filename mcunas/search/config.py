@@ -18,7 +18,6 @@ __all__ = [
     "DEFAULT_MAX_TRIALS",
     "DEFAULT_SUBNETS",
     "MEASURES",
-    "STRATEGIES",
     "SUPERNET_SCHEDULES",
     "SearchConfig",
     "WARM_START_ENV",
@@ -26,7 +25,7 @@ __all__ = [
     "warm_start_default",
 ]
 
-STRATEGIES = ("random", "bayesian", "hyperband", "evolution", "supernet")
+# --strategy names: the registry's (mcunas.search.plugins), filled by mcunas.engine.
 # --strategy supernet: subnets scored with inherited weights by default, and the
 # supernet's epochs as a multiple of --epochs (each step trains four subnets).
 DEFAULT_SUBNETS = 300
@@ -143,6 +142,8 @@ class SearchConfig:
     ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.ensemble)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
+    # a registered strategy's own options that have no field above (mcunas.search.plugins)
+    options: dict[str, Any] = field(default_factory=dict)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -195,6 +196,7 @@ class SearchConfig:
             clean["families"] = tuple(clean["families"])
         if clean.get("objectives"):
             clean["objectives"] = tuple(clean["objectives"])
+        clean["options"] = dict(clean.get("options") or {})
         return cls(**clean)
 
     @classmethod
@@ -226,40 +228,10 @@ class SearchConfig:
                 "Start one with --board (and this --out)."
             )
         merged = {**stored, **given, "resume": True, "out": out}
+        merged["options"] = {**(stored.get("options") or {}), **given.get("options", {})}
         if WARM_START_ENV in os.environ:
             merged["warm_start"] = warm_start_default()
         return cls.from_dict(merged)
-
-    def _check_seed_arch(self) -> None:
-        from mcunas.space.reference import get_reference
-
-        get_reference(self.seed_arch or "")
-        if self.strategy == "hyperband":
-            raise UserError(
-                "--seed-arch starts evolution, random, bayesian or supernet; not hyperband."
-            )
-        if self.families and "stages" not in self.families:
-            raise UserError("--seed-arch is a design of the 'stages' family: add it to --families.")
-
-    def _check_supernet(self) -> None:
-        if self.families and tuple(self.families) != ("stages",):
-            raise UserError(
-                "--strategy supernet searches the 'stages' family only (inverted-residual "
-                f"stages); drop --families {','.join(self.families)} or use --strategy evolution."
-            )
-        if self.seed_arch not in (None, "auto", "none"):
-            from mcunas.space.reference import get_reference
-
-            get_reference(self.seed_arch)
-        if (self.supernet_epochs is not None and self.supernet_epochs < 1) or self.subnets < 1:
-            raise UserError("--supernet-epochs and --subnets must be at least 1.")
-        if self.finetune_epochs is not None and self.finetune_epochs < 0:
-            raise UserError("--finetune-epochs must be 0 (none) or more.")
-        if self.supernet_schedule not in SUPERNET_SCHEDULES:
-            raise UserError(
-                f"Unknown --supernet-schedule '{self.supernet_schedule}'; "
-                f"choose {', '.join(SUPERNET_SCHEDULES)}."
-            )
 
     def _check_frontend(self) -> None:
         if self.frontend_space not in FRONTEND_SPACES:
@@ -271,22 +243,16 @@ class SearchConfig:
             return
         if self.frontend != "tflm":
             raise UserError("--frontend-space search needs --frontend tflm (the front-end graph).")
-        if self.strategy == "supernet":
-            raise UserError(
-                "--strategy supernet trains one supernet on one input: it searches with a "
-                "fixed front end only (--frontend-space fixed), or use --strategy evolution."
-            )
 
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""
-        if self.strategy not in STRATEGIES:
-            raise UserError(f"Unknown strategy '{self.strategy}'; choose {', '.join(STRATEGIES)}.")
+        from mcunas.search.plugins import plugin_for
+
+        plugin = plugin_for(self.strategy)  # the registered strategy's own check below
         if self.measure not in MEASURES:
             raise UserError(f"Unknown --measure '{self.measure}'; choose {', '.join(MEASURES)}.")
-        if self.strategy == "supernet":
-            self._check_supernet()
-        elif self.seed_arch not in (None, "auto", "none"):
-            self._check_seed_arch()
+        if plugin.validate is not None:
+            plugin.validate(self)
         if self.measure == "simulator" and (self.port or self.rack):
             raise UserError(
                 "--port and --rack need --measure board or hybrid; "
@@ -315,3 +281,6 @@ class SearchConfig:
         for each in fields(self):
             if each.name in LIMITS:  # every number in its range (mcunas.limits)
                 check_number(each.name, getattr(self, each.name))
+        for name, value in self.options.items():
+            if name in LIMITS:
+                check_number(name, value)

@@ -141,6 +141,23 @@ def declare_space_default(tuner: keras_tuner.Tuner) -> None:
     keras_tuner.Tuner._populate_initial_space(tuner)  # noqa: SLF001
 
 
+def oracle_is_remote() -> bool:
+    """Keras Tuner's own test of a worker: its ``KERASTUNER_*`` variables name another chief.
+
+    A tuner made then gets the chief's oracle through an ``OracleClient``.
+    """
+    from keras_tuner.src.distribute import utils
+
+    return bool(utils.has_chief_oracle() and not utils.is_chief_oracle())
+
+
+def is_oracle_client(oracle: Any) -> bool:
+    """Whether ``oracle`` is Keras Tuner's ``OracleClient``: a worker's proxy of the chief's."""
+    from keras_tuner.src.distribute.oracle_client import OracleClient
+
+    return isinstance(oracle, OracleClient)
+
+
 # ---------------------------------------------------------------- the oracle service
 def oracle_servicer_class() -> type:
     """Keras Tuner's ``OracleServicer`` (the chief's side of its service), to subclass."""

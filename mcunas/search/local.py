@@ -6,9 +6,8 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from mcunas.errors import FatalError
 from mcunas.search.progress import Progress
-from mcunas.search.run import Executor, SearchRun, Strategy, Wire, Work
+from mcunas.search.run import Planner, SearchRun, Strategy, Wire, Work
 
 __all__ = ["LocalExecutor", "LocalJobs"]
 
@@ -48,11 +47,14 @@ class LocalExecutor:
     """Runs the strategy's plan and every trial or job in this process."""
 
     name = "local"
-    trains = True
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """The strategy's search, here."""
         return strategy.search(run, self, progress)
+
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """Every candidate trains here: the run's space, runner and clean-up."""
+        return run.components()
 
     def tuner_options(self) -> dict[str, Any]:
         """A local search keeps Keras Tuner's defaults."""
@@ -80,23 +82,9 @@ class LocalExecutor:
         finally:
             work.close()
 
-    def serve_jobs(
-        self,
-        run: SearchRun,
-        progress: Progress,
-        make_work: Callable[[Callable[[], bytes] | None], Work],
-        wire: Wire,
-    ) -> None:
-        """A local search has no chief to take jobs from.
-
-        Raises:
-            FatalError: always.
-        """
-        raise FatalError("a local search takes no jobs from a chief")
-
 
 def _never_stop(epoch: Any) -> bool:
     return False
 
 
-_: type[Executor] = LocalExecutor  # checked against the protocol by type checkers
+_: type[Planner] = LocalExecutor  # checked against the protocol by type checkers

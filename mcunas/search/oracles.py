@@ -36,14 +36,14 @@ oracle's JSON, so ``--resume`` works as for the stock oracles.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 import keras_tuner
 
-from mcunas.search.config import STRATEGIES
 from mcunas.search.kt_state import hp_module, is_duplicate, next_seed, random_values, trial_module
 
-__all__ = ["STRATEGIES", "AgingEvolutionOracle", "make_oracle", "seed_first_trial"]
+__all__ = ["ORACLES", "AgingEvolutionOracle", "make_oracle", "seed_first_trial"]
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
@@ -230,10 +230,35 @@ def _choices(hp: Any) -> list[Any]:
     return vals
 
 
+def _hyperband(max_trials: int, epochs: int, **common: Any) -> keras_tuner.Oracle:
+    oracle = keras_tuner.oracles.HyperbandOracle(max_epochs=max(2, epochs), factor=3, **common)
+    oracle.max_trials = max_trials
+    return oracle
+
+
+def _evolution(max_trials: int, epochs: int, **common: Any) -> keras_tuner.Oracle:
+    population = max(4, min(10, max_trials // 3))
+    return AgingEvolutionOracle(max_trials=max_trials, population_size=population, **common)
+
+
+# --strategy name -> its oracle, made with (max_trials, epochs, **settings); the Keras
+# Tuner strategy registers these names (mcunas.engine).
+ORACLES: dict[str, Callable[..., keras_tuner.Oracle]] = {
+    "random": lambda max_trials, epochs, **common: keras_tuner.oracles.RandomSearchOracle(
+        max_trials=max_trials, **common
+    ),
+    "bayesian": lambda max_trials, epochs, **common: keras_tuner.oracles.BayesianOptimizationOracle(
+        max_trials=max_trials, **common
+    ),
+    "hyperband": _hyperband,
+    "evolution": _evolution,
+}
+
+
 def make_oracle(
     strategy: str, max_trials: int, seed: int, epochs: int, objective: Any = None
 ) -> keras_tuner.Oracle:
-    """The oracle for ``--strategy``; every one stops after ``max_trials`` trials.
+    """The oracle for ``--strategy`` (:data:`ORACLES`); every one stops after ``max_trials``.
 
     Failed trials are recorded as FAILED trials (infeasible ones complete with
     score 0), so the limit on consecutive failures is lifted: the tuner applies
@@ -242,18 +267,9 @@ def make_oracle(
     objective = objective or keras_tuner.Objective("score", "max")
     # keras-tuner treats seed 0 as "pick a random seed": shift by one to stay reproducible.
     common = {"objective": objective, "seed": seed + 1, "max_consecutive_failed_trials": 10**9}
-    if strategy == "random":
-        return keras_tuner.oracles.RandomSearchOracle(max_trials=max_trials, **common)
-    if strategy == "bayesian":
-        return keras_tuner.oracles.BayesianOptimizationOracle(max_trials=max_trials, **common)
-    if strategy == "hyperband":
-        oracle = keras_tuner.oracles.HyperbandOracle(max_epochs=max(2, epochs), factor=3, **common)
-        oracle.max_trials = max_trials
-        return oracle
-    if strategy == "evolution":
-        population = max(4, min(10, max_trials // 3))
-        return AgingEvolutionOracle(max_trials=max_trials, population_size=population, **common)
-    raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(STRATEGIES)}")
+    if strategy not in ORACLES:
+        raise ValueError(f"unknown strategy {strategy!r}; choose from {', '.join(ORACLES)}")
+    return ORACLES[strategy](max_trials, epochs, **common)
 
 
 def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -> None:

@@ -30,7 +30,8 @@ from mcunas.errors import FatalError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
-from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
+from mcunas.search.store import TrialOrigin, TrialStatus
+from mcunas.search.trial_store import Store
 
 __all__ = [
     "SEED_ORIGIN",
@@ -174,7 +175,7 @@ class TrialPipeline:
 
     Args:
         runner: CandidateRunner, the stages' real work.
-        store: TrialStore (or a worker's remote store), where every trial is recorded.
+        store: Store, where every trial is recorded (a worker's: the chief's, remote).
         budgets: Budgets, the user's limits.
         models_dir: Path, where each trained trial's ``.tflite`` is kept.
         objectives: the Pareto front's objectives (which results deserve a board run).
@@ -187,7 +188,7 @@ class TrialPipeline:
     def __init__(
         self,
         runner: CandidateRunner,
-        store: TrialStore,
+        store: Store,
         budgets: Budgets,
         models_dir: Path,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,

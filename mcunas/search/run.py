@@ -34,18 +34,36 @@ from mcunas.search.store import TrialStore
 if TYPE_CHECKING:
     from mcunas.search.frontends import FrontendSearch
 
-__all__ = ["Executor", "Jobs", "SearchRun", "Strategy", "Wire", "Work"]
+__all__ = [
+    "Executor",
+    "Jobs",
+    "Planner",
+    "SearchRun",
+    "Strategy",
+    "TunerRole",
+    "Wire",
+    "Work",
+    "WorkerRole",
+]
 
 
 class Executor(Protocol):
-    """Where the work runs: ``local``, ``chief`` (serves workers) or ``worker``."""
+    """Where the work runs: ``local``, ``chief`` (serves workers) or ``worker``.
+
+    The roles differ only in what they hand a strategy: the planning roles
+    (:class:`Planner`: ``local``, ``chief``) run its plan, the ``worker``
+    (:class:`WorkerRole`) does the chief's part of it.
+    """
 
     name: str
-    trains: bool  # runs candidates in this process (a chief only schedules and records)
 
     def execute(self, strategy: Strategy, run: SearchRun, progress: Progress) -> str | None:
         """Run ``strategy`` here; why it stopped early, or None."""
         ...
+
+
+class TunerRole(Protocol):
+    """What a role gives the Keras Tuner strategy: its tuner settings and its trial loop."""
 
     def tuner_options(self) -> dict[str, Any]:
         """What this role changes in the Keras Tuner tuner's settings."""
@@ -57,11 +75,26 @@ class Executor(Protocol):
         """Run Keras Tuner's trials (search here, or serve the oracle); the stop reason."""
         ...
 
+
+class Planner(Executor, TunerRole, Protocol):
+    """A role that runs a strategy's plan: this process (``local``) or a chief."""
+
+    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+        """The search space, and the runner of candidates trained here with its clean-up.
+
+        A chief trains nothing (its workers do): its runner and clean-up are None.
+        """
+        ...
+
     def jobs(
         self, run: SearchRun, progress: Progress, make_work: Callable[[], Work], wire: Wire
     ) -> contextlib.AbstractContextManager[Jobs]:
         """A place to run jobs for the ``with`` block (``make_work`` where they run here)."""
         ...
+
+
+class WorkerRole(Executor, TunerRole, Protocol):
+    """A distributed search's worker: it does the chief's trials or jobs."""
 
     def serve_jobs(
         self,
@@ -70,7 +103,7 @@ class Executor(Protocol):
         make_work: Callable[[Callable[[], bytes] | None], Work],
         wire: Wire,
     ) -> None:
-        """A worker: do the chief's jobs until it says stop.
+        """Do the chief's jobs until it says stop.
 
         ``make_work(fetch)`` makes the work; ``fetch`` brings the chief's shared
         model checkpoint.
@@ -83,11 +116,11 @@ class Strategy(Protocol):
 
     name: str
 
-    def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
+    def search(self, run: SearchRun, executor: Planner, progress: Progress) -> str | None:
         """Plan and run the search (this process or a chief); why it stopped early, or None."""
         ...
 
-    def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
+    def work(self, run: SearchRun, executor: WorkerRole, progress: Progress) -> None:
         """A worker's side: do the chief's work until the search is over."""
         ...
 

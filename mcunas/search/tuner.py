@@ -29,7 +29,13 @@ import keras_tuner
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.kt_state import DeclaredSpace, declare_space_default, set_debug
+from mcunas.search.kt_state import (
+    DeclaredSpace,
+    declare_space_default,
+    is_oracle_client,
+    oracle_is_remote,
+    set_debug,
+)
 from mcunas.search.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.pipeline import (
     SEED_ORIGIN,
@@ -42,7 +48,8 @@ from mcunas.search.pipeline import (
     training_seed,
 )
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.store import TrialStatus
+from mcunas.search.trial_store import Store
 from mcunas.search.warmstart import WARM_START_ENV, WarmStart
 
 __all__ = [
@@ -74,7 +81,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         oracle: keras_tuner.Oracle, from :func:`mcunas.search.oracles.make_oracle`.
         hypermodel: keras_tuner.HyperModel, the search space.
         runner: CandidateRunner, the trial stages.
-        store: TrialStore, where every trial is recorded.
+        store: Store, where every trial is recorded.
         budgets: Budgets, the user's limits.
         progress: Progress, the clock and progress line.
         models_dir: Path, where each finished trial's ``.tflite`` is kept.
@@ -93,8 +100,6 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             variants: a trial drawing one of them is stored with ``origin = "seed"``.
         objectives: the Pareto front's objectives (``--objectives``), for ``--measure hybrid``'s
             test of which candidates go to the board.
-        worker: bool, a distributed search's worker: it runs trials and prints their
-            lines; the chief keeps the draw cap, the time budget and the failure streak.
         frontend: callable | None, adds the audio front end's cost to a model's figures
             (:meth:`mcunas.search.run.SearchRun.frontend_adder`; None: no front end).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
@@ -106,7 +111,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         hypermodel: Any,
         *,
         runner: CandidateRunner,
-        store: TrialStore,
+        store: Store,
         budgets: Budgets,
         progress: Progress,
         models_dir: Path,
@@ -117,12 +122,11 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         debug: bool = False,
         seeds: list[dict[str, Any]] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
-        worker: bool = False,
         frontend: Any = None,
         **kwargs: Any,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
-        self.objectives, self.worker = objectives, worker
+        self.objectives = objectives
         self.abandoned: set[str] = set()  # trials the chief took back (distributed worker)
         self.seeds = list(seeds or [])
         self.progress, self.models_dir = progress, Path(models_dir)
@@ -137,21 +141,25 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         self.oracle.verbose = 0  # our own progress line replaces keras-tuner's tables
         self.trials_wanted = int(self.oracle.max_trials or 0)
         self.max_draws = max(self.trials_wanted, max_draws or DRAWS_PER_TRIAL * self.trials_wanted)
-        if not worker:
+        # a distributed search's worker has the chief's oracle (Keras Tuner's OracleClient):
+        # it runs trials and prints their lines; the chief keeps the draw cap, the time
+        # budget and the failure streak
+        self.owns_oracle = not is_oracle_client(self.oracle)
+        if self.owns_oracle:
             self._apply_draw_cap(self.store.trials())
         # keras-tuner prints a traceback for every failed trial unless told not to; the
         # reason is in the store and the progress line (mcunas --debug brings them back).
         set_debug(debug)
 
     def declare_space(self) -> None:
-        """Declare the space to the oracle (not on a worker: the chief's oracle holds it).
+        """Declare the space to the oracle (not on a Keras Tuner worker: the chief's holds it).
 
         keras-tuner's default builds the model once per conditional scope to find
         every hyperparameter (20-30 s for mcunas's space); a hypermodel whose
         ``declare_hyperparameters`` declares them all, conditions included, needs
         one call (the same space: checked by tests/test_space.py).
         """
-        if self.worker:
+        if oracle_is_remote():
             return
         own = type(self.hypermodel).declare_hyperparameters
         if own is keras_tuner.HyperModel.declare_hyperparameters:
@@ -246,7 +254,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         if rec is None or rec.status == TrialStatus.RUNNING:  # interrupted: no line
             return
         self.progress.trial_done(rec, done, best)
-        if self.worker:
+        if not self.owns_oracle:
             return
         if self.progress.time_up() and self.stopped_reason is None:
             self.stopped_reason = "time budget reached"

@@ -15,7 +15,7 @@ import mcunas.search.kt_state as kt_state
 from mcunas.errors import FatalError
 from mcunas.files import READ_ERRORS, unreadable
 from mcunas.search.progress import Progress
-from mcunas.search.run import Executor, SearchRun
+from mcunas.search.run import Planner, SearchRun, WorkerRole
 from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["TunerStrategy", "make_tuner", "reconcile"]
@@ -26,15 +26,15 @@ class TunerStrategy:
 
     name = "keras-tuner"
 
-    def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
+    def search(self, run: SearchRun, executor: Planner, progress: Progress) -> str | None:
         """Declare the space, seed the oracle, square it with the store, run the trials."""
         from mcunas.search.oracles import make_oracle, seed_first_trial
         from mcunas.search.tuner import SearchFatal
 
         cfg = run.config
         run.load_data()
-        space, runner, close = run.components() if executor.trains else (run.space(), None, None)
-        if executor.trains:
+        space, runner, close = executor.candidates(run)
+        if runner is not None:
             progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
@@ -63,7 +63,7 @@ class TunerStrategy:
             if close is not None:
                 close()
 
-    def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
+    def work(self, run: SearchRun, executor: WorkerRole, progress: Progress) -> None:
         """A worker: the same tuner, with the chief's oracle and store, until it says stop."""
         from mcunas.search.oracles import make_oracle
         from mcunas.search.tuner import SearchFatal

@@ -31,7 +31,7 @@ import keras_tuner
 from mcunas.errors import FatalError, describe
 from mcunas.files import output_path, storage_errors
 from mcunas.search.config import WARM_START_ENV
-from mcunas.search.store import TrialStore
+from mcunas.search.trial_store import Store
 
 __all__ = ["WARM_START_ENV", "WEIGHTS_SUFFIX", "Start", "WarmStart"]
 
@@ -60,14 +60,12 @@ class WarmStart:
     Args:
         runner: the tuner's CandidateRunner (``save_weights``/``load_weights``
             optional: without them every trial trains from scratch).
-        store: TrialStore, for the parent's ``epochs_run`` and descriptions.
+        store: Store, for the parent's ``epochs_run`` and descriptions.
         models_dir: the run's models folder.
         enabled: keep and load parents' weights (``SearchConfig.warm_start``).
     """
 
-    def __init__(
-        self, runner: Any, store: TrialStore, models_dir: Path, enabled: bool = True
-    ) -> None:
+    def __init__(self, runner: Any, store: Store, models_dir: Path, enabled: bool = True) -> None:
         self.runner, self.store, self.models_dir, self.enabled = runner, store, models_dir, enabled
 
     def weights_path(self, trial_id: str) -> Path:

@@ -14,15 +14,22 @@ Example::
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
+import numpy as np
+
+from mcunas.files import READ_ERRORS
+from mcunas.search.job_protocols import Epoch
 from mcunas.search.store import TrialOrigin
 
 __all__ = [
+    "CHECKPOINT",
     "WIRE",
     "Check",
+    "checkpoint_epochs",
     "Done",
     "Epoch",
     "Failed",
@@ -142,15 +149,7 @@ class Failed:
 Result = Fits | Trained | Screened | Done | Failed
 
 
-@dataclass(frozen=True)
-class Epoch:
-    """One supernet epoch done: its loss and time, and where its checkpoint is."""
-
-    epoch: int
-    loss: float
-    seconds: float
-    checkpoint: Path
-
+CHECKPOINT = "supernet/checkpoint.npz"  # the supernet's checkpoint in the search folder
 
 _JOBS: dict[str, type[Any]] = {k.kind: k for k in (Check, Train, Reference, Screen, Finetune)}
 _RESULTS: dict[str, type[Any]] = {
@@ -213,6 +212,35 @@ class SupernetWire:
         """The trial rows ``job`` writes."""
         tid = getattr(job, "tid", None)
         return () if tid is None else (tid,)
+
+    checkpoint = CHECKPOINT  # the supernet's, in the search folder
+
+    def trains(self, kind: str) -> bool:
+        """A ``train`` job trains the supernet (the shared checkpoint)."""
+        return kind == Train.kind
+
+    def records_worker(self, kind: str) -> bool:
+        """A fine-tuning's row names its worker (a screening's is seconds)."""
+        return kind == Finetune.kind
+
+    def epochs_done(self, checkpoint: Path) -> int:
+        """The supernet epochs ``checkpoint`` holds."""
+        return checkpoint_epochs(checkpoint)
+
+    def done_line(self, job: Job) -> str | None:
+        """The long jobs' line (a check or screen is seconds)."""
+        if isinstance(job, Reference | Finetune):
+            return f"Did the chief's {job.kind} job, trial {job.tid}."
+        return None
+
+
+def checkpoint_epochs(path: Path) -> int:
+    """The epochs a supernet checkpoint file has done (0 if there is none or it is unreadable)."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return int(json.loads(str(data["meta"]))["done"])
+    except READ_ERRORS:
+        return 0
 
 
 WIRE = SupernetWire()

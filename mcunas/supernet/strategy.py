@@ -39,7 +39,7 @@ from typing import Any
 from mcunas.errors import FatalError
 from mcunas.search.pipeline import SEED_ORIGIN
 from mcunas.search.progress import Progress, format_duration, trial_summary
-from mcunas.search.run import Executor, Jobs, SearchRun
+from mcunas.search.run import Jobs, Planner, SearchRun, WorkerRole
 from mcunas.search.store import TrialRecord, TrialStatus
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.jobs import (
@@ -99,7 +99,7 @@ class SupernetStrategy:
     spec: SupernetSpec
     sha256: str | None = None
 
-    def search(self, run: SearchRun, executor: Executor, progress: Progress) -> str | None:
+    def search(self, run: SearchRun, executor: Planner, progress: Progress) -> str | None:
         """Train (or resume) the supernet, search its subnets, fine-tune the best."""
         self.run, self.progress = run, progress
         cfg = run.config
@@ -138,7 +138,7 @@ class SupernetStrategy:
             refit_chosen(run, progress, families=("stages",))
         return stopped
 
-    def work(self, run: SearchRun, executor: Executor, progress: Progress) -> None:
+    def work(self, run: SearchRun, executor: WorkerRole, progress: Progress) -> None:
         """A worker's side: the executor hands this run's work the chief's jobs."""
         run.load_data()
         executor.serve_jobs(run, progress, lambda fetch: SupernetWork(run, progress, fetch), WIRE)

@@ -39,6 +39,7 @@ from mcunas.search.recipe import (
     steps_per_epoch,
     training_data,
 )
+from mcunas.supernet.jobs import CHECKPOINT, checkpoint_epochs
 from mcunas.supernet.model import Supernet, controls
 from mcunas.supernet.spec import Subnet, SupernetSpec, largest, random_subnet, smallest
 
@@ -50,7 +51,6 @@ __all__ = [
     "read_checkpoint",
 ]
 
-CHECKPOINT = "supernet/checkpoint.npz"
 CHECKPOINT_FIX = "delete it to train the supernet again from its first epoch, or restore a copy"
 LEARNING_RATE = 0.003
 DISTILL = 0.5  # share of the largest subnet's predictions in the others' targets
@@ -234,15 +234,6 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:
     except READ_ERRORS as exc:
         raise unreadable(path, "supernet checkpoint", CHECKPOINT_FIX, exc) from None
     return meta, weights, opt
-
-
-def checkpoint_epochs(path: Path) -> int:
-    """The epochs a supernet checkpoint file has done (0 if there is none or it is unreadable)."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            return int(json.loads(str(data["meta"]))["done"])
-    except READ_ERRORS:
-        return 0
 
 
 def _add(a: list[Any], b: list[Any]) -> list[Any]:
