@@ -149,7 +149,7 @@ def exported_on_front(out: Path) -> bool | None:
     every default objective and better on one: another re-scored finalist at
     its re-scored mean, any other trial on the validation split.
     """
-    from mcunas.search.finalists import rescored_stand_ins
+    from mcunas.search.finish.finalists import rescored_stand_ins
     from mcunas.search.pareto import dominates, record_point
     from mcunas.search.store import TrialStatus, TrialStore
 

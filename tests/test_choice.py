@@ -10,8 +10,8 @@ import pytest
 from test_search_cli import ExportableRunner, run
 from test_tuner import FakeSpace
 
-from mcunas.search.choice import choose_best, chosen_by, feasible_front
-from mcunas.search.finalists import (
+from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finish.finalists import (
     REFERENCE_Z,
     RESCORE_META,
     Plan,
@@ -274,11 +274,11 @@ class FoldRunner:
 def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import mcunas.search.rescore as rescore_mod
+    import mcunas.search.finish.rescore as rescore_mod
     from mcunas.data import load_dataset
     from mcunas.search.config import SearchConfig
+    from mcunas.search.finish.rescore import fold_splits, rescore_finalists
     from mcunas.search.progress import Progress
-    from mcunas.search.rescore import fold_splits, rescore_finalists
 
     data = load_dataset(None, seed=0)
     folds = fold_splits(data, Plan("kfold", 5), seed=0)
@@ -361,8 +361,8 @@ def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monk
 def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) -> None:
     from mcunas.data import load_dataset
     from mcunas.search.config import SearchConfig
+    from mcunas.search.finish.rescore import rescore_finalists
     from mcunas.search.progress import Progress
-    from mcunas.search.rescore import rescore_finalists
 
     store = TrialStore.open(tmp_path)
     for tid, acc in (("00", 0.99), ("01", 0.60)):  # 01 is far below: one finalist only

@@ -13,9 +13,9 @@ from test_refit import RefitRunner, _run
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import SearchConfig
-from mcunas.search.ensemble import average, member_seed, planned_members
+from mcunas.search.finish.ensemble import average, member_seed, planned_members
+from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of
 from mcunas.search.progress import Progress
-from mcunas.search.refit import REFIT_META, refit_chosen, refit_of
 
 
 def _trial(latency_ms: float | None, energy_uj: float | None = None) -> SimpleNamespace:
@@ -99,8 +99,8 @@ class MemberRunner(RefitRunner):
 
 
 def _ensemble_run(tmp_path: Path, monkeypatch, latency_budget: float) -> SimpleNamespace:
-    import mcunas.search.ensemble as ensemble_mod
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.ensemble as ensemble_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
     monkeypatch.setattr(ensemble_mod, "average", lambda ms: {**ms[0], "members": len(ms)})
@@ -156,7 +156,7 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 
 
 def test_the_export_names_the_averages_own_figures() -> None:
-    from mcunas.search.export import _exported_arena
+    from mcunas.search.finish.export import _exported_arena
     from mcunas.search.result import SearchResult
 
     own = {"source": "simulator:lat-1", "estimated": True, "latency_ms": 18.12}

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.boards import BoardProfile
-from mcunas.search.choice import (
+from mcunas.search.config import SearchConfig
+from mcunas.search.finish.choice import (
     ACCURACY_TIE,
     LOSS_TIE,
     choice_reason,
@@ -28,8 +29,7 @@ from mcunas.search.choice import (
     tie_width,
     trial_points,
 )
-from mcunas.search.config import SearchConfig
-from mcunas.search.finalists import RESCORE_META, rescored_choice
+from mcunas.search.finish.finalists import RESCORE_META, rescored_choice
 from mcunas.search.nofit import no_feasible_message
 from mcunas.search.pareto import (
     Point,
@@ -119,8 +119,8 @@ class SearchResult:
     test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
     layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
-    rescore: dict[str, Any] | None = None  # the re-scored finalists (mcunas.search.rescore)
-    refit: dict[str, Any] | None = None  # the chosen design refitted (mcunas.search.refit)
+    rescore: dict[str, Any] | None = None  # the re-scored finalists (mcunas.search.finish.rescore)
+    refit: dict[str, Any] | None = None  # the chosen design refitted (mcunas.search.finish.refit)
 
     def test_text(self) -> str | None:
         """The chosen model's test accuracy line, when the dataset has a test split."""

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
-from mcunas.search.export import export_best, trial_model_bytes
+from mcunas.search.finish.export import export_best, trial_model_bytes
 from mcunas.search.job_protocols import Jobs, Wire, Work
 from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
@@ -286,7 +286,7 @@ class SearchRun:
         model_bytes = None
         if result.best is not None:
             from mcunas.profile import model_layers
-            from mcunas.search.refit import refit_of
+            from mcunas.search.finish.refit import refit_of
 
             result.refit = refit_of(self.store, result.best, self.out_dir, self.config)
             model_bytes = self._exported_bytes(result.best, result.refit)

@@ -45,8 +45,8 @@ class TunerStrategy:
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)
             reconcile(run.store, oracle)
             stopped = executor.drive_tuner(run, tuner, oracle, progress)
-            from mcunas.search.refit import refit_chosen
-            from mcunas.search.rescore import rescore_finalists, rescore_here
+            from mcunas.search.finish.refit import refit_chosen
+            from mcunas.search.finish.rescore import rescore_finalists, rescore_here
 
             if runner is not None:  # the front's finalists re-scored with the trials' runner
                 rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)

@@ -15,13 +15,13 @@ Four stages, each resumable without losing finished work:
 3. **fine-tuning**: the best ``--max-trials`` screened subnets are extracted,
    fine-tuned for ``--finetune-epochs``, converted, scored and measured like
    any trial; they become ``ok`` (or ``infeasible``) rows;
-4. **re-scoring** (:func:`mcunas.search.rescore.rescore_here`): the top
+4. **re-scoring** (:func:`mcunas.search.finish.rescore.rescore_here`): the top
    ``--finalists`` of the front (the reference's rows included) are trained
    again from scratch with the search's recipe, by k-fold or seeds, as in the
    Keras Tuner search; the choice uses their means. Re-scoring measures the
    architecture; the exported model is the fine-tuned one, or on a small
    dataset the chosen architecture trained from scratch on every training
-   sample (:mod:`mcunas.search.refit`, as in every search).
+   sample (:mod:`mcunas.search.finish.refit`, as in every search).
 
 The strategy plans; the work is typed jobs (:mod:`mcunas.supernet.jobs`) that
 the executor runs here or on a chief's workers, done by
@@ -131,8 +131,8 @@ class SupernetStrategy:
                 return STOPPED_SEARCH
             stopped = self.finetune(finetune)
         if stopped is None:  # the finalists re-scored and the choice refitted as in every search
-            from mcunas.search.refit import refit_chosen
-            from mcunas.search.rescore import rescore_here
+            from mcunas.search.finish.refit import refit_chosen
+            from mcunas.search.finish.rescore import rescore_here
 
             rescore_here(run, progress, ("stages",))
             refit_chosen(run, progress, families=("stages",))

@@ -5,7 +5,7 @@ hundred samples or fewer: two candidates a point apart may differ by chance.
 Before export the top finalists (the search's choice, then the highest
 validation scores within the split's noise of the top, and the ``--seed-arch``
 design's largest fitting rung unless clearly worse) are re-trained with the
-search's own recipe (:mod:`mcunas.search.rescore`) and scored again, by k-fold
+search's own recipe (:mod:`mcunas.search.finish.rescore`) and scored again, by k-fold
 cross-validation on small datasets and over several seeds on larger ones; the
 choice then uses each finalist's mean and its standard error.
 
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcunas.search.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, dominates, record_point
 from mcunas.search.store import TrialOrigin, TrialRecord
 
@@ -116,7 +116,7 @@ def pick_finalists(
     (a wider band: the known design leaves the comparison only when it is
     clearly worse). Re-scoring then weighs the search's finds against the
     hand-scaled reference on the same folds, and the choice's preference for
-    the seed design among ties (:func:`~mcunas.search.choice.choose_best`)
+    the seed design among ties (:func:`~mcunas.search.finish.choice.choose_best`)
     applies to re-scored means, not to one split a lucky small variant topped.
     """
     if count <= 0:
@@ -220,7 +220,7 @@ def rescored_choice(
 
     The finalists compete with their mean accuracy (and mean loss) in place of
     the single split's, under the same front and tie rule as the search's own
-    choice (:func:`mcunas.search.choice.choose_best`), ties being as wide as
+    choice (:func:`mcunas.search.finish.choice.choose_best`), ties being as wide as
     the standard error of the difference. The finalists are the highest
     validation scores (:func:`pick_finalists`), so no other trial scored higher
     on the split (but one the reference design took the last place from); a

@@ -9,7 +9,7 @@ network ensembles for time series classification", 2019; InceptionTime
 averages five networks). On a microcontroller an average of K networks costs
 K times one network's latency, so it is a way to spend a budget, not a free
 gain: ``--ensemble auto`` (the default) spends it only where the search
-refits its choice (small training sets, :mod:`mcunas.search.refit`) and the
+refits its choice (small training sets, :mod:`mcunas.search.finish.refit`) and the
 user gave a latency budget, with as many members (up to :data:`MAX_MEMBERS`)
 as that budget, and an energy budget if given, hold at the chosen trial's
 figures. ``--ensemble N`` asks for N members, ``off`` for the design alone.

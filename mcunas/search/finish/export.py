@@ -75,7 +75,7 @@ def export_best(
             as ``project_error``, and the export goes on).
         frontend: FrontendConfig | None, the front end to export beside the model.
         model: bytes | None, the model to export in place of the trial's own (its refit on
-            every training sample, :mod:`mcunas.search.refit`: the same graph, or an
+            every training sample, :mod:`mcunas.search.finish.refit`: the same graph, or an
             average of refits with its own figures in ``context["refit"]["figures"]``).
 
     Returns:

@@ -4,12 +4,12 @@ One call at the end of a search (:func:`rescore_finalists`): the top
 ``--finalists`` trials (3 by default: the search's choice, then the highest
 validation scores within the split's noise of the top, the ``--seed-arch``
 design's largest fitting rung among them unless clearly worse,
-:func:`~mcunas.search.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
+:func:`~mcunas.search.finish.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
 off) are re-trained with the search's own recipe, through the same
 candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
 with the TFLite Micro kernels), and scored again:
 
-- under :data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, by
+- under :data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, by
   stratified k-fold cross-validation (k=5) over the training and validation
   samples together (the test split is never touched);
 - from there on, over 3 training seeds on the search's own split.
@@ -17,7 +17,7 @@ with the TFLite Micro kernels), and scored again:
 Runs go round-robin (every finalist's first fold, then the second...), each
 written to the store as it finishes, so ``--resume`` does not redo one and a
 time budget that runs out leaves every finalist with as many runs as the
-others. :func:`mcunas.search.finalists.rescored_choice` then chooses among
+others. :func:`mcunas.search.finish.finalists.rescored_choice` then chooses among
 the means.
 """
 
@@ -32,7 +32,7 @@ import numpy as np
 
 from mcunas.errors import FatalError, describe
 from mcunas.search.config import SearchConfig
-from mcunas.search.finalists import RESCORE_META, Plan, pick_finalists, plan_for
+from mcunas.search.finish.finalists import RESCORE_META, Plan, pick_finalists, plan_for
 from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
@@ -202,7 +202,7 @@ def _one_run(
 def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[TrialRecord]:
     """The finalists to re-score; with fewer than two, runs stored for others are dropped.
 
-    The choice then goes without them (:func:`~mcunas.search.finalists.rescored_choice`).
+    The choice then goes without them (:func:`~mcunas.search.finish.finalists.rescored_choice`).
     """
     finalists = pick_finalists(
         store.trials(), config.objectives, config.finalists, len(dataset.y_val)

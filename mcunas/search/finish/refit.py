@@ -19,7 +19,7 @@ or, without re-scoring, the trial's own validation score, which the model
 trained on fewer samples earned.
 
 ``--refit auto`` (the default) refits below
-:data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, where the
+:data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
 never. The refit is kept in the store (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. Measured by ``scripts/bench
@@ -38,8 +38,8 @@ from typing import Any
 from mcunas.errors import FatalError, describe
 from mcunas.files import write_file
 from mcunas.search.config import REFIT_CHOICES
-from mcunas.search.ensemble import fitting_average, member_seed, planned_members
-from mcunas.search.finalists import KFOLD_BELOW
+from mcunas.search.finish.ensemble import fitting_average, member_seed, planned_members
+from mcunas.search.finish.finalists import KFOLD_BELOW
 from mcunas.search.pipeline import training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord, TrialStore
@@ -63,7 +63,7 @@ def refit_wanted(mode: str, samples: int) -> bool:
     """Whether ``--refit mode`` refits a search of ``samples`` training samples.
 
     ``samples`` counts the training split as re-scoring's plan does
-    (:func:`~mcunas.search.finalists.plan_for`): ``auto`` refits where it cross-validates.
+    (:func:`~mcunas.search.finish.finalists.plan_for`): ``auto`` refits where it cross-validates.
     """
     if mode == "auto":
         return samples < KFOLD_BELOW
@@ -115,11 +115,11 @@ def refit_chosen(
 def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, Any]) -> None:
     """Train, convert, check and keep the refit of ``best`` (or note why not).
 
-    With ``--ensemble`` members planned (:func:`~mcunas.search.ensemble.planned_members`)
+    With ``--ensemble`` members planned (:func:`~mcunas.search.finish.ensemble.planned_members`)
     each is trained from its own seed and their average is kept if it meets the budgets.
     """
-    from mcunas.search.export import trial_model_bytes
-    from mcunas.search.rescore import trial_hyperparameters
+    from mcunas.search.finish.export import trial_model_bytes
+    from mcunas.search.finish.rescore import trial_hyperparameters
 
     cfg, out_dir = run.config, Path(run.out_dir)
     space, runner = parts
@@ -204,7 +204,7 @@ def _teacher(
     run: Any, progress: Progress, runner: Any, data: Any, recipe: Any
 ) -> tuple[Any, str | None]:
     """The teacher's soft targets for the refit and its name; (None, None) if it failed."""
-    from mcunas.search.distill import teacher_name, teacher_targets
+    from mcunas.search.finish.distill import teacher_name, teacher_targets
 
     cfg = run.config
     name = teacher_name(data.kind, data.input_shape)
