@@ -36,14 +36,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from mcunas.errors import FatalError, describe
-from mcunas.search.budgets import Budgets, violations
+from mcunas.search.budgets import Budgets
 from mcunas.search.config import MAX_MEMBERS
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord
 from mcunas.search.trial_record import figure_columns
 
-__all__ = ["average", "fitting_average", "member_seed", "planned_members"]
+__all__ = ["average", "fitting_average", "member_seed", "planned_members", "with_frontend_of"]
 
 
 def planned_members(mode: str, best: TrialRecord, budgets: Budgets) -> int:
@@ -92,16 +91,15 @@ def average(models: list[Any]) -> Any:
 
 
 def fitting_average(
-    run: Any, progress: Progress, best: TrialRecord, runners: tuple[Any, Any], members: list
+    progress: Progress, pipeline: Any, members: list
 ) -> tuple[bytes, dict[str, Any], int] | None:
     """The members' average that meets every budget, with the most members; None for none.
 
     Args:
-        run: SearchRun (its config's budgets, its board and front ends).
         progress: Progress, for a note on each average that does not fit.
-        best: TrialRecord, the chosen trial (its front end is added to the figures).
-        runners: (the refit's runner, which converts; the search's, which measures).
-        members: [(trained model, its training result, ...)], member 0 first.
+        pipeline: TrialPipeline over the search's runner, which measures, with the chosen
+            trial's front end (:func:`with_frontend_of`) and the budgets.
+        members: [Retrained], member 0 (the refit, whose runner converts) first.
 
     Returns:
         The average's INT8 bytes, its figures (a trial row's columns, as ``best.json``
@@ -109,26 +107,21 @@ def fitting_average(
         member count; None when no average fits or one fails to convert or measure
         (a note says why), and member 0, the refit, is exported alone.
     """
-    fit, runner = runners
-    models = [member[0] for member in members]
+    fit = members[0].runner
+    models = [member.model for member in members]
     for k in range(len(models), 1, -1):
-        try:
-            graph = fit.convert(average(models[:k]))
-            cost = _with_frontend(run, best, runner.measure(graph, lambda _: True))
-        except FatalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the refit alone is exported instead
-            progress.note(f"An average of {k} members failed ({describe(exc)}).")
+        done = pipeline.assess(fit, lambda k=k: average(models[:k]), evaluate=False)
+        if not done.ok:  # the refit alone is exported instead
+            progress.note(f"An average of {k} members failed ({done.error}).")
             break
-        reasons = violations(cost, run.config.budgets)
-        if not reasons:
-            return graph, figure_columns(cost), k
-        progress.note(f"An average of {k} members does not fit ({reasons[0]}).")
+        if not done.violations:
+            return done.model_bytes, figure_columns(done.cost), k
+        progress.note(f"An average of {k} members does not fit ({done.violations[0]}).")
     progress.note("No average of members is exported; the refit alone is.")
     return None
 
 
-def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:
+def with_frontend_of(run: Any, best: TrialRecord, cost: Any) -> Any:
     """``cost`` with the chosen trial's front end added, as a trial's figures are."""
     if getattr(run, "fronts", None) is None:
         return cost

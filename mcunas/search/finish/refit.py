@@ -30,18 +30,24 @@ OSULeaf (200) 87.9% and 88.1% (docs/benchmarks/series.md).
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
 from pathlib import Path
 from typing import Any
 
-from mcunas.errors import FatalError, describe
 from mcunas.files import write_file
 from mcunas.search.config import REFIT_CHOICES
-from mcunas.search.finish.ensemble import fitting_average, member_seed, planned_members
+from mcunas.search.finish.ensemble import (
+    fitting_average,
+    member_seed,
+    planned_members,
+    with_frontend_of,
+)
 from mcunas.search.finish.finalists import KFOLD_BELOW
-from mcunas.search.pipeline import training_seed
+from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
+from mcunas.search.retrain import Attempt, Retrained, Retraining
 from mcunas.search.store import TrialRecord, TrialStore
 from mcunas.search.summary import refit_text
 
@@ -118,15 +124,19 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     With ``--ensemble`` members planned (:func:`~mcunas.search.finish.ensemble.planned_members`)
     each is trained from its own seed and their average is kept if it meets the budgets.
     """
-    from mcunas.search.finish.export import trial_model_bytes
-    from mcunas.search.finish.rescore import trial_hyperparameters
-
-    cfg, out_dir = run.config, Path(run.out_dir)
+    cfg = run.config
     space, runner = parts
+    pipeline = TrialPipeline(
+        runner,
+        run.store,
+        cfg.budgets,
+        Path(run.out_dir) / "models",
+        cfg.objectives,
+        frontend=lambda cost: with_frontend_of(run, best, cost),
+    )
     data = run.data_of(best).pooled()
-    seed = training_seed(cfg.seed, best.hyperparameters)
     planned = planned_members(cfg.ensemble, best, cfg.budgets)
-    began, averaged = time.perf_counter(), None
+    began = time.perf_counter()
     recipe = _replanned(run, data)
     targets, teacher = (
         _teacher(run, progress, runner, data, recipe) if cfg.distill else (None, None)
@@ -138,51 +148,78 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
         f"{f'; {planned} members from {planned} seeds, averaged' if planned > 1 else ''}; "
         "--refit off skips it)."
     )
-    try:
-        hp = trial_hyperparameters(space, best.hyperparameters)
-        trainings = (runner, data, recipe, targets)
-        members = []
-        for k in range(planned):
-            members.append(_member(trainings, hp, member_seed(seed, k), cfg.epochs))
-            if planned > 1:
-                elapsed = time.perf_counter() - began
-                progress.note(f"Member {k + 1} of {planned} trained ({elapsed:.0f} s so far).")
-        fit = members[0][2]
-        model_bytes = fit.convert(members[0][0])
-        differs = same_graph(trial_model_bytes(best, out_dir), model_bytes)
-        if differs is None and planned > 1:
-            averaged = fitting_average(run, progress, best, (fit, runner), members)
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the trial's own model is exported instead
-        progress.note(f"Refit failed ({describe(exc)}); trial {best.trial_id}'s model is exported.")
+    job = Retraining(
+        space, best.hyperparameters, data, training_seed(cfg.seed, best.hyperparameters),
+        cfg.epochs, recipe=recipe, targets=targets, early_stop=False,
+    )  # fmt: skip
+    members = _members(pipeline, job, planned, progress, began)
+    if isinstance(members, str):
+        progress.note(f"Refit failed ({members}); trial {best.trial_id}'s model is exported.")
         return
-    if differs is not None:
-        progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
+    kept = _checked(run, progress, best, pipeline, members)
+    if kept is None:
         return
-    if averaged is not None:
-        model_bytes = averaged[0]
-    info = _keep(run, best, model_bytes, members[0][1], len(data.y_train))
+    info = _keep(run, best, kept[0], members[0].trained, len(data.y_train))
     info["seconds"] = round(time.perf_counter() - began, 3)
     if planned > 1:
+        averaged = kept[1]
         info |= {"members": averaged[2], "figures": averaged[1]} if averaged else {"members": 1}
     info |= {"teacher": teacher}
     run.store.set_meta(REFIT_META, info)
     progress.note(f"Refitted in {info['seconds']:.0f} s ({refit_text(info)}).")
 
 
-def _member(trainings: tuple[Any, Any, Any, Any], hp: Any, seed: int, epochs: int) -> tuple:
-    """A refit trained from ``seed`` on its own runner: (model, training result, runner).
+def _members(
+    pipeline: TrialPipeline, job: Retraining, planned: int, progress: Progress, began: float
+) -> list[Retrained] | str:
+    """The members trained (member 0 the refit itself), or why one failed.
 
-    ``trainings``: the search's runner, the pooled data, the recipe and the
-    teacher's targets (or None). Each member has its own seed for its initial
-    weights, sample order and augmentation, so members are independent trainings.
+    Each member has its own seed for its initial weights, sample order and
+    augmentation (:func:`~mcunas.search.finish.ensemble.member_seed`), so members
+    are independent trainings; none is converted yet.
     """
-    runner, data, recipe, targets = trainings
-    fit = runner.for_data(data, seed, recipe=recipe)
-    fit.targets = targets
-    model = fit.build(hp, seed)
-    return model, fit.train(model, epochs, early_stop=False), fit
+    members = []
+    for k in range(planned):
+        done = pipeline.retrain(
+            dataclasses.replace(job, seed=member_seed(job.seed, k)), convert=False
+        )
+        if not done.ok:
+            return str(done.error)
+        members.append(done)
+        if planned > 1:
+            elapsed = time.perf_counter() - began
+            progress.note(f"Member {k + 1} of {planned} trained ({elapsed:.0f} s so far).")
+    return members
+
+
+def _checked(
+    run: Any, progress: Progress, best: TrialRecord, pipeline: TrialPipeline, members: list
+) -> tuple[bytes, Any] | None:
+    """The refit's model to keep and its average (or None); None to export the trial's own.
+
+    The refit (member 0) is converted and its graph compared with the trial's; with
+    more members, the average that meets every budget replaces it.
+    """
+    from mcunas.search.finish.export import trial_model_bytes
+
+    first = pipeline.assess(
+        members[0].runner, lambda: members[0].model, evaluate=False, measure=False
+    )
+    check = Attempt(stage="check")
+    if first.ok:
+        with check.guard():
+            differs = same_graph(
+                trial_model_bytes(best, Path(run.out_dir)), first.model_bytes or b""
+            )
+    error = first.error or check.error
+    if error is not None:
+        progress.note(f"Refit failed ({error}); trial {best.trial_id}'s model is exported.")
+        return None
+    if differs is not None:
+        progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
+        return None
+    averaged = fitting_average(progress, pipeline, members) if len(members) > 1 else None
+    return (first.model_bytes or b"") if averaged is None else averaged[0], averaged
 
 
 def _keep(
@@ -212,15 +249,13 @@ def _teacher(
         f"Training the refit's teacher: {name} at full size on {len(data.y_train)} samples "
         "(it never runs on the board)."
     )
-    began = time.perf_counter()
-    try:
+    attempt = Attempt(stage="teacher")
+    with attempt.guard():
         targets, name = teacher_targets(runner, data, recipe, cfg.seed, cfg.epochs)
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the refit trains on the labels alone
-        progress.note(f"Teacher failed ({describe(exc)}); the refit learns from the labels.")
+    if attempt.error is not None:  # the refit trains on the labels alone
+        progress.note(f"Teacher failed ({attempt.error}); the refit learns from the labels.")
         return None, None
-    progress.note(f"Teacher trained in {time.perf_counter() - began:.0f} s.")
+    progress.note(f"Teacher trained in {time.perf_counter() - attempt.began:.0f} s.")
     return targets, name
 
 

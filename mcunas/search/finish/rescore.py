@@ -26,15 +26,16 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mcunas.errors import FatalError, describe
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.finalists import RESCORE_META, Plan, pick_finalists, plan_for
-from mcunas.search.pipeline import training_seed
+from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
+from mcunas.search.retrain import Retraining, trial_hyperparameters
 from mcunas.search.store import TrialRecord, TrialStore
 
 __all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
@@ -55,6 +56,7 @@ def rescore_finalists(
     runner: Any,
     dataset: Any,
     progress: Progress,
+    pipeline: TrialPipeline | None = None,
 ) -> None:
     """Re-train and re-score the top finalists; the runs go into the store.
 
@@ -66,6 +68,8 @@ def rescore_finalists(
             that trains on another split (:meth:`mcunas.search.candidate.KerasRunner.for_data`).
         dataset: Dataset, the search's data.
         progress: Progress, for one line per run and the time budget.
+        pipeline: the trial pipeline over ``runner`` that retrains each finalist
+            (default: one on ``store`` and ``config``'s budgets).
     """
     finalists = _finalists(config, store, dataset)
     if len(finalists) < 2 or not hasattr(runner, "for_data"):
@@ -74,6 +78,9 @@ def rescore_finalists(
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
         return
     plan = plan_for(len(dataset.y_train))
+    if pipeline is None:
+        models = Path(store.path).parent / "models"
+        pipeline = TrialPipeline(runner, store, config.budgets, models, config.objectives)
     state = _state(store, plan, config.seed, finalists)
     splits = _splits_by_trial(space, dataset, plan, config.seed)
     start = time.perf_counter()
@@ -97,7 +104,7 @@ def rescore_finalists(
                 progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
                 return
             data = splits(rec)[run]
-            _one_run(config, store, state, (space, runner), rec, data, run, plan, progress)
+            _one_run(config, store, state, (space, pipeline), rec, data, run, plan, progress)
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
 
 
@@ -159,43 +166,36 @@ def _one_run(
     config: SearchConfig,
     store: TrialStore,
     state: dict[str, Any],
-    parts: tuple[Any, Any],
+    parts: tuple[Any, TrialPipeline],
     rec: TrialRecord,
     data: Any,
     run: int,
     plan: Plan,
     progress: Progress,
 ) -> None:
-    """Train, convert and score one finalist on one split; record it (or its failure)."""
-    space, runner = parts
+    """Retrain and score one finalist on one split; record it (or its failure)."""
+    space, pipeline = parts
     seed = training_seed(config.seed, rec.hyperparameters)
     if plan.method == "seeds":
         seed += SEED_STRIDE * (run + 1)
-    began = time.perf_counter()
     what = f"trial {rec.trial_id}, {'fold' if plan.method == 'kfold' else 'seed'} {run + 1}"
-    try:
-        fold_runner = runner.for_data(data, seed)
-        model = fold_runner.build(trial_hyperparameters(space, rec.hyperparameters), seed)
-        fold_runner.train(model, config.epochs)
-        scores = fold_runner.evaluate(fold_runner.convert(model))
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a finalist that fails here keeps out of the choice
-        state["failed"][rec.trial_id] = f"{what}: {describe(exc)}"
+    done = pipeline.retrain(Retraining(space, rec.hyperparameters, data, seed, config.epochs))
+    if not done.ok:  # a finalist that fails here keeps out of the choice
+        state["failed"][rec.trial_id] = f"{what}: {done.error}"
         store.set_meta(RESCORE_META, state)
-        progress.note(f"Re-scoring {what}/{plan.runs} failed: {describe(exc)}; it leaves the tie.")
+        progress.note(f"Re-scoring {what}/{plan.runs} failed: {done.error}; it leaves the tie.")
         return
-    seconds = time.perf_counter() - began
+    scores = done.evaluated
     state["runs"][rec.trial_id][str(run)] = {
         "accuracy": float(scores.accuracy),
         "loss": None if scores.loss is None else float(scores.loss),
-        "seconds": round(seconds, 3),
+        "seconds": round(done.seconds, 3),
         "samples": len(data.y_val),
     }
     store.set_meta(RESCORE_META, state)
     progress.note(
         f"Re-scored {what}/{plan.runs}: INT8 {100 * scores.accuracy:.1f}% on "
-        f"{len(data.y_val)} samples ({seconds:.0f} s)"
+        f"{len(data.y_val)} samples ({done.seconds:.0f} s)"
     )
 
 
@@ -259,15 +259,3 @@ def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
         )
         for i in range(plan.runs)
     ]
-
-
-def trial_hyperparameters(space: Any, values: dict[str, Any]) -> Any:
-    """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
-    import keras_tuner
-
-    values = {k: v for k, v in values.items() if not k.startswith("tuner/")}
-    if hasattr(space, "hyperparameters"):
-        return space.hyperparameters(**values)
-    hp = keras_tuner.HyperParameters()
-    hp.values.update(values)
-    return hp
