@@ -286,20 +286,21 @@ class SearchRun:
         model_bytes = None
         if result.best is not None:
             from mcunas.profile import model_layers
-            from mcunas.search.finish.refit import refit_of
+            from mcunas.search.finish.refit import stored_refit
 
-            result.refit = refit_of(self.store, result.best, self.out_dir, self.config)
+            result.refit = stored_refit(self.store, result.best, self.out_dir, self.config)
             model_bytes = self._exported_bytes(result.best, result.refit)
             result.layers = self._frontend_rows(data) + model_layers(model_bytes, self.board)
         result.test = self._test_accuracy(model_bytes, data)
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(data), "test": result.test, "chosen_by": result.chosen_by}
-            context |= {"rescore": result.rescore, "refit": result.refit}
+            context |= result.finish_dict()
             front = getattr(data, "frontend", None)
             best_dir = export_best(
-                result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes
-            )
+                result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes,
+                refit=result.refit,
+            )  # fmt: skip
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
@@ -318,11 +319,11 @@ class SearchRun:
 
         return frontend_rows(self.fronts.cost_of(data))
 
-    def _exported_bytes(self, best: Any, refit: dict[str, Any] | None) -> bytes:
+    def _exported_bytes(self, best: Any, refit: Any) -> bytes:
         """The model ``best/`` exports: the chosen trial's refit when there is one, else its own."""
         if refit is None:
             return trial_model_bytes(best, self.out_dir)
-        return (self.out_dir / refit["model_path"]).read_bytes()
+        return (self.out_dir / refit.model_path).read_bytes()
 
     def _test_accuracy(self, model_bytes: bytes | None, data: Any) -> dict[str, Any] | None:
         """The exported INT8 model's accuracy on the dataset's test split (TFLM kernels).

@@ -36,11 +36,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import MAX_MEMBERS
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord
-from mcunas.search.trial_record import figure_columns
 
 __all__ = ["average", "fitting_average", "member_seed", "planned_members", "with_frontend_of"]
 
@@ -92,7 +92,7 @@ def average(models: list[Any]) -> Any:
 
 def fitting_average(
     progress: Progress, pipeline: Any, members: list
-) -> tuple[bytes, dict[str, Any], int] | None:
+) -> tuple[bytes, Figures, int] | None:
     """The members' average that meets every budget, with the most members; None for none.
 
     Args:
@@ -102,9 +102,8 @@ def fitting_average(
         members: [Retrained], member 0 (the refit, whose runner converts) first.
 
     Returns:
-        The average's INT8 bytes, its figures (a trial row's columns, as ``best.json``
-        keeps them) and its
-        member count; None when no average fits or one fails to convert or measure
+        The average's INT8 bytes, its figures (front end included) and its member
+        count; None when no average fits or one fails to convert or measure
         (a note says why), and member 0, the refit, is exported alone.
     """
     fit = members[0].runner
@@ -115,7 +114,7 @@ def fitting_average(
             progress.note(f"An average of {k} members failed ({done.error}).")
             break
         if not done.violations:
-            return done.model_bytes, figure_columns(done.cost), k
+            return done.model_bytes or b"", done.cost, k
         progress.note(f"An average of {k} members does not fit ({done.violations[0]}).")
     progress.note("No average of members is exported; the refit alone is.")
     return None

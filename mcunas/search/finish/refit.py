@@ -45,6 +45,7 @@ from mcunas.search.finish.ensemble import (
     with_frontend_of,
 )
 from mcunas.search.finish.finalists import KFOLD_BELOW
+from mcunas.search.finish.records import REFIT_META, Ensemble, Refit
 from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.retrain import Attempt, Retrained, Retraining
@@ -59,9 +60,9 @@ __all__ = [
     "refit_text",
     "refit_wanted",
     "same_graph",
+    "stored_refit",
 ]
 
-REFIT_META = "refit"  # the store's meta key for the chosen trial's refit
 KEY_DEFAULTS = {"members_planned": 1}  # what a refit stored before ensembles held
 
 
@@ -159,14 +160,21 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     kept = _checked(run, progress, best, pipeline, members)
     if kept is None:
         return
-    info = _keep(run, best, kept[0], members[0].trained, len(data.y_train))
-    info["seconds"] = round(time.perf_counter() - began, 3)
+    model_bytes, averaged = kept
+    ensemble = None
     if planned > 1:
-        averaged = kept[1]
-        info |= {"members": averaged[2], "figures": averaged[1]} if averaged else {"members": 1}
-    info |= {"teacher": teacher}
-    run.store.set_meta(REFIT_META, info)
-    progress.note(f"Refitted in {info['seconds']:.0f} s ({refit_text(info)}).")
+        ensemble = Ensemble(averaged[2], averaged[1]) if averaged else Ensemble(1)
+    refit = Refit(
+        **_key(best, cfg),
+        **_kept(run, best, model_bytes),
+        samples=len(data.y_train),
+        steps=int(getattr(members[0].trained, "steps", 0) or 0),
+        seconds=round(time.perf_counter() - began, 3),
+        teacher=teacher,
+        ensemble=ensemble,
+    )
+    run.store.set_meta(REFIT_META, refit.to_dict())
+    progress.note(f"Refitted in {refit.seconds:.0f} s ({refit_text(refit.to_dict())}).")
 
 
 def _members(
@@ -222,19 +230,11 @@ def _checked(
     return (first.model_bytes or b"") if averaged is None else averaged[0], averaged
 
 
-def _keep(
-    run: Any, best: TrialRecord, model_bytes: bytes, trained: Any, samples: int
-) -> dict[str, Any]:
-    """Write the refit's model; its store record (without the ensemble's part)."""
+def _kept(run: Any, best: TrialRecord, model_bytes: bytes) -> dict[str, Any]:
+    """Write the refit's model; where it is and its hash."""
     path = Path("models") / f"refit_{best.trial_id}.tflite"
     write_file(Path(run.out_dir) / path, model_bytes)
-    return {
-        **_key(best, run.config),
-        "model_path": str(path),
-        "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
-        "samples": samples,
-        "steps": int(getattr(trained, "steps", 0) or 0),
-    }
+    return {"model_path": str(path), "model_sha256": hashlib.sha256(model_bytes).hexdigest()}
 
 
 def _teacher(
@@ -285,8 +285,13 @@ def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
     }
 
 
+def stored_refit(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> Refit | None:
+    """:func:`refit_of` as a :class:`~mcunas.search.finish.records.Refit`."""
+    return Refit.from_dict(refit_of(store, best, out_dir, cfg))
+
+
 def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> dict | None:
-    """The stored refit of ``best`` with its model file intact, or None.
+    """The stored refit of ``best`` with its model file intact, or None (the meta as kept).
 
     A refit of another trial, seed or ``--epochs``, or whose file is gone or
     changed, is not used (and a later refit replaces it); nor is any under

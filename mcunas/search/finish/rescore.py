@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from mcunas.search.config import SearchConfig
-from mcunas.search.finish.finalists import RESCORE_META, Plan, pick_finalists, plan_for
+from mcunas.search.finish.finalists import pick_finalists, plan_for
+from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
 from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
 from mcunas.search.retrain import Retraining, trial_hyperparameters
@@ -92,8 +93,7 @@ def rescore_finalists(
     )
     for run in range(plan.runs):
         for rec in finalists:
-            runs = state["runs"].setdefault(rec.trial_id, {})
-            if str(run) in runs or rec.trial_id in state["failed"]:
+            if state.done(rec.trial_id, run):
                 continue
             if progress.time_up() or (run >= MIN_ROUNDS and _since(start) > allowed):
                 why = (
@@ -104,7 +104,7 @@ def rescore_finalists(
                 progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
                 return
             data = splits(rec)[run]
-            _one_run(config, store, state, (space, pipeline), rec, data, run, plan, progress)
+            state = _one_run(config, store, state, (space, pipeline), rec, data, run, progress)
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
 
 
@@ -165,38 +165,36 @@ def _since(start: float) -> float:
 def _one_run(
     config: SearchConfig,
     store: TrialStore,
-    state: dict[str, Any],
+    state: Rescore,
     parts: tuple[Any, TrialPipeline],
     rec: TrialRecord,
     data: Any,
     run: int,
-    plan: Plan,
     progress: Progress,
-) -> None:
-    """Retrain and score one finalist on one split; record it (or its failure)."""
+) -> Rescore:
+    """Retrain and score one finalist on one split; the state with it (or its failure) kept."""
     space, pipeline = parts
+    plan = state.plan
     seed = training_seed(config.seed, rec.hyperparameters)
     if plan.method == "seeds":
         seed += SEED_STRIDE * (run + 1)
     what = f"trial {rec.trial_id}, {'fold' if plan.method == 'kfold' else 'seed'} {run + 1}"
     done = pipeline.retrain(Retraining(space, rec.hyperparameters, data, seed, config.epochs))
     if not done.ok:  # a finalist that fails here keeps out of the choice
-        state["failed"][rec.trial_id] = f"{what}: {done.error}"
-        store.set_meta(RESCORE_META, state)
+        state = state.with_failure(rec.trial_id, f"{what}: {done.error}")
+        store.set_meta(RESCORE_META, state.to_dict())
         progress.note(f"Re-scoring {what}/{plan.runs} failed: {done.error}; it leaves the tie.")
-        return
+        return state
     scores = done.evaluated
-    state["runs"][rec.trial_id][str(run)] = {
-        "accuracy": float(scores.accuracy),
-        "loss": None if scores.loss is None else float(scores.loss),
-        "seconds": round(done.seconds, 3),
-        "samples": len(data.y_val),
-    }
-    store.set_meta(RESCORE_META, state)
+    loss = None if scores.loss is None else float(scores.loss)
+    result = RescoreRun(float(scores.accuracy), loss, round(done.seconds, 3), len(data.y_val))
+    state = state.with_run(rec.trial_id, run, result)
+    store.set_meta(RESCORE_META, state.to_dict())
     progress.note(
         f"Re-scored {what}/{plan.runs}: INT8 {100 * scores.accuracy:.1f}% on "
         f"{len(data.y_val)} samples ({done.seconds:.0f} s)"
     )
+    return state
 
 
 def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[TrialRecord]:
@@ -212,25 +210,11 @@ def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[Tr
     return finalists
 
 
-def _state(
-    store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord]
-) -> dict[str, Any]:
+def _state(store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord]) -> Rescore:
     """The stored runs when they were made the same way (method, runs, seed), else a fresh start."""
-    stored = store.get_meta(RESCORE_META) or {}
-    same = (stored.get("method"), stored.get("planned"), stored.get("seed")) == (
-        plan.method,
-        plan.runs,
-        seed,
-    )
-    state = {
-        "method": plan.method,
-        "planned": plan.runs,
-        "seed": seed,
-        "finalists": [r.trial_id for r in finalists],
-        "runs": dict(stored.get("runs") or {}) if same else {},
-        "failed": dict(stored.get("failed") or {}) if same else {},
-    }
-    store.set_meta(RESCORE_META, state)
+    stored = Rescore.from_dict(store.get_meta(RESCORE_META))
+    state = Rescore.fresh(stored, plan, seed, tuple(r.trial_id for r in finalists))
+    store.set_meta(RESCORE_META, state.to_dict())
     return state
 
 
