@@ -80,6 +80,12 @@ class LocalExecutor:
         finally:
             work.close()
 
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, Any]]:
+        """Here: with the trials' own runner when the search left it open, else a new one."""
+        return run.retraining_here(families)
+
     def serve_jobs(
         self,
         run: SearchRun,

@@ -17,7 +17,7 @@ that schedules its own jobs uses the protocols of :mod:`mcunas.search.job_protoc
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -74,6 +74,16 @@ class Executor(Protocol):
         """
         ...
 
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, CandidateRunner]] | None:
+        """Where finishing retrains designs: the space and runner for the block.
+
+        None: this role finishes nothing (a worker; its chief does). Nothing is
+        built until the block is entered (:class:`mcunas.search.finish.stage.FinishStage`).
+        """
+        ...
+
 
 class Strategy(Protocol):
     """What is tried: Keras Tuner trials under an oracle, or the supernet's stages."""
@@ -117,10 +127,23 @@ class SearchRun:
         self.dataset: Any = None
         self.recipe: Any = None
         self.fronts: Any = None  # mcunas.search.frontends.FrontendSearch (--frontend tflm, WAV)
+        self.families: tuple[str, ...] | None = None  # the space the search asked for
+        self._trial_parts: tuple[Any, CandidateRunner] | None = None
+        self._open = contextlib.ExitStack()  # what the strategy left open for the finish
 
     def run(self, progress: Progress) -> str | None:
-        """Search until done or out of time; why it stopped early, or None."""
-        return self.executor.execute(self.strategy, self, progress)
+        """Search until done or out of time, then finish; why it stopped early, or None.
+
+        The finish (:class:`~mcunas.search.finish.stage.FinishStage`: the finalists
+        re-scored, the choice refitted) runs after every strategy's search, where the
+        executor says; a worker's run has none.
+        """
+        from mcunas.search.finish.stage import FinishStage
+
+        with self._open:
+            stopped = self.executor.execute(self.strategy, self, progress)
+            FinishStage().run(self, progress)
+        return stopped
 
     # ---------------------------------------------------------------- set-up
     def load_data(self) -> Any:
@@ -150,9 +173,13 @@ class SearchRun:
         return self.dataset
 
     def space(self, families: tuple[str, ...] | None = None) -> Any:
-        """The search space over ``families`` (default: ``--families``, else all)."""
+        """The search space over ``families`` (default: ``--families``, else all).
+
+        The run keeps ``families`` as asked: the finish retrains in the same space.
+        """
         from mcunas.space import FAMILIES, McuSearchSpace
 
+        self.families = families
         d, families = self.dataset, families or self.config.families or FAMILIES
         if self.fronts is not None and self.fronts.searched:
             from mcunas.search.frontend_space import FrontendSpace
@@ -189,6 +216,34 @@ class SearchRun:
             seed=cfg.seed,
         )
         return space, runner, stack.close
+
+    def trial_components(self) -> tuple[Any, CandidateRunner]:
+        """The search space and the runner of trials run here, open until the run ends.
+
+        The finish retrains with them (:meth:`retraining_here`), board included.
+        """
+        space, runner, close = self.components()
+        self._open.callback(close)
+        self._trial_parts = (space, runner)
+        return space, runner
+
+    @contextlib.contextmanager
+    def retraining_here(
+        self, families: tuple[str, ...] | None, kept: bool = True
+    ) -> Iterator[tuple[Any, CandidateRunner]]:
+        """The space and runner to retrain with in this process, for the block.
+
+        ``kept``: the trials' own (:meth:`trial_components`) when the search left
+        them open; else a runner built here with no board, closed after the block.
+        """
+        if kept and self._trial_parts is not None:
+            yield self._trial_parts
+            return
+        space, runner, close = self.components(families, measure=False)
+        try:
+            yield space, runner
+        finally:
+            close()
 
     def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
         """The board or rack measurer for ``--measure board|hybrid``; None for simulator.

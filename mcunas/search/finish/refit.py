@@ -33,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,7 +81,7 @@ def refit_wanted(mode: str, samples: int) -> bool:
 def refit_chosen(
     run: Any,
     progress: Progress,
-    parts: tuple[Any, Any] | None = None,
+    place: Callable[[], tuple[Any, Any]] | None = None,
     families: tuple[str, ...] | None = None,
 ) -> None:
     """Train the chosen trial's design on training + validation samples; keep it in the store.
@@ -93,8 +94,9 @@ def refit_chosen(
     Args:
         run: SearchRun, with its data loaded.
         progress: Progress, for its lines and the time budget.
-        parts: (space, runner) of the search, when it trained its trials here; else a
-            runner is built for the refit (:meth:`SearchRun.components`, no board) and closed.
+        place: gives the (space, runner) to retrain with, when asked (the executor's
+            place, :class:`~mcunas.search.finish.stage.FinishStage`); None: a runner is
+            built for the refit (:meth:`SearchRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
     from mcunas.search.result import chosen_trial
@@ -109,8 +111,8 @@ def refit_chosen(
     if progress.time_up():
         progress.note("Chosen design not refitted: time budget reached (--resume refits it).")
         return
-    if parts is not None:
-        _refit(run, progress, best, parts)
+    if place is not None:
+        _refit(run, progress, best, place())
         return
     space, runner, close = run.components(families, measure=False)
     try:

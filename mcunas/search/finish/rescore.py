@@ -108,26 +108,39 @@ def rescore_finalists(
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
 
 
-def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None = None) -> None:
-    """Re-score ``run``'s finalists in this process, with a runner of its own.
+def rescore_here(
+    run: Any,
+    progress: Progress,
+    families: tuple[str, ...] | None = None,
+    place: Callable[[], tuple[Any, Any]] | None = None,
+) -> None:
+    """Re-score ``run``'s finalists in this process, with the runner ``place`` gives.
 
-    For the searches whose trials were not trained by a runner here: the
-    supernet search (its subnets are fine-tuned by its jobs; re-scoring trains
-    each finalist's architecture from scratch with the search's recipe, like
-    any other search's) and a distributed chief (its workers trained the
-    trials; the chief re-scores once they are done). The search space, the
-    recipe, the plan and the stored runs are the local search's
-    (:func:`rescore_finalists`); nothing is built when there are fewer than two
-    finalists or ``--finalists`` is 0, and no board is connected (re-scoring
-    scores with the TFLite Micro kernels on the host; it measures nothing).
+    The search space, the recipe, the plan and the stored runs are the
+    search's (:func:`rescore_finalists`); nothing is built when there are fewer
+    than two finalists, ``--finalists`` is 0 or the time budget is spent.
+    Without ``place`` a runner is built here with no board connected
+    (re-scoring scores with the TFLite Micro kernels on the host; it measures
+    nothing), as for the searches whose trials were not trained by a runner
+    here: the supernet search (each finalist's architecture trained from
+    scratch) and a distributed chief (its workers trained the trials).
 
     Args:
         run: SearchRun, with its data loaded.
         progress: Progress, for the lines and the time budget.
         families: the space's families (the supernet's: ``("stages",)``).
+        place: gives the (space, runner) to retrain with, when asked (the executor's
+            place, :class:`~mcunas.search.finish.stage.FinishStage`).
     """
     cfg = run.config
     if len(_finalists(cfg, run.store, run.dataset)) < 2:
+        return
+    if progress.time_up():
+        progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
+        return
+    if place is not None:
+        space, runner = place()
+        rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
         return
     space, runner, close = run.components(families, measure=False)
     try:
