@@ -33,12 +33,14 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import MAX_MEMBERS
+from mcunas.search.pipeline import Retrained, TrialPipeline
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord
 
@@ -91,7 +93,7 @@ def average(models: list[Any]) -> Any:
 
 
 def fitting_average(
-    progress: Progress, pipeline: Any, members: list
+    progress: Progress, pipeline: TrialPipeline, members: list[Retrained]
 ) -> tuple[bytes, Figures, int] | None:
     """The members' average that meets every budget, with the most members; None for none.
 
@@ -109,8 +111,8 @@ def fitting_average(
     fit = members[0].runner
     models = [member.model for member in members]
     for k in range(len(models), 1, -1):
-        done = pipeline.assess(fit, lambda k=k: average(models[:k]), evaluate=False)
-        if not done.ok:  # the refit alone is exported instead
+        done = pipeline.assess(fit, functools.partial(_average_of, models, k), evaluate=False)
+        if not done.ok or done.cost is None:  # the refit alone is exported instead
             progress.note(f"An average of {k} members failed ({done.error}).")
             break
         if not done.violations:
@@ -118,6 +120,11 @@ def fitting_average(
         progress.note(f"An average of {k} members does not fit ({done.violations[0]}).")
     progress.note("No average of members is exported; the refit alone is.")
     return None
+
+
+def _average_of(models: list[Any], k: int) -> Any:
+    """The average of the first ``k`` members (:func:`average`, looked up when called)."""
+    return average(models[:k])
 
 
 def with_frontend_of(run: Any, best: TrialRecord, cost: Any) -> Any:
