@@ -37,6 +37,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.search.config import REFIT_CHOICES
 from mcunas.search.finish.ensemble import (
@@ -203,24 +204,27 @@ def _members(
 
 
 def _checked(
-    run: Any, progress: Progress, best: TrialRecord, pipeline: TrialPipeline, members: list
-) -> tuple[bytes, Any] | None:
-    """The refit's model to keep and its average (or None); None to export the trial's own.
+    run: Any,
+    progress: Progress,
+    best: TrialRecord,
+    pipeline: TrialPipeline,
+    members: list[Retrained],
+) -> tuple[bytes, tuple[bytes, Figures, int] | None] | None:
+    """The model to keep and the average it is (or None); None to export the trial's own.
 
     The refit (member 0) is converted and its graph compared with the trial's; with
-    more members, the average that meets every budget replaces it.
+    more members, the average that meets every budget replaces it
+    (:func:`~mcunas.search.finish.ensemble.fitting_average`).
     """
     from mcunas.search.finish.export import trial_model_bytes
 
-    first = pipeline.assess(
-        members[0].runner, lambda: members[0].model, evaluate=False, measure=False
-    )
-    check = Attempt(stage="check")
+    refit = members[0]
+    first = pipeline.assess(refit.runner, lambda: refit.model, evaluate=False, measure=False)
+    model_bytes, check = first.model_bytes or b"", Attempt(stage="check")
+    differs = None
     if first.ok:
         with check.guard():
-            differs = same_graph(
-                trial_model_bytes(best, Path(run.out_dir)), first.model_bytes or b""
-            )
+            differs = same_graph(trial_model_bytes(best, Path(run.out_dir)), model_bytes)
     error = first.error or check.error
     if error is not None:
         progress.note(f"Refit failed ({error}); trial {best.trial_id}'s model is exported.")
@@ -229,7 +233,7 @@ def _checked(
         progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
         return None
     averaged = fitting_average(progress, pipeline, members) if len(members) > 1 else None
-    return (first.model_bytes or b"") if averaged is None else averaged[0], averaged
+    return (model_bytes if averaged is None else averaged[0]), averaged
 
 
 def _kept(run: Any, best: TrialRecord, model_bytes: bytes) -> dict[str, Any]:
