@@ -1,13 +1,15 @@
 """Re-score the search's finalists before export, so the choice does not hang on a few samples.
 
-One call at the end of a search (:func:`rescore_finalists`): the top
+One step of the run's finish (:class:`~mcunas.search.finish.stage.FinishStage`,
+:func:`rescore_here`, :func:`rescore_finalists`): the top
 ``--finalists`` trials (3 by default: the search's choice, then the highest
 validation scores within the split's noise of the top, the ``--seed-arch``
 design's largest fitting rung among them unless clearly worse,
 :func:`~mcunas.search.finish.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
-off) are re-trained with the search's own recipe, through the same
-candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
-with the TFLite Micro kernels), and scored again:
+off) are re-trained with the search's own recipe, through the trial
+pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`:
+the same build, training, INT8 conversion and INT8 accuracy with the TFLite
+Micro kernels as every trial), and scored again:
 
 - under :data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, by
   stratified k-fold cross-validation (k=5) over the training and validation
