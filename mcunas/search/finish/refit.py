@@ -21,7 +21,10 @@ trained on fewer samples earned.
 ``--refit auto`` (the default) refits below
 :data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
-never. The refit is kept in the store (meta key ``refit``): a ``--resume``
+never. Each training (the refit, its members) goes through the trial
+pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`).
+The refit is kept in the store as a
+:class:`~mcunas.search.finish.records.Refit` (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. Measured by ``scripts/bench
 series --refits auto,off`` (four seeds, Nano 33 BLE budget): ArrowHead (36
 training series) 80.1% test for the trials' own models, 83.0% refitted;
