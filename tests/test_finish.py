@@ -178,3 +178,35 @@ def test_the_stage_opens_no_place_with_nothing_to_retrain(tmp_path: Path, case: 
     progress = Progress(1, 0.0 if case == "out of time" else None, stream=io.StringIO())
     FinishStage().run(run, progress)
     assert executor.opened == 0 and run.store.get_meta("rescore") is None
+
+
+def test_where_retraining_runs_is_the_executors_to_say(tmp_path: Path, monkeypatch) -> None:
+    from mcunas.boards import load_board
+    from mcunas.distributed.chief_executor import ChiefExecutor
+    from mcunas.distributed.worker_executor import WorkerExecutor
+    from mcunas.search.local import LocalExecutor
+    from mcunas.search.run import SearchRun
+
+    built: list = []
+
+    def components(self, families=None, measure=True):  # noqa: ANN001, ANN202
+        built.append((families, measure))
+        return "space", "runner", lambda: built.append("closed")
+
+    monkeypatch.setattr(SearchRun, "components", components)
+    store = TrialStore.open(tmp_path)
+    board = load_board("esp32s3")
+    run = SearchRun(SearchConfig(board="esp32s3"), board, tmp_path, store, None, LocalExecutor())  # type: ignore[arg-type]
+    with LocalExecutor().retraining(run, ("stages",)) as parts:  # no trials ran here
+        assert parts == ("space", "runner")
+    assert built == [(("stages",), False), "closed"]  # built here, no board, closed
+    built.clear()
+    with run._open:
+        assert run.trial_components() == ("space", "runner")  # the trials' (board included)
+        with LocalExecutor().retraining(run, None) as parts:
+            assert parts == ("space", "runner")
+        with ChiefExecutor().retraining(run, None):  # the chief's own cores, no board
+            pass
+        assert built == [(None, True), (None, False), "closed"]
+    assert built[-1] == "closed"  # the trials' runner, closed when the run ends
+    assert WorkerExecutor(None).retraining(run, None) is None  # type: ignore[arg-type]
