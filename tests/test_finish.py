@@ -39,7 +39,8 @@ class Breaks(FoldRunner):
 
 def _pipeline(tmp_path: Path, runner: object, **budgets: float) -> TrialPipeline:
     store = TrialStore.open(tmp_path)
-    return TrialPipeline(runner, store, Budgets(**budgets), tmp_path / "models")  # type: ignore[arg-type]
+    limits = Budgets(**budgets)
+    return TrialPipeline(runner, store, limits, tmp_path / "models")  # type: ignore[arg-type]
 
 
 def _job() -> Retraining:
@@ -196,7 +197,8 @@ def test_where_retraining_runs_is_the_executors_to_say(tmp_path: Path, monkeypat
     monkeypatch.setattr(SearchRun, "components", components)
     store = TrialStore.open(tmp_path)
     board = load_board("esp32s3")
-    run = SearchRun(SearchConfig(board="esp32s3"), board, tmp_path, store, None, LocalExecutor())  # type: ignore[arg-type]
+    config, strategy = SearchConfig(board="esp32s3"), None
+    run = SearchRun(config, board, tmp_path, store, strategy, LocalExecutor())  # type: ignore[arg-type]
     with LocalExecutor().retraining(run, ("stages",)) as parts:  # no trials ran here
         assert parts == ("space", "runner")
     assert built == [(("stages",), False), "closed"]  # built here, no board, closed
