@@ -11,22 +11,27 @@ Example::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 # The product's own stand-in, so the bench judges each finalist as the choice does.
-from mcunas.search.finalists import _scored, _stand_in
+from mcunas.search.finish.finalists import stand_in
+from mcunas.search.finish.records import Rescore
 from mcunas.search.store import TrialRecord
 
 __all__ = ["rescored_stand_ins"]
 
 
 def rescored_stand_ins(
-    records: Sequence[TrialRecord], state: dict[str, Any] | None
+    records: Sequence[TrialRecord], state: Mapping[str, Any] | None
 ) -> dict[str, TrialRecord]:
     """Each re-scored finalist's record with its mean accuracy (and loss) in place of the split's.
 
     Keyed by trial id, in the stored finalists' order; empty when nothing was re-scored.
     """
+    stored = Rescore.from_dict(state)
+    if stored is None:
+        return {}
     by_id = {r.trial_id: r for r in records}
-    return {s.trial_id: _stand_in(by_id[s.trial_id], s) for s in _scored(records, state or {})}
+    found = ((tid, stored.rescored(tid)) for tid in stored.finalists if tid in by_id)
+    return {tid: stand_in(by_id[tid], s) for tid, s in found if s is not None}

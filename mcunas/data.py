@@ -95,7 +95,7 @@ class Dataset:
         """The dataset with its validation samples added to its training samples.
 
         The validation part stays as it is; re-scoring's folds and the refit of the
-        chosen design (:mod:`mcunas.search.refit`) train on the pooled samples.
+        chosen design (:mod:`mcunas.search.finish.refit`) train on the pooled samples.
         """
         return replace(
             self,

@@ -144,13 +144,13 @@ def mcunas_run(npz: Path, out: Path, budget: tuple, args: argparse.Namespace, **
             description=best.description,
             origin=best.origin or "search",
         )
-        own = (result.refit or {}).get("figures")
-        if own:  # an average of refits is exported: its own graph's figures
+        own = None if result.refit is None else result.refit.figures
+        if own is not None:  # an average of refits is exported: its own graph's figures
             row.update(
-                latency_ms=own["latency_ms"],
-                sram_kb=own["peak_sram_bytes"] / 1024,
-                flash_kb=own["flash_bytes"] / 1024,
-                members=result.refit["members"],
+                latency_ms=own.latency_ms,
+                sram_kb=own.peak_sram_bytes / 1024,
+                flash_kb=own.flash_bytes / 1024,
+                members=result.refit.members,
             )
     return row
 

@@ -10,8 +10,8 @@ import pytest
 from test_search_cli import ExportableRunner, run
 from test_tuner import FakeSpace
 
-from mcunas.search.choice import choose_best, chosen_by, feasible_front
-from mcunas.search.finalists import (
+from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finish.finalists import (
     REFERENCE_Z,
     RESCORE_META,
     Plan,
@@ -198,11 +198,11 @@ def test_the_rescored_means_decide_and_are_printed() -> None:
     best, rule, summary = rescored_choice(rows, ("accuracy", "latency", "sram"), state)
     assert best is steady
     assert rule.startswith("re-scored by 5-fold cross-validation: on the Pareto front")
-    assert "trial 04 98.4 +/- 0.2%" in summary["text"] and "in 20 s" in summary["text"]
-    means = {f["trial_id"]: f["mean_accuracy"] for f in summary["finalists"]}
+    assert "trial 04 98.4 +/- 0.2%" in summary.text and "in 20 s" in summary.text
+    means = {f["trial_id"]: f["mean_accuracy"] for f in summary.to_dict()["finalists"]}
     assert means == {"06": pytest.approx(0.96), "04": pytest.approx(0.984)}
-    assert summary["search_choice"] == "06" and summary["chosen"] == "04"
-    assert summary["reference"] is None and "(reference)" not in summary["text"]
+    assert summary.search_choice == "06" and summary.chosen == "04"
+    assert summary.reference is None and "(reference)" not in summary.text
 
 
 def test_the_reference_finalist_is_named_in_the_summary() -> None:
@@ -212,13 +212,13 @@ def test_the_reference_finalist_is_named_in_the_summary() -> None:
     half = rec("01", 0.878, 9.2, 54.0, origin="seed")  # a smaller rung: not the reference
     state = _state({"13": [0.95, 0.90, 0.92, 0.90, 0.90], "01": [0.85] * 5, "00": [0.88] * 5})
     best, _, summary = rescored_choice([find, full, half], ("accuracy", "latency", "sram"), state)
-    assert best is find and summary["reference"] == "00"
-    assert "trial 00 (reference) 88.0 +/- 0.0%" in summary["text"]
-    assert "trial 01 85.0" in summary["text"]
+    assert best is find and summary.reference == "00"
+    assert "trial 00 (reference) 88.0 +/- 0.0%" in summary.text
+    assert "trial 01 85.0" in summary.text
     # the reference not re-scored: nobody is named so
     del state["runs"]["00"]
     _, _, summary = rescored_choice([find, full, half], ("accuracy", "latency", "sram"), state)
-    assert summary["reference"] is None and "(reference)" not in summary["text"]
+    assert summary.reference is None and "(reference)" not in summary.text
 
 
 def test_means_within_their_standard_error_tie_and_go_to_the_cheaper() -> None:
@@ -274,11 +274,11 @@ class FoldRunner:
 def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import mcunas.search.rescore as rescore_mod
+    import mcunas.search.finish.rescore as rescore_mod
     from mcunas.data import load_dataset
     from mcunas.search.config import SearchConfig
+    from mcunas.search.finish.rescore import fold_splits, rescore_finalists
     from mcunas.search.progress import Progress
-    from mcunas.search.rescore import fold_splits, rescore_finalists
 
     data = load_dataset(None, seed=0)
     folds = fold_splits(data, Plan("kfold", 5), seed=0)
@@ -307,7 +307,7 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     assert len(runner.log) == 4
     assert "stopped at its share, 0% of the search's time (0 s)" in stream.getvalue()
     _, _, summary = rescored_choice(store.trials(), config.objectives, store.get_meta("rescore"))
-    assert "5-fold cross-validation (2 of 5 runs each)" in summary["text"]
+    assert "5-fold cross-validation (2 of 5 runs each)" in summary.text
     monkeypatch.undo()
     monkeypatch.setattr(store, "checkpoint_wall", lambda: 3600.0)  # an hour's search: time
     rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
@@ -322,7 +322,7 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     rescore_finalists(config, store, object(), runner, data, Progress(1, None, stream=stream))
     assert runner.log == []
     best, rule, summary = rescored_choice(store.trials(), config.objectives, state)
-    assert best.trial_id == "02" and summary["description"] == "5-fold cross-validation"
+    assert best.trial_id == "02" and summary.plan.describe() == "5-fold cross-validation"
 
 
 class RescorableRunner(ExportableRunner):
@@ -361,8 +361,8 @@ def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monk
 def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) -> None:
     from mcunas.data import load_dataset
     from mcunas.search.config import SearchConfig
+    from mcunas.search.finish.rescore import rescore_finalists
     from mcunas.search.progress import Progress
-    from mcunas.search.rescore import rescore_finalists
 
     store = TrialStore.open(tmp_path)
     for tid, acc in (("00", 0.99), ("01", 0.60)):  # 01 is far below: one finalist only

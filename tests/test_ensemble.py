@@ -13,9 +13,9 @@ from test_refit import RefitRunner, _run
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets
 from mcunas.search.config import SearchConfig
-from mcunas.search.ensemble import average, member_seed, planned_members
+from mcunas.search.finish.ensemble import average, member_seed, planned_members
+from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of
 from mcunas.search.progress import Progress
-from mcunas.search.refit import REFIT_META, refit_chosen, refit_of
 
 
 def _trial(latency_ms: float | None, energy_uj: float | None = None) -> SimpleNamespace:
@@ -99,8 +99,8 @@ class MemberRunner(RefitRunner):
 
 
 def _ensemble_run(tmp_path: Path, monkeypatch, latency_budget: float) -> SimpleNamespace:
-    import mcunas.search.ensemble as ensemble_mod
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.ensemble as ensemble_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
     monkeypatch.setattr(ensemble_mod, "average", lambda ms: {**ms[0], "members": len(ms)})
@@ -156,19 +156,20 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 
 
 def test_the_export_names_the_averages_own_figures() -> None:
-    from mcunas.search.export import _exported_arena
+    from mcunas.search.finish.export import _exported_arena
+    from mcunas.search.finish.records import Refit
     from mcunas.search.result import SearchResult
 
     own = {"source": "simulator:lat-1", "estimated": True, "latency_ms": 18.12}
     own |= {"arena_bytes": 9000, "peak_sram_bytes": 63283, "flash_bytes": 256307}
     info = {"members": 4, "figures": own, "samples": 36, "steps": 3660, "seconds": 207.0}
-    text = SearchResult.refit_text(SimpleNamespace(refit=info))
+    text = SearchResult.refit_text(SimpleNamespace(refit=Refit.from_dict(info)))
     assert text == (
         "an average of 4 members of the same design, refitted on all 36 training samples, "
         "3660 optimizer steps each (207 s); its own graph: latency 18.12 ms~, peak SRAM "
         "61.8 KB~, flash 250.3 KB~ (simulator estimates)"
     )
     trial = SimpleNamespace(arena_bytes=2000, source="simulator:lat-1", estimated=True)
-    arena = _exported_arena(trial, info)
+    arena = _exported_arena(trial, Refit.from_dict(info))
     assert arena.bytes == 9000 and not arena.measured  # the average's arena, not the trial's
-    assert _exported_arena(trial, {"samples": 36}).bytes == 2000
+    assert _exported_arena(trial, Refit.from_dict({"samples": 36})).bytes == 2000

@@ -165,9 +165,9 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
 
 
 def test_each_finalist_is_re_scored_on_its_own_front_ends_folds(tmp_path: Path, tones) -> None:
-    from mcunas.search.finalists import Plan
+    from mcunas.search.finish.finalists import Plan
+    from mcunas.search.finish.rescore import _splits_by_trial
     from mcunas.search.frontend_space import FrontendSpace
-    from mcunas.search.rescore import _splits_by_trial
     from mcunas.search.store import TrialRecord
 
     fronts = _fronts(tones, tmp_path / "cache")

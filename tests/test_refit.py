@@ -11,8 +11,8 @@ import pytest
 from test_choice import FoldRunner
 
 from mcunas.search.config import SearchConfig
+from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of, refit_wanted, same_graph
 from mcunas.search.progress import Progress
-from mcunas.search.refit import REFIT_META, refit_chosen, refit_of, refit_wanted, same_graph
 from mcunas.search.store import TrialStatus, TrialStore
 
 MODELS = Path(__file__).resolve().parents[1] / "mcunas" / "calibration" / "models"
@@ -86,7 +86,7 @@ class RefitRunner(FoldRunner):
 
 
 def test_the_chosen_trial_is_refitted_on_every_sample_once(tmp_path: Path, monkeypatch) -> None:
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
     runner = RefitRunner()
@@ -113,7 +113,7 @@ def test_the_chosen_trial_is_refitted_on_every_sample_once(tmp_path: Path, monke
 def test_a_search_resumed_with_refit_off_exports_the_trials_model(
     tmp_path: Path, monkeypatch
 ) -> None:
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
     run = _run(tmp_path, RefitRunner())
@@ -152,7 +152,7 @@ def test_a_refit_that_fails_or_changes_the_graph_leaves_the_trials_model(tmp_pat
 
 
 def test_a_refit_whose_graph_differs_is_dropped(tmp_path: Path, monkeypatch) -> None:
-    import mcunas.search.export as export_mod
+    import mcunas.search.finish.export as export_mod
 
     kws = (MODELS / "kws_ref_model.tflite").read_bytes()
     monkeypatch.setattr(export_mod, "trial_model_bytes", lambda rec, out: kws)
@@ -181,8 +181,8 @@ def test_no_refit_when_the_time_budget_is_spent(tmp_path: Path) -> None:
 def test_a_teacher_lends_the_refit_its_soft_targets(tmp_path: Path, monkeypatch) -> None:
     import numpy as np
 
-    import mcunas.search.distill as distill_mod
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.distill as distill_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
     taught = []
@@ -208,8 +208,8 @@ def test_a_teacher_lends_the_refit_its_soft_targets(tmp_path: Path, monkeypatch)
 
 
 def test_a_teacher_that_fails_leaves_the_labels(tmp_path: Path, monkeypatch) -> None:
-    import mcunas.search.distill as distill_mod
-    import mcunas.search.refit as refit_mod
+    import mcunas.search.finish.distill as distill_mod
+    import mcunas.search.finish.refit as refit_mod
 
     monkeypatch.setattr(refit_mod, "same_graph", lambda a, b: None)
 
@@ -229,7 +229,7 @@ def test_a_teacher_that_fails_leaves_the_labels(tmp_path: Path, monkeypatch) -> 
 def test_soft_targets_mix_the_labels_with_the_softened_teacher() -> None:
     import numpy as np
 
-    from mcunas.search.distill import ALPHA, soft_targets, teacher_name
+    from mcunas.search.finish.distill import ALPHA, soft_targets, teacher_name
 
     probs = np.array([[0.98, 0.01, 0.01], [0.2, 0.7, 0.1]])
     targets = soft_targets(probs, np.array([0, 2]))

@@ -41,7 +41,7 @@ def _run(tmp_path, finalists: int, rows: int = 3):  # noqa: ANN001, ANN202
 
 
 def test_finalists_are_rescored_with_a_runner_built_here_and_closed(tmp_path) -> None:
-    from mcunas.search.rescore import rescore_here
+    from mcunas.search.finish.rescore import rescore_here
 
     run, built, closed = _run(tmp_path, finalists=2)
     stream = io.StringIO()
@@ -54,7 +54,7 @@ def test_finalists_are_rescored_with_a_runner_built_here_and_closed(tmp_path) ->
 
 @pytest.mark.parametrize(("finalists", "rows"), [(0, 3), (3, 1)])
 def test_nothing_is_built_without_two_finalists(tmp_path, finalists: int, rows: int) -> None:
-    from mcunas.search.rescore import rescore_here
+    from mcunas.search.finish.rescore import rescore_here
 
     run, built, _ = _run(tmp_path, finalists=finalists, rows=rows)
     rescore_here(run, Progress(1, None, stream=io.StringIO()))

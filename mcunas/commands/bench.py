@@ -179,7 +179,7 @@ def _model_and_frontend(model: str) -> tuple[bytes, bytes | None]:
 
     if not Path(model).is_dir():
         return load_int8_model(model)[0], None
-    from mcunas.search.export import find_best_dir
+    from mcunas.search.finish.export import find_best_dir
 
     best = find_best_dir(Path(model))
     model_bytes, _ = load_int8_model(best / "model.tflite")

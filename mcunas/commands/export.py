@@ -34,7 +34,7 @@ def cli(source: str, board_name: str | None, out: str | None, as_json: bool) -> 
     """Write a deployable PlatformIO project for the model a search chose (SOURCE: its folder)."""
     from mcunas.boards import load_board
     from mcunas.jsontext import dumps
-    from mcunas.search.export import export_project
+    from mcunas.search.finish.export import export_project
 
     board = load_board(board_name) if board_name else None
     folder, target, files = export_project(Path(source), board, Path(out) if out else None)

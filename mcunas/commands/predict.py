@@ -32,7 +32,7 @@ def cli(best_dir: Path, paths: tuple[Path, ...], as_json: bool) -> None:
 
     from mcunas.deploy.inference import BestModel, labelled_inputs
     from mcunas.errors import UserError
-    from mcunas.search.export import find_best_dir
+    from mcunas.search.finish.export import find_best_dir
 
     with contextlib.suppress(UserError):  # a search's folder or its best/; else as given
         best_dir = find_best_dir(best_dir)

@@ -3,7 +3,9 @@
 :class:`ChiefExecutor` (``mcunas search --serve``) runs the strategy's plan
 and serves its work: a Keras Tuner strategy's oracle (Keras Tuner's
 ``Oracle`` service), or a job board for a strategy that schedules its own
-jobs; it trains nothing and alone writes the store. The workers run the same
+jobs; it trains no trial and alone writes the store. Once the workers are
+done it finishes the search on its own cores: re-scoring the finalists and
+refitting the choice train there (:meth:`ChiefExecutor.retraining`). The workers run the same
 strategy (:mod:`mcunas.distributed.worker_executor`). Keras Tuner's design:
 the tuner is the same class everywhere, only the oracle (and here the store)
 becomes a proxy.
@@ -39,7 +41,9 @@ class ChiefExecutor:
     A Keras Tuner strategy's oracle is served to the workers (Keras Tuner's
     ``Oracle`` service) beside mcunas's ``Search`` service; a strategy that
     schedules its own jobs gets a job board the workers take them from. The
-    chief builds, trains and measures nothing; it alone writes the store.
+    chief builds, trains and measures no trial; it alone writes the store. The
+    finish (re-scoring, the refit, an average) it runs itself, on its own cores,
+    with no board: the simulator estimates an average's figures.
     """
 
     name = "chief"
@@ -48,9 +52,9 @@ class ChiefExecutor:
         """The strategy's search, with its work on the workers."""
         return strategy.search(run, self, progress)
 
-    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
+    def candidates(self, run: SearchRun) -> tuple[Any, Any]:
         """The space only: the candidates train on the workers."""
-        return run.space(), None, None
+        return run.space(), None
 
     def tuner_options(self) -> dict[str, Any]:
         """The chief's tuner runs no trial (it is saved for a --resume of the chief)."""
@@ -108,6 +112,12 @@ class ChiefExecutor:
         from mcunas.distributed.supernet_chief import chief_jobs
 
         return chief_jobs(run, progress, wire)
+
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, Any]]:
+        """On the chief's own cores, once its workers are done: a runner built here, no board."""
+        return run.retraining_here(families, kept=False)
 
 
 def hold_running(store: TrialStore, oracle: Any) -> None:

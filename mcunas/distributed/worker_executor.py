@@ -92,6 +92,10 @@ class WorkerExecutor:
         finally:
             work.close()
 
+    def retraining(self, run: SearchRun, families: tuple[str, ...] | None) -> None:
+        """A worker finishes nothing: its chief re-scores and refits."""
+        return None
+
     def _do(self, work: Work, wire: Wire, data: dict[str, Any], progress: Progress) -> Any:
         """One job from the wire, done; an unreadable one is a failure the chief records."""
         try:

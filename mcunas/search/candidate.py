@@ -125,7 +125,7 @@ class KerasRunner:
     def for_data(self, dataset: Dataset, seed: int, recipe: Recipe | None = None) -> KerasRunner:
         """A runner of the same space, board, worker and recipe on other data (no board).
 
-        Re-scoring (:mod:`mcunas.search.rescore`) trains finalists on other folds
+        Re-scoring (:mod:`mcunas.search.finish.rescore`) trains finalists on other folds
         with it: the same build, training, conversion and INT8 scoring as a trial.
         ``recipe`` replaces the search's (the refit's, planned for more samples).
         """

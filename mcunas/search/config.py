@@ -42,11 +42,11 @@ DEFAULT_STRATEGY = "evolution"
 # Finalists re-scored before export (--finalists; 0 or --no-rescore: none).
 DEFAULT_FINALISTS = 3
 # --refit: the chosen design trained again on training + validation samples before export
-# (auto: below 2,000 training samples; mcunas.search.refit)
+# (auto: below 2,000 training samples; mcunas.search.finish.refit)
 REFIT_CHOICES = ("auto", "on", "off")
 # --ensemble: refits of the chosen design from other seeds, averaged in the latency budget
 # it leaves (auto: where the search refits and a latency budget is given; up to 4 members;
-# mcunas.search.ensemble)
+# mcunas.search.finish.ensemble)
 MAX_MEMBERS = 4
 ENSEMBLE_CHOICES = ("auto", "off", *(str(k) for k in range(2, MAX_MEMBERS + 1)))
 # Without --max-draws, a search may draw this many candidates per trial it trains: the
@@ -136,10 +136,10 @@ class SearchConfig:
     # Hyperband's promoted trials start from their parent's weights (no flag: the
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
-    finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.rescore)
-    refit: str = "auto"  # the chosen design refitted on all training samples (mcunas.search.refit)
-    distill: bool = False  # the refit learns from a teacher too (mcunas.search.distill)
-    ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.ensemble)
+    finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.finish.rescore)
+    refit: str = "auto"  # the chosen design refitted on every sample (mcunas.search.finish.refit)
+    distill: bool = False  # the refit learns from a teacher too (mcunas.search.finish.distill)
+    ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.finish.ensemble)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
     # a registered strategy's own options that have no field above (mcunas.search.plugins)

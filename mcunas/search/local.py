@@ -52,9 +52,9 @@ class LocalExecutor:
         """The strategy's search, here."""
         return strategy.search(run, self, progress)
 
-    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
-        """Every candidate trains here: the run's space, runner and clean-up."""
-        return run.components()
+    def candidates(self, run: SearchRun) -> tuple[Any, Any]:
+        """Every candidate trains here: the run's space and runner, open until the run ends."""
+        return run.trial_components()
 
     def tuner_options(self) -> dict[str, Any]:
         """A local search keeps Keras Tuner's defaults."""
@@ -81,6 +81,12 @@ class LocalExecutor:
             yield LocalJobs(work)
         finally:
             work.close()
+
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, Any]]:
+        """Here: with the trials' own runner when the search left it open, else a new one."""
+        return run.retraining_here(families)
 
 
 def _never_stop(epoch: Any) -> bool:

@@ -4,8 +4,11 @@ build -> cost check of the untrained INT8 graph -> record -> train -> convert
 -> evaluate (INT8, TFLite Micro kernels) -> measure -> record the model ->
 score -> finish. A Keras Tuner trial, the supernet search's reference design
 and its fine-tuned finalists all end here, so a new stage or budget rule is
-written once. The cost check (:meth:`TrialPipeline.cost_reasons`) is also the
-one the supernet's subnet screening uses.
+written once. Its second entry, :meth:`TrialPipeline.retrain`, trains a design
+again outside the trial loop (re-scoring, the refit, an average of refits;
+:mod:`mcunas.search.retrain`) and records nothing. The cost check
+(:meth:`TrialPipeline.cost_reasons`) is also the one the supernet's subnet
+screening uses.
 
 Verdicts are values, not exceptions: :meth:`TrialPipeline.run` returns an
 :class:`Outcome` (``ok``, ``infeasible`` or ``failed``, already in the store).
@@ -30,6 +33,7 @@ from mcunas.errors import FatalError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.budgets import Budgets, score, violations
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, front_test
+from mcunas.search.retrain import Attempt, Retrained, Retraining, trial_hyperparameters
 from mcunas.search.store import TrialOrigin, TrialStatus
 from mcunas.search.trial_store import Store
 
@@ -39,6 +43,8 @@ __all__ = [
     "CheckResult",
     "EvalResult",
     "Outcome",
+    "Retrained",
+    "Retraining",
     "TrainResult",
     "TrialPipeline",
     "training_seed",
@@ -320,6 +326,55 @@ class TrialPipeline:
             trial.tid, TrialStatus.OK, score=result, finished_at=time.time(), reason=note
         )
         return Outcome(TrialStatus.OK, note, result, evaluated.accuracy, cost)
+
+    def retrain(
+        self, job: Retraining, *, convert: bool = True, evaluate: bool = True, measure: bool = False
+    ) -> Retrained:
+        """The second entry: ``job``'s design built, trained and, as asked, assessed.
+
+        Nothing is recorded in the store; a failure is in the result (see
+        :mod:`mcunas.search.retrain`). ``convert=False`` stops after training (an
+        average converts its members together, :meth:`assess`).
+        """
+        attempt = Attempt()
+        with attempt.guard():
+            runner = job.runner_from(self.runner)
+            model = runner.build(trial_hyperparameters(job.space, job.values), job.seed)
+            attempt.made.update(model=model, runner=runner)
+            attempt.at("train")
+            attempt.made["trained"] = job.train(runner, model)
+            if convert:
+                self._assess(attempt, runner, model, evaluate, measure)
+        return attempt.result()
+
+    def assess(
+        self, runner: Any, make: Callable[[], Any], *, evaluate: bool = True, measure: bool = True
+    ) -> Retrained:
+        """A trained model (``make()``) converted by ``runner``, evaluated and measured.
+
+        The measurement is this pipeline's runner's (board or simulator), plus the
+        front end, checked against the budgets (``violations``); the failure policy
+        is :meth:`retrain`'s.
+        """
+        attempt = Attempt(stage="make", made={"runner": runner})
+        with attempt.guard():
+            model = attempt.made["model"] = make()
+            self._assess(attempt, runner, model, evaluate, measure)
+        return attempt.result()
+
+    def _assess(
+        self, attempt: Attempt, runner: Any, model: Any, evaluate: bool, measure: bool
+    ) -> None:
+        """Convert, evaluate and measure into ``attempt`` (measured wherever promising or not)."""
+        attempt.at("convert")
+        model_bytes = attempt.made["model_bytes"] = runner.convert(model)
+        if evaluate:
+            attempt.at("evaluate")
+            attempt.made["evaluated"] = runner.evaluate(model_bytes)
+        if measure:
+            attempt.at("measure")
+            cost = self.total(self.runner.measure(model_bytes, lambda _: True))
+            attempt.made.update(cost=cost, violations=tuple(violations(cost, self.budgets)))
 
     def promising(self, accuracy: float) -> Callable[[Figures], bool]:
         """A test: would a candidate with these figures (plus the front end) join the front."""

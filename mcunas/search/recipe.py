@@ -198,7 +198,7 @@ def training_data(
     Elements are (input, one-hot label, sample weight); the weight is the
     label's class weight (1 when the labels are balanced). ``targets`` (one row
     of class probabilities per training sample, a teacher's:
-    :mod:`mcunas.search.distill`) replaces the one-hot labels.
+    :mod:`mcunas.search.finish.distill`) replaces the one-hot labels.
     """
     import tensorflow as tf
 

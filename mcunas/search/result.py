@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.boards import BoardProfile
-from mcunas.search.choice import (
+from mcunas.search.config import SearchConfig
+from mcunas.search.finish.choice import (
     ACCURACY_TIE,
     LOSS_TIE,
     choice_reason,
@@ -28,8 +29,8 @@ from mcunas.search.choice import (
     tie_width,
     trial_points,
 )
-from mcunas.search.config import SearchConfig
-from mcunas.search.finalists import RESCORE_META, rescored_choice
+from mcunas.search.finish.finalists import RescoreSummary, rescored_choice
+from mcunas.search.finish.records import RESCORE_META, Refit
 from mcunas.search.nofit import no_feasible_message
 from mcunas.search.pareto import (
     Point,
@@ -47,6 +48,7 @@ from mcunas.search.summary import (
     pareto_table,
     refit_text,
 )
+from mcunas.search.trial_record import figure_columns
 
 __all__ = [
     "ACCURACY_TIE",
@@ -119,8 +121,8 @@ class SearchResult:
     test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
     layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
-    rescore: dict[str, Any] | None = None  # the re-scored finalists (mcunas.search.rescore)
-    refit: dict[str, Any] | None = None  # the chosen design refitted (mcunas.search.refit)
+    rescore: RescoreSummary | None = None  # the re-scored finalists (search.finish.rescore)
+    refit: Refit | None = None  # the chosen design refitted, or averaged (search.finish.refit)
 
     def test_text(self) -> str | None:
         """The chosen model's test accuracy line, when the dataset has a test split."""
@@ -136,19 +138,27 @@ class SearchResult:
 
     def refit_text(self) -> str | None:
         """The line that says the exported model is the chosen design refitted, if it is."""
-        if not self.refit:
+        refit = self.refit
+        if not refit:
             return None
-        own = self.refit.get("figures")
-        if own:
+        own = refit.figures
+        if own is not None:
             return (
-                f"an average of {self.refit['members']} members of the same design, "
-                f"{refit_text(self.refit)} each ({self.refit['seconds']:.0f} s); "
-                f"its own graph: {figures_text(own)}"
+                f"an average of {refit.members} members of the same design, "
+                f"{refit_text(refit.to_dict())} each ({refit.seconds:.0f} s); "
+                f"its own graph: {figures_text(figure_columns(own))}"
             )
         return (
-            f"the same design {refit_text(self.refit)} ({self.refit['seconds']:.0f} s); "
+            f"the same design {refit_text(refit.to_dict())} ({refit.seconds:.0f} s); "
             "its latency, SRAM and flash are the trial's (same graph)"
         )
+
+    def finish_dict(self) -> dict[str, Any]:
+        """``rescore`` and ``refit`` as JSON (None for none): the summaries' and ``best.json``'s."""
+        return {
+            "rescore": None if self.rescore is None else self.rescore.to_dict(),
+            "refit": None if self.refit is None else self.refit.to_dict(),
+        }
 
     def counts(self) -> dict[str, int]:
         """Trials per status."""
@@ -199,8 +209,7 @@ class SearchResult:
             "best": None if self.best is None else self.best.to_dict(),
             "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
-            "rescore": self.rescore,
-            "refit": self.refit,
+            **self.finish_dict(),
             "refit_text": self.refit_text(),
             "estimate_note": estimate_note(self.trials),
             "test": self.test,
@@ -228,7 +237,7 @@ class SearchResult:
         ]
         if self.best is not None:
             if self.rescore:
-                lines.append("\n" + self.rescore["text"])
+                lines.append("\n" + self.rescore.text)
             lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), self.chosen_by))
             if self.refit_text():
                 lines.append(f"  exported model: {self.refit_text()}")
@@ -251,8 +260,7 @@ class SearchResult:
             "best": None if self.best is None else self.best.to_dict(),
             "cost_split": None if self.best is None else cost_split(self.best),
             "chosen_by": self.chosen_by,
-            "rescore": self.rescore,
-            "refit": self.refit,
+            **self.finish_dict(),
             "front": [r.to_dict() for r in self.front],
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
@@ -301,7 +309,7 @@ def chosen_trial(store: TrialStore, config: SearchConfig) -> TrialRecord | None:
 
 def _choice(
     store: TrialStore, records: Sequence[TrialRecord], config: SearchConfig
-) -> tuple[TrialRecord | None, str | None, dict[str, Any] | None]:
+) -> tuple[TrialRecord | None, str | None, RescoreSummary | None]:
     """The chosen trial, the rule that chose it, and the re-scored finalists (if any)."""
     best = choose_best(records, config.objectives)
     if best is None:

@@ -17,13 +17,13 @@ that schedules its own jobs uses the protocols of :mod:`mcunas.search.job_protoc
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from mcunas.boards import BoardProfile
 from mcunas.search.config import SearchConfig
-from mcunas.search.export import export_best, trial_model_bytes
+from mcunas.search.finish.export import export_best, trial_model_bytes
 from mcunas.search.job_protocols import Jobs, Wire, Work
 from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
@@ -79,10 +79,10 @@ class TunerRole(Protocol):
 class Planner(Executor, TunerRole, Protocol):
     """A role that runs a strategy's plan: this process (``local``) or a chief."""
 
-    def candidates(self, run: SearchRun) -> tuple[Any, Any, Callable[[], None] | None]:
-        """The search space, and the runner of candidates trained here with its clean-up.
+    def candidates(self, run: SearchRun) -> tuple[Any, Any]:
+        """The search space, and the runner of candidates trained here (the run closes it).
 
-        A chief trains nothing (its workers do): its runner and clean-up are None.
+        A chief trains nothing (its workers do): its runner is None.
         """
         ...
 
@@ -107,6 +107,16 @@ class WorkerRole(Executor, TunerRole, Protocol):
 
         ``make_work(fetch)`` makes the work; ``fetch`` brings the chief's shared
         model checkpoint.
+        """
+        ...
+
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, CandidateRunner]] | None:
+        """Where finishing retrains designs: the space and runner for the block.
+
+        None: this role finishes nothing (a worker; its chief does). Nothing is
+        built until the block is entered (:class:`mcunas.search.finish.stage.FinishStage`).
         """
         ...
 
@@ -153,10 +163,23 @@ class SearchRun:
         self.dataset: Any = None
         self.recipe: Any = None
         self.fronts: FrontendSearch | None = None  # --frontend tflm on WAV clips
+        self.families: tuple[str, ...] | None = None  # the space the search asked for
+        self._trial_parts: tuple[Any, CandidateRunner] | None = None
+        self._open = contextlib.ExitStack()  # what the strategy left open for the finish
 
     def run(self, progress: Progress) -> str | None:
-        """Search until done or out of time; why it stopped early, or None."""
-        return self.executor.execute(self.strategy, self, progress)
+        """Search until done or out of time, then finish; why it stopped early, or None.
+
+        The finish (:class:`~mcunas.search.finish.stage.FinishStage`: the finalists
+        re-scored, the choice refitted) runs after every strategy's search, where the
+        executor says; a worker's run has none.
+        """
+        from mcunas.search.finish.stage import FinishStage
+
+        with self._open:
+            stopped = self.executor.execute(self.strategy, self, progress)
+            FinishStage().run(self, progress)
+        return stopped
 
     # ---------------------------------------------------------------- set-up
     def load_data(self) -> Any:
@@ -186,9 +209,13 @@ class SearchRun:
         return self.dataset
 
     def space(self, families: tuple[str, ...] | None = None) -> Any:
-        """The search space over ``families`` (default: ``--families``, else all)."""
+        """The search space over ``families`` (default: ``--families``, else all).
+
+        The run keeps ``families`` as asked: the finish retrains in the same space.
+        """
         from mcunas.space import FAMILIES, McuSearchSpace
 
+        self.families = families
         d, families = self.dataset, families or self.config.families or FAMILIES
         if self.fronts is not None and self.fronts.searched:
             from mcunas.search.frontend_space import FrontendSpace
@@ -227,6 +254,34 @@ class SearchRun:
             fronts=self.fronts if searched else None,
         )
         return space, runner, stack.close
+
+    def trial_components(self) -> tuple[Any, CandidateRunner]:
+        """The search space and the runner of trials run here, open until the run ends.
+
+        The finish retrains with them (:meth:`retraining_here`), board included.
+        """
+        space, runner, close = self.components()
+        self._open.callback(close)
+        self._trial_parts = (space, runner)
+        return space, runner
+
+    @contextlib.contextmanager
+    def retraining_here(
+        self, families: tuple[str, ...] | None, kept: bool = True
+    ) -> Iterator[tuple[Any, CandidateRunner]]:
+        """The space and runner to retrain with in this process, for the block.
+
+        ``kept``: the trials' own (:meth:`trial_components`) when the search left
+        them open; else a runner built here with no board, closed after the block.
+        """
+        if kept and self._trial_parts is not None:
+            yield self._trial_parts
+            return
+        space, runner, close = self.components(families, measure=False)
+        try:
+            yield space, runner
+        finally:
+            close()
 
     def _hardware(self, stack: contextlib.ExitStack) -> Any | None:
         """The board or rack measurer for ``--measure board|hybrid``; None for simulator.
@@ -324,20 +379,21 @@ class SearchRun:
         model_bytes = None
         if result.best is not None:
             from mcunas.profile import model_layers
-            from mcunas.search.refit import refit_of
+            from mcunas.search.finish.refit import stored_refit
 
-            result.refit = refit_of(self.store, result.best, self.out_dir, self.config)
+            result.refit = stored_refit(self.store, result.best, self.out_dir, self.config)
             model_bytes = self._exported_bytes(result.best, result.refit)
             result.layers = self._frontend_rows(data) + model_layers(model_bytes, self.board)
         result.test = self._test_accuracy(model_bytes, data)
         result.paths = write_report(result)
         if result.best is not None:
             context = {**self._context(data), "test": result.test, "chosen_by": result.chosen_by}
-            context |= {"rescore": result.rescore, "refit": result.refit}
+            context |= result.finish_dict()
             front = None if data is None else data.frontend
             best_dir = export_best(
-                result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes
-            )
+                result.best, self.out_dir, context, self.board, frontend=front, model=model_bytes,
+                refit=result.refit,
+            )  # fmt: skip
             result.paths["best_dir"] = str(best_dir)
         result.paths["store"] = str(self.store.path)
         return result
@@ -356,11 +412,11 @@ class SearchRun:
 
         return frontend_rows(self.fronts.cost_of(data))
 
-    def _exported_bytes(self, best: Any, refit: dict[str, Any] | None) -> bytes:
+    def _exported_bytes(self, best: Any, refit: Any) -> bytes:
         """The model ``best/`` exports: the chosen trial's refit when there is one, else its own."""
         if refit is None:
             return trial_model_bytes(best, self.out_dir)
-        return (self.out_dir / refit["model_path"]).read_bytes()
+        return (self.out_dir / refit.model_path).read_bytes()
 
     def _test_accuracy(self, model_bytes: bytes | None, data: Any) -> dict[str, Any] | None:
         """The exported INT8 model's accuracy on the dataset's test split (TFLM kernels).

@@ -27,13 +27,18 @@ class TunerStrategy:
     name = "keras-tuner"
 
     def search(self, run: SearchRun, executor: Planner, progress: Progress) -> str | None:
-        """Declare the space, seed the oracle, square it with the store, run the trials."""
+        """Declare the space, seed the oracle, square it with the store, run the trials.
+
+        The run finishes the search afterwards (re-scoring, the refit), with this
+        runner when the trials ran here.
+        """
         from mcunas.search.oracles import make_oracle, seed_first_trial
         from mcunas.search.tuner import SearchFatal
 
         cfg = run.config
         run.load_data()
-        space, runner, close = executor.candidates(run)
+        # the trials' runner stays open for the finish, which the run closes
+        space, runner = executor.candidates(run)
         if runner is not None:
             progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
@@ -44,24 +49,11 @@ class TunerStrategy:
                 seed_first_trial(oracle, seeds)
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)
             reconcile(run.store, oracle)
-            stopped = executor.drive_tuner(run, tuner, oracle, progress)
-            from mcunas.search.refit import refit_chosen
-            from mcunas.search.rescore import rescore_finalists, rescore_here
-
-            if runner is not None:  # the front's finalists re-scored with the trials' runner
-                rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
-                refit_chosen(run, progress, (space, runner))
-            else:  # a chief: its workers are done; it re-scores and refits itself
-                rescore_here(run, progress)
-                refit_chosen(run, progress)
-            return stopped
+            return executor.drive_tuner(run, tuner, oracle, progress)
         except SearchFatal as exc:
             raise exc.error from None
         except RuntimeError as exc:  # keras-tuner's own stop conditions
             raise FatalError(f"Search stopped: {exc}") from exc
-        finally:
-            if close is not None:
-                close()
 
     def work(self, run: SearchRun, executor: WorkerRole, progress: Progress) -> None:
         """A worker: the same tuner, with the chief's oracle and store, until it says stop."""

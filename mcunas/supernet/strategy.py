@@ -15,13 +15,13 @@ Four stages, each resumable without losing finished work:
 3. **fine-tuning**: the best ``--max-trials`` screened subnets are extracted,
    fine-tuned for ``--finetune-epochs``, converted, scored and measured like
    any trial; they become ``ok`` (or ``infeasible``) rows;
-4. **re-scoring** (:func:`mcunas.search.rescore.rescore_here`): the top
-   ``--finalists`` of the front (the reference's rows included) are trained
-   again from scratch with the search's recipe, by k-fold or seeds, as in the
-   Keras Tuner search; the choice uses their means. Re-scoring measures the
-   architecture; the exported model is the fine-tuned one, or on a small
-   dataset the chosen architecture trained from scratch on every training
-   sample (:mod:`mcunas.search.refit`, as in every search).
+4. **finish** (the run's, :class:`mcunas.search.finish.stage.FinishStage`, as
+   in every search): the top ``--finalists`` of the front (the reference's rows
+   included) are trained again from scratch in the stage space with the
+   search's recipe, by k-fold or seeds; the choice uses their means.
+   Re-scoring measures the architecture; the exported model is the fine-tuned
+   one, or on a small dataset the chosen architecture trained from scratch on
+   every training sample (:mod:`mcunas.search.finish.refit`).
 
 The strategy plans; the work is typed jobs (:mod:`mcunas.supernet.jobs`) that
 the executor runs here or on a chief's workers, done by
@@ -129,14 +129,7 @@ class SupernetStrategy:
                 return STOPPED_SUPERNET
             if not self.subnet_search():
                 return STOPPED_SEARCH
-            stopped = self.finetune(finetune)
-        if stopped is None:  # the finalists re-scored and the choice refitted as in every search
-            from mcunas.search.refit import refit_chosen
-            from mcunas.search.rescore import rescore_here
-
-            rescore_here(run, progress, ("stages",))
-            refit_chosen(run, progress, families=("stages",))
-        return stopped
+            return self.finetune(finetune)
 
     def work(self, run: SearchRun, executor: WorkerRole, progress: Progress) -> None:
         """A worker's side: the executor hands this run's work the chief's jobs."""

@@ -131,7 +131,7 @@ def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_pa
     assert after[running][1] == "ok"  # finished by the worker that was running it
     # the resumed chief re-scored the front's finalists itself, once the worker was done
     from mcunas.data import load_dataset
-    from mcunas.search.finalists import pick_finalists
+    from mcunas.search.finish.finalists import pick_finalists
     from mcunas.search.pareto import DEFAULT_OBJECTIVES
     from mcunas.search.store import TrialStore
 

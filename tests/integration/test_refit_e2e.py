@@ -12,7 +12,7 @@ from test_search_e2e import _series_search
 
 from mcunas.engine import run_search
 from mcunas.search.config import SearchConfig
-from mcunas.search.refit import REFIT_META, same_graph
+from mcunas.search.finish.refit import REFIT_META, same_graph
 from mcunas.search.store import TrialStore
 
 pytestmark = pytest.mark.slow
@@ -28,12 +28,15 @@ def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -
     out = Path(result.paths["best_dir"])
     trial = (Path(config.out) / result.best.model_path).read_bytes()
     exported = (out / "model.tflite").read_bytes()
-    assert exported == (Path(config.out) / result.refit["model_path"]).read_bytes()
+    assert exported == (Path(config.out) / result.refit.model_path).read_bytes()
     assert exported != trial and same_graph(trial, exported) is None
-    assert result.refit["samples"] == 60 and result.refit["steps"] > 0
-    assert result.refit["teacher"] == "kws-dscnn"  # a series' reference, at full size
+    assert result.refit.samples == 60 and result.refit.steps > 0
+    assert result.refit.teacher == "kws-dscnn"  # a series' reference, at full size
     info = json.loads((out / "best.json").read_text())
-    assert info["refit"] == result.refit and info["model_sha256"] == result.refit["model_sha256"]
+    assert (
+        info["refit"] == result.refit.to_dict()
+        and info["model_sha256"] == result.refit.model_sha256
+    )
     text = result.text()
     assert "exported model: the same design refitted on all 60 training samples" in text
     assert "taught by kws-dscnn" in text
@@ -55,12 +58,12 @@ def _average_of_two(config: SearchConfig) -> None:
     stream = io.StringIO()
     result = run_search(config, stream=stream)
     assert result.best is not None and result.refit is not None
-    assert result.refit["members"] == 2 and result.refit["members_planned"] == 2
+    assert result.refit.members == 2 and result.refit.members_planned == 2
     out = Path(result.paths["best_dir"])
     trial = read_graph((Path(config.out) / result.best.model_path).read_bytes())
     ops = [op.name for op in read_graph((out / "model.tflite").read_bytes()).ops]
     assert len(ops) == 2 * len(trial.ops) + 2 and ops[-2:] == ["ADD", "MUL"]
-    own = result.refit["figures"]
+    own = result.refit.to_dict()["figures"]
     assert own["estimated"] is True and own["latency_ms"] > 1.5 * result.best.latency_ms
     assert "Member 2 of 2 trained" in stream.getvalue()
     assert "exported model: an average of 2 members of the same design" in result.text()

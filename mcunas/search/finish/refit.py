@@ -19,27 +19,39 @@ or, without re-scoring, the trial's own validation score, which the model
 trained on fewer samples earned.
 
 ``--refit auto`` (the default) refits below
-:data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, where the
+:data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
-never. The refit is kept in the store (meta key ``refit``): a ``--resume``
+never. Each training (the refit, its members) goes through the trial
+pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`).
+The refit is kept in the store as a
+:class:`~mcunas.search.finish.records.Refit` (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. What refitting gains is
 measured in docs/benchmarks/series.md.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mcunas.errors import FatalError, describe
+from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.search.config import REFIT_CHOICES
-from mcunas.search.ensemble import fitting_average, member_seed, planned_members
-from mcunas.search.finalists import KFOLD_BELOW
-from mcunas.search.pipeline import training_seed
+from mcunas.search.finish.ensemble import (
+    fitting_average,
+    member_seed,
+    planned_members,
+    with_frontend_of,
+)
+from mcunas.search.finish.finalists import KFOLD_BELOW
+from mcunas.search.finish.records import REFIT_META, Ensemble, Refit
+from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
+from mcunas.search.retrain import Attempt, Retrained, Retraining
 from mcunas.search.store import TrialRecord, TrialStore
 from mcunas.search.summary import refit_text
 
@@ -51,9 +63,9 @@ __all__ = [
     "refit_text",
     "refit_wanted",
     "same_graph",
+    "stored_refit",
 ]
 
-REFIT_META = "refit"  # the store's meta key for the chosen trial's refit
 KEY_DEFAULTS = {"members_planned": 1}  # what a refit stored before ensembles held
 
 
@@ -61,7 +73,7 @@ def refit_wanted(mode: str, samples: int) -> bool:
     """Whether ``--refit mode`` refits a search of ``samples`` training samples.
 
     ``samples`` counts the training split as re-scoring's plan does
-    (:func:`~mcunas.search.finalists.plan_for`): ``auto`` refits where it cross-validates.
+    (:func:`~mcunas.search.finish.finalists.plan_for`): ``auto`` refits where it cross-validates.
     """
     if mode == "auto":
         return samples < KFOLD_BELOW
@@ -71,7 +83,7 @@ def refit_wanted(mode: str, samples: int) -> bool:
 def refit_chosen(
     run: Any,
     progress: Progress,
-    parts: tuple[Any, Any] | None = None,
+    place: Callable[[], tuple[Any, Any]] | None = None,
     families: tuple[str, ...] | None = None,
 ) -> None:
     """Train the chosen trial's design on training + validation samples; keep it in the store.
@@ -84,8 +96,9 @@ def refit_chosen(
     Args:
         run: SearchRun, with its data loaded.
         progress: Progress, for its lines and the time budget.
-        parts: (space, runner) of the search, when it trained its trials here; else a
-            runner is built for the refit (:meth:`SearchRun.components`, no board) and closed.
+        place: gives the (space, runner) to retrain with, when asked (the executor's
+            place, :class:`~mcunas.search.finish.stage.FinishStage`); None: a runner is
+            built for the refit (:meth:`SearchRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
     from mcunas.search.result import chosen_trial
@@ -100,8 +113,8 @@ def refit_chosen(
     if progress.time_up():
         progress.note("Chosen design not refitted: time budget reached (--resume refits it).")
         return
-    if parts is not None:
-        _refit(run, progress, best, parts)
+    if place is not None:
+        _refit(run, progress, best, place())
         return
     space, runner, close = run.components(families, measure=False)
     try:
@@ -113,18 +126,22 @@ def refit_chosen(
 def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, Any]) -> None:
     """Train, convert, check and keep the refit of ``best`` (or note why not).
 
-    With ``--ensemble`` members planned (:func:`~mcunas.search.ensemble.planned_members`)
+    With ``--ensemble`` members planned (:func:`~mcunas.search.finish.ensemble.planned_members`)
     each is trained from its own seed and their average is kept if it meets the budgets.
     """
-    from mcunas.search.export import trial_model_bytes
-    from mcunas.search.rescore import trial_hyperparameters
-
-    cfg, out_dir = run.config, Path(run.out_dir)
+    cfg = run.config
     space, runner = parts
+    pipeline = TrialPipeline(
+        runner,
+        run.store,
+        cfg.budgets,
+        Path(run.out_dir) / "models",
+        cfg.objectives,
+        frontend=lambda cost: with_frontend_of(run, best, cost),
+    )
     data = run.data_of(best).pooled()
-    seed = training_seed(cfg.seed, best.hyperparameters)
     planned = planned_members(cfg.ensemble, best, cfg.budgets)
-    began, averaged = time.perf_counter(), None
+    began = time.perf_counter()
     recipe = _replanned(run, data)
     targets, teacher = (
         _teacher(run, progress, runner, data, recipe) if cfg.distill else (None, None)
@@ -136,73 +153,102 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
         f"{f'; {planned} members from {planned} seeds, averaged' if planned > 1 else ''}; "
         "--refit off skips it)."
     )
-    try:
-        hp = trial_hyperparameters(space, best.hyperparameters)
-        trainings = (runner, data, recipe, targets)
-        members = []
-        for k in range(planned):
-            members.append(_member(trainings, hp, member_seed(seed, k), cfg.epochs))
-            if planned > 1:
-                elapsed = time.perf_counter() - began
-                progress.note(f"Member {k + 1} of {planned} trained ({elapsed:.0f} s so far).")
-        fit = members[0][2]
-        model_bytes = fit.convert(members[0][0])
-        differs = same_graph(trial_model_bytes(best, out_dir), model_bytes)
-        if differs is None and planned > 1:
-            averaged = fitting_average(run, progress, best, (fit, runner), members)
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the trial's own model is exported instead
-        progress.note(f"Refit failed ({describe(exc)}); trial {best.trial_id}'s model is exported.")
+    job = Retraining(
+        space, best.hyperparameters, data, training_seed(cfg.seed, best.hyperparameters),
+        cfg.epochs, recipe=recipe, targets=targets, early_stop=False,
+    )  # fmt: skip
+    members = _members(pipeline, job, planned, progress, began)
+    if isinstance(members, str):
+        progress.note(f"Refit failed ({members}); trial {best.trial_id}'s model is exported.")
         return
+    kept = _checked(run, progress, best, pipeline, members)
+    if kept is None:
+        return
+    model_bytes, averaged = kept
+    ensemble = None
+    if planned > 1:
+        ensemble = Ensemble(averaged[2], averaged[1]) if averaged else Ensemble(1)
+    refit = Refit(
+        **_key(best, cfg),
+        **_kept(run, best, model_bytes),
+        samples=len(data.y_train),
+        steps=int(getattr(members[0].trained, "steps", 0) or 0),
+        seconds=round(time.perf_counter() - began, 3),
+        teacher=teacher,
+        ensemble=ensemble,
+    )
+    run.store.set_meta(REFIT_META, refit.to_dict())
+    progress.note(f"Refitted in {refit.seconds:.0f} s ({refit_text(refit.to_dict())}).")
+
+
+def _members(
+    pipeline: TrialPipeline, job: Retraining, planned: int, progress: Progress, began: float
+) -> list[Retrained] | str:
+    """The members trained (member 0 the refit itself), or why one failed.
+
+    Each member has its own seed for its initial weights, sample order and
+    augmentation (:func:`~mcunas.search.finish.ensemble.member_seed`), so members
+    are independent trainings; none is converted yet.
+    """
+    members = []
+    for k in range(planned):
+        done = pipeline.retrain(
+            dataclasses.replace(job, seed=member_seed(job.seed, k)), convert=False
+        )
+        if not done.ok:
+            return str(done.error)
+        members.append(done)
+        if planned > 1:
+            elapsed = time.perf_counter() - began
+            progress.note(f"Member {k + 1} of {planned} trained ({elapsed:.0f} s so far).")
+    return members
+
+
+def _checked(
+    run: Any,
+    progress: Progress,
+    best: TrialRecord,
+    pipeline: TrialPipeline,
+    members: list[Retrained],
+) -> tuple[bytes, tuple[bytes, Figures, int] | None] | None:
+    """The model to keep and the average it is (or None); None to export the trial's own.
+
+    The refit (member 0) is converted and its graph compared with the trial's; with
+    more members, the average that meets every budget replaces it
+    (:func:`~mcunas.search.finish.ensemble.fitting_average`).
+    """
+    from mcunas.search.finish.export import trial_model_bytes
+
+    refit = members[0]
+    first = pipeline.assess(refit.runner, lambda: refit.model, evaluate=False, measure=False)
+    model_bytes, check = first.model_bytes or b"", Attempt(stage="check")
+    differs = None
+    if first.ok:
+        with check.guard():
+            differs = same_graph(trial_model_bytes(best, Path(run.out_dir)), model_bytes)
+    error = first.error or check.error
+    if error is not None:
+        progress.note(f"Refit failed ({error}); trial {best.trial_id}'s model is exported.")
+        return None
     if differs is not None:
         progress.note(f"Refit dropped: {differs}; trial {best.trial_id}'s model is exported.")
-        return
-    if averaged is not None:
-        model_bytes = averaged[0]
-    info = _keep(run, best, model_bytes, members[0][1], len(data.y_train))
-    info["seconds"] = round(time.perf_counter() - began, 3)
-    if planned > 1:
-        info |= {"members": averaged[2], "figures": averaged[1]} if averaged else {"members": 1}
-    info |= {"teacher": teacher}
-    run.store.set_meta(REFIT_META, info)
-    progress.note(f"Refitted in {info['seconds']:.0f} s ({refit_text(info)}).")
+        return None
+    averaged = fitting_average(progress, pipeline, members) if len(members) > 1 else None
+    return (model_bytes if averaged is None else averaged[0]), averaged
 
 
-def _member(trainings: tuple[Any, Any, Any, Any], hp: Any, seed: int, epochs: int) -> tuple:
-    """A refit trained from ``seed`` on its own runner: (model, training result, runner).
-
-    ``trainings``: the search's runner, the pooled data, the recipe and the
-    teacher's targets (or None). Each member has its own seed for its initial
-    weights, sample order and augmentation, so members are independent trainings.
-    """
-    runner, data, recipe, targets = trainings
-    fit = runner.for_data(data, seed, recipe=recipe)
-    fit.targets = targets
-    model = fit.build(hp, seed)
-    return model, fit.train(model, epochs, early_stop=False), fit
-
-
-def _keep(
-    run: Any, best: TrialRecord, model_bytes: bytes, trained: Any, samples: int
-) -> dict[str, Any]:
-    """Write the refit's model; its store record (without the ensemble's part)."""
+def _kept(run: Any, best: TrialRecord, model_bytes: bytes) -> dict[str, Any]:
+    """Write the refit's model; where it is and its hash."""
     path = Path("models") / f"refit_{best.trial_id}.tflite"
     write_file(Path(run.out_dir) / path, model_bytes)
-    return {
-        **_key(best, run.config),
-        "model_path": str(path),
-        "model_sha256": hashlib.sha256(model_bytes).hexdigest(),
-        "samples": samples,
-        "steps": int(getattr(trained, "steps", 0) or 0),
-    }
+    return {"model_path": str(path), "model_sha256": hashlib.sha256(model_bytes).hexdigest()}
 
 
 def _teacher(
     run: Any, progress: Progress, runner: Any, data: Any, recipe: Any
 ) -> tuple[Any, str | None]:
     """The teacher's soft targets for the refit and its name; (None, None) if it failed."""
-    from mcunas.search.distill import teacher_name, teacher_targets
+    from mcunas.search.finish.distill import teacher_name, teacher_targets
 
     cfg = run.config
     name = teacher_name(data.kind, data.input_shape)
@@ -210,15 +256,13 @@ def _teacher(
         f"Training the refit's teacher: {name} at full size on {len(data.y_train)} samples "
         "(it never runs on the board)."
     )
-    began = time.perf_counter()
-    try:
+    attempt = Attempt(stage="teacher")
+    with attempt.guard():
         targets, name = teacher_targets(runner, data, recipe, cfg.seed, cfg.epochs)
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - the refit trains on the labels alone
-        progress.note(f"Teacher failed ({describe(exc)}); the refit learns from the labels.")
+    if attempt.error is not None:  # the refit trains on the labels alone
+        progress.note(f"Teacher failed ({attempt.error}); the refit learns from the labels.")
         return None, None
-    progress.note(f"Teacher trained in {time.perf_counter() - began:.0f} s.")
+    progress.note(f"Teacher trained in {time.perf_counter() - attempt.began:.0f} s.")
     return targets, name
 
 
@@ -248,8 +292,13 @@ def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
     }
 
 
+def stored_refit(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> Refit | None:
+    """:func:`refit_of` as a :class:`~mcunas.search.finish.records.Refit`."""
+    return Refit.from_dict(refit_of(store, best, out_dir, cfg))
+
+
 def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> dict | None:
-    """The stored refit of ``best`` with its model file intact, or None.
+    """The stored refit of ``best`` with its model file intact, or None (the meta as kept).
 
     A refit of another trial, seed or ``--epochs``, or whose file is gone or
     changed, is not used (and a later refit replaces it); nor is any under

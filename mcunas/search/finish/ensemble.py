@@ -9,7 +9,7 @@ network ensembles for time series classification", 2019; InceptionTime
 averages five networks). On a microcontroller an average of K networks costs
 K times one network's latency, so it is a way to spend a budget, not a free
 gain: ``--ensemble auto`` (the default) spends it only where the search
-refits its choice (small training sets, :mod:`mcunas.search.refit`) and the
+refits its choice (small training sets, :mod:`mcunas.search.finish.refit`) and the
 user gave a latency budget, with as many members (up to :data:`MAX_MEMBERS`)
 as that budget, and an energy budget if given, hold at the chosen trial's
 figures. ``--ensemble N`` asks for N members, ``off`` for the design alone.
@@ -31,17 +31,18 @@ Example::
 
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any
 
-from mcunas.errors import FatalError, describe
-from mcunas.search.budgets import Budgets, violations
+from mcunas.figures import Figures
+from mcunas.search.budgets import Budgets
 from mcunas.search.config import MAX_MEMBERS
+from mcunas.search.pipeline import Retrained, TrialPipeline
 from mcunas.search.progress import Progress
 from mcunas.search.store import TrialRecord
-from mcunas.search.trial_record import figure_columns
 
-__all__ = ["average", "fitting_average", "member_seed", "planned_members"]
+__all__ = ["average", "fitting_average", "member_seed", "planned_members", "with_frontend_of"]
 
 
 def planned_members(mode: str, best: TrialRecord, budgets: Budgets) -> int:
@@ -90,43 +91,41 @@ def average(models: list[Any]) -> Any:
 
 
 def fitting_average(
-    run: Any, progress: Progress, best: TrialRecord, runners: tuple[Any, Any], members: list
-) -> tuple[bytes, dict[str, Any], int] | None:
+    progress: Progress, pipeline: TrialPipeline, members: list[Retrained]
+) -> tuple[bytes, Figures, int] | None:
     """The members' average that meets every budget, with the most members; None for none.
 
     Args:
-        run: SearchRun (its config's budgets, its board and front ends).
         progress: Progress, for a note on each average that does not fit.
-        best: TrialRecord, the chosen trial (its front end is added to the figures).
-        runners: (the refit's runner, which converts; the search's, which measures).
-        members: [(trained model, its training result, ...)], member 0 first.
+        pipeline: TrialPipeline over the search's runner, which measures, with the chosen
+            trial's front end (:func:`with_frontend_of`) and the budgets.
+        members: [Retrained], member 0 (the refit, whose runner converts) first.
 
     Returns:
-        The average's INT8 bytes, its figures (a trial row's columns, as ``best.json``
-        keeps them) and its
-        member count; None when no average fits or one fails to convert or measure
+        The average's INT8 bytes, its figures (front end included) and its member
+        count; None when no average fits or one fails to convert or measure
         (a note says why), and member 0, the refit, is exported alone.
     """
-    fit, runner = runners
-    models = [member[0] for member in members]
+    fit = members[0].runner
+    models = [member.model for member in members]
     for k in range(len(models), 1, -1):
-        try:
-            graph = fit.convert(average(models[:k]))
-            cost = _with_frontend(run, best, runner.measure(graph, lambda _: True))
-        except FatalError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the refit alone is exported instead
-            progress.note(f"An average of {k} members failed ({describe(exc)}).")
+        done = pipeline.assess(fit, functools.partial(_average_of, models, k), evaluate=False)
+        if not done.ok or done.cost is None:  # the refit alone is exported instead
+            progress.note(f"An average of {k} members failed ({done.error}).")
             break
-        reasons = violations(cost, run.config.budgets)
-        if not reasons:
-            return graph, figure_columns(cost), k
-        progress.note(f"An average of {k} members does not fit ({reasons[0]}).")
+        if not done.violations:
+            return done.model_bytes or b"", done.cost, k
+        progress.note(f"An average of {k} members does not fit ({done.violations[0]}).")
     progress.note("No average of members is exported; the refit alone is.")
     return None
 
 
-def _with_frontend(run: Any, best: TrialRecord, cost: Any) -> Any:
+def _average_of(models: list[Any], k: int) -> Any:
+    """The average of the first ``k`` members (:func:`average`, looked up when called)."""
+    return average(models[:k])
+
+
+def with_frontend_of(run: Any, best: TrialRecord, cost: Any) -> Any:
     """``cost`` with the chosen trial's front end added, as a trial's figures are."""
     if run.fronts is None:
         return cost

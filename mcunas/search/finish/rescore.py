@@ -1,15 +1,17 @@
 """Re-score the search's finalists before export, so the choice does not hang on a few samples.
 
-One call at the end of a search (:func:`rescore_finalists`): the top
+One step of the run's finish (:class:`~mcunas.search.finish.stage.FinishStage`,
+:func:`rescore_here`, :func:`rescore_finalists`): the top
 ``--finalists`` trials (3 by default: the search's choice, then the highest
 validation scores within the split's noise of the top, the ``--seed-arch``
 design's largest fitting rung among them unless clearly worse,
-:func:`~mcunas.search.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
-off) are re-trained with the search's own recipe, through the same
-candidate runner as every trial (build, train, INT8 conversion, INT8 accuracy
-with the TFLite Micro kernels), and scored again:
+:func:`~mcunas.search.finish.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
+off) are re-trained with the search's own recipe, through the trial
+pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`:
+the same build, training, INT8 conversion and INT8 accuracy with the TFLite
+Micro kernels as every trial), and scored again:
 
-- under :data:`~mcunas.search.finalists.KFOLD_BELOW` training samples, by
+- under :data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, by
   stratified k-fold cross-validation (k=5) over the training and validation
   samples together (the test split is never touched);
 - from there on, over 3 training seeds on the search's own split.
@@ -17,7 +19,7 @@ with the TFLite Micro kernels), and scored again:
 Runs go round-robin (every finalist's first fold, then the second...), each
 written to the store as it finishes, so ``--resume`` does not redo one and a
 time budget that runs out leaves every finalist with as many runs as the
-others. :func:`mcunas.search.finalists.rescored_choice` then chooses among
+others. :func:`mcunas.search.finish.finalists.rescored_choice` then chooses among
 the means.
 """
 
@@ -26,15 +28,17 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from mcunas.errors import FatalError, describe
 from mcunas.search.config import SearchConfig
-from mcunas.search.finalists import RESCORE_META, Plan, pick_finalists, plan_for
-from mcunas.search.pipeline import training_seed
+from mcunas.search.finish.finalists import pick_finalists, plan_for
+from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
+from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
+from mcunas.search.retrain import Retraining, trial_hyperparameters
 from mcunas.search.store import TrialRecord, TrialStore
 
 __all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
@@ -55,6 +59,7 @@ def rescore_finalists(
     runner: Any,
     dataset: Any,
     progress: Progress,
+    pipeline: TrialPipeline | None = None,
 ) -> None:
     """Re-train and re-score the top finalists; the runs go into the store.
 
@@ -66,6 +71,8 @@ def rescore_finalists(
             that trains on another split (:meth:`mcunas.search.candidate.KerasRunner.for_data`).
         dataset: Dataset, the search's data.
         progress: Progress, for one line per run and the time budget.
+        pipeline: the trial pipeline over ``runner`` that retrains each finalist
+            (default: one on ``store`` and ``config``'s budgets).
     """
     finalists = _finalists(config, store, dataset)
     if len(finalists) < 2 or not hasattr(runner, "for_data"):
@@ -74,6 +81,9 @@ def rescore_finalists(
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
         return
     plan = plan_for(len(dataset.y_train))
+    if pipeline is None:
+        models = Path(store.path).parent / "models"
+        pipeline = TrialPipeline(runner, store, config.budgets, models, config.objectives)
     state = _state(store, plan, config.seed, finalists)
     splits = _splits_by_trial(space, dataset, plan, config.seed)
     start = time.perf_counter()
@@ -85,8 +95,7 @@ def rescore_finalists(
     )
     for run in range(plan.runs):
         for rec in finalists:
-            runs = state["runs"].setdefault(rec.trial_id, {})
-            if str(run) in runs or rec.trial_id in state["failed"]:
+            if state.done(rec.trial_id, run):
                 continue
             if progress.time_up() or (run >= MIN_ROUNDS and _since(start) > allowed):
                 why = (
@@ -97,30 +106,43 @@ def rescore_finalists(
                 progress.note(f"Re-scoring stopped at {why}; --resume runs the rest.")
                 return
             data = splits(rec)[run]
-            _one_run(config, store, state, (space, runner), rec, data, run, plan, progress)
+            state = _one_run(config, store, state, (space, pipeline), rec, data, run, progress)
     progress.note(f"Re-scoring done in {_since(start):.0f} s.")
 
 
-def rescore_here(run: Any, progress: Progress, families: tuple[str, ...] | None = None) -> None:
-    """Re-score ``run``'s finalists in this process, with a runner of its own.
+def rescore_here(
+    run: Any,
+    progress: Progress,
+    families: tuple[str, ...] | None = None,
+    place: Callable[[], tuple[Any, Any]] | None = None,
+) -> None:
+    """Re-score ``run``'s finalists in this process, with the runner ``place`` gives.
 
-    For the searches whose trials were not trained by a runner here: the
-    supernet search (its subnets are fine-tuned by its jobs; re-scoring trains
-    each finalist's architecture from scratch with the search's recipe, like
-    any other search's) and a distributed chief (its workers trained the
-    trials; the chief re-scores once they are done). The search space, the
-    recipe, the plan and the stored runs are the local search's
-    (:func:`rescore_finalists`); nothing is built when there are fewer than two
-    finalists or ``--finalists`` is 0, and no board is connected (re-scoring
-    scores with the TFLite Micro kernels on the host; it measures nothing).
+    The search space, the recipe, the plan and the stored runs are the
+    search's (:func:`rescore_finalists`); nothing is built when there are fewer
+    than two finalists, ``--finalists`` is 0 or the time budget is spent.
+    Without ``place`` a runner is built here with no board connected
+    (re-scoring scores with the TFLite Micro kernels on the host; it measures
+    nothing), as for the searches whose trials were not trained by a runner
+    here: the supernet search (each finalist's architecture trained from
+    scratch) and a distributed chief (its workers trained the trials).
 
     Args:
         run: SearchRun, with its data loaded.
         progress: Progress, for the lines and the time budget.
         families: the space's families (the supernet's: ``("stages",)``).
+        place: gives the (space, runner) to retrain with, when asked (the executor's
+            place, :class:`~mcunas.search.finish.stage.FinishStage`).
     """
     cfg = run.config
     if len(_finalists(cfg, run.store, run.dataset)) < 2:
+        return
+    if progress.time_up():
+        progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
+        return
+    if place is not None:
+        space, runner = place()
+        rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
         return
     space, runner, close = run.components(families, measure=False)
     try:
@@ -160,51 +182,42 @@ def _since(start: float) -> float:
 def _one_run(
     config: SearchConfig,
     store: TrialStore,
-    state: dict[str, Any],
-    parts: tuple[Any, Any],
+    state: Rescore,
+    parts: tuple[Any, TrialPipeline],
     rec: TrialRecord,
     data: Any,
     run: int,
-    plan: Plan,
     progress: Progress,
-) -> None:
-    """Train, convert and score one finalist on one split; record it (or its failure)."""
-    space, runner = parts
+) -> Rescore:
+    """Retrain and score one finalist on one split; the state with it (or its failure) kept."""
+    space, pipeline = parts
+    plan = state.plan
     seed = training_seed(config.seed, rec.hyperparameters)
     if plan.method == "seeds":
         seed += SEED_STRIDE * (run + 1)
-    began = time.perf_counter()
     what = f"trial {rec.trial_id}, {'fold' if plan.method == 'kfold' else 'seed'} {run + 1}"
-    try:
-        fold_runner = runner.for_data(data, seed)
-        model = fold_runner.build(trial_hyperparameters(space, rec.hyperparameters), seed)
-        fold_runner.train(model, config.epochs)
-        scores = fold_runner.evaluate(fold_runner.convert(model))
-    except FatalError:
-        raise
-    except Exception as exc:  # noqa: BLE001 - a finalist that fails here keeps out of the choice
-        state["failed"][rec.trial_id] = f"{what}: {describe(exc)}"
-        store.set_meta(RESCORE_META, state)
-        progress.note(f"Re-scoring {what}/{plan.runs} failed: {describe(exc)}; it leaves the tie.")
-        return
-    seconds = time.perf_counter() - began
-    state["runs"][rec.trial_id][str(run)] = {
-        "accuracy": float(scores.accuracy),
-        "loss": None if scores.loss is None else float(scores.loss),
-        "seconds": round(seconds, 3),
-        "samples": len(data.y_val),
-    }
-    store.set_meta(RESCORE_META, state)
+    done = pipeline.retrain(Retraining(space, rec.hyperparameters, data, seed, config.epochs))
+    if not done.ok:  # a finalist that fails here keeps out of the choice
+        state = state.with_failure(rec.trial_id, f"{what}: {done.error}")
+        store.set_meta(RESCORE_META, state.to_dict())
+        progress.note(f"Re-scoring {what}/{plan.runs} failed: {done.error}; it leaves the tie.")
+        return state
+    scores = done.evaluated
+    loss = None if scores.loss is None else float(scores.loss)
+    result = RescoreRun(float(scores.accuracy), loss, round(done.seconds, 3), len(data.y_val))
+    state = state.with_run(rec.trial_id, run, result)
+    store.set_meta(RESCORE_META, state.to_dict())
     progress.note(
         f"Re-scored {what}/{plan.runs}: INT8 {100 * scores.accuracy:.1f}% on "
-        f"{len(data.y_val)} samples ({seconds:.0f} s)"
+        f"{len(data.y_val)} samples ({done.seconds:.0f} s)"
     )
+    return state
 
 
 def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[TrialRecord]:
     """The finalists to re-score; with fewer than two, runs stored for others are dropped.
 
-    The choice then goes without them (:func:`~mcunas.search.finalists.rescored_choice`).
+    The choice then goes without them (:func:`~mcunas.search.finish.finalists.rescored_choice`).
     """
     finalists = pick_finalists(
         store.trials(), config.objectives, config.finalists, len(dataset.y_val)
@@ -214,25 +227,11 @@ def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[Tr
     return finalists
 
 
-def _state(
-    store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord]
-) -> dict[str, Any]:
+def _state(store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord]) -> Rescore:
     """The stored runs when they were made the same way (method, runs, seed), else a fresh start."""
-    stored = store.get_meta(RESCORE_META) or {}
-    same = (stored.get("method"), stored.get("planned"), stored.get("seed")) == (
-        plan.method,
-        plan.runs,
-        seed,
-    )
-    state = {
-        "method": plan.method,
-        "planned": plan.runs,
-        "seed": seed,
-        "finalists": [r.trial_id for r in finalists],
-        "runs": dict(stored.get("runs") or {}) if same else {},
-        "failed": dict(stored.get("failed") or {}) if same else {},
-    }
-    store.set_meta(RESCORE_META, state)
+    stored = Rescore.from_dict(store.get_meta(RESCORE_META))
+    state = Rescore.fresh(stored, plan, seed, tuple(r.trial_id for r in finalists))
+    store.set_meta(RESCORE_META, state.to_dict())
     return state
 
 
@@ -261,17 +260,3 @@ def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
         )
         for i in range(plan.runs)
     ]
-
-
-def trial_hyperparameters(space: Any, values: dict[str, Any]) -> Any:
-    """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
-    import keras_tuner
-
-    from mcunas.space.hypermodel import McuSearchSpace
-
-    values = {k: v for k, v in values.items() if not k.startswith("tuner/")}
-    if isinstance(space, McuSearchSpace):
-        return space.hyperparameters(**values)
-    hp = keras_tuner.HyperParameters()
-    hp.values.update(values)
-    return hp

@@ -5,7 +5,7 @@ hundred samples or fewer: two candidates a point apart may differ by chance.
 Before export the top finalists (the search's choice, then the highest
 validation scores within the split's noise of the top, and the ``--seed-arch``
 design's largest fitting rung unless clearly worse) are re-trained with the
-search's own recipe (:mod:`mcunas.search.rescore`) and scored again, by k-fold
+search's own recipe (:mod:`mcunas.search.finish.rescore`) and scored again, by k-fold
 cross-validation on small datasets and over several seeds on larger ones; the
 choice then uses each finalist's mean and its standard error.
 
@@ -25,11 +25,12 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from mcunas.search.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
+from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, Rescored
 from mcunas.search.pareto import DEFAULT_OBJECTIVES, dominates, record_point
 from mcunas.search.store import TrialOrigin, TrialRecord
 
@@ -38,15 +39,17 @@ __all__ = [
     "REFERENCE_Z",
     "RESCORE_META",
     "Plan",
+    "RescoreSummary",
     "Rescored",
     "finalist_band",
     "pick_finalists",
     "plan_for",
     "reference_trial",
     "rescored_choice",
+    "rescored_of",
+    "stand_in",
 ]
 
-RESCORE_META = "rescore"  # the store's meta key for the re-scoring runs
 # Below this many training samples, cross-validation (k folds of training + validation
 # data); from it on, several seeds on the search's own split (a larger validation set).
 KFOLD_BELOW = 2000
@@ -58,20 +61,6 @@ FINALIST_Z = 2.0
 # The --seed-arch design's largest fitting rung stays a finalist within this many (a
 # known design leaves the re-scored comparison only when clearly worse on the split).
 REFERENCE_Z = 3.0
-
-
-@dataclass(frozen=True)
-class Plan:
-    """How finalists are re-scored: ``kfold`` (``runs`` folds) or ``seeds`` (``runs`` seeds)."""
-
-    method: str
-    runs: int
-
-    def describe(self) -> str:
-        """``5-fold cross-validation`` or ``3 seeds``."""
-        if self.method == "kfold":
-            return f"{self.runs}-fold cross-validation"
-        return f"{self.runs} training seeds"
 
 
 def plan_for(train_samples: int, folds: int = DEFAULT_FOLDS, seeds: int = DEFAULT_SEEDS) -> Plan:
@@ -115,7 +104,7 @@ def pick_finalists(
     (a wider band: the known design leaves the comparison only when it is
     clearly worse). Re-scoring then weighs the search's finds against the
     hand-scaled reference on the same folds, and the choice's preference for
-    the seed design among ties (:func:`~mcunas.search.choice.choose_best`)
+    the seed design among ties (:func:`~mcunas.search.finish.choice.choose_best`)
     applies to re-scored means, not to one split a lucky small variant topped.
     """
     if count <= 0:
@@ -159,109 +148,94 @@ def reference_trial(records: Sequence[TrialRecord]) -> TrialRecord | None:
     )
 
 
+def rescored_of(state: Rescore | Mapping[str, Any] | None, trial_id: str) -> Rescored | None:
+    """A finalist's finished runs from the store's ``rescore`` meta (None without any)."""
+    stored = Rescore.from_dict(state)
+    return None if stored is None else stored.rescored(trial_id)
+
+
 @dataclass(frozen=True)
-class Rescored:
-    """One finalist's re-scored runs: INT8 accuracies and losses, and the seconds they took."""
+class RescoreSummary:
+    """The re-scored finalists as the result reports them (``best.json``'s ``rescore``).
 
-    trial_id: str
-    accuracies: tuple[float, ...]
-    losses: tuple[float, ...]
-    seconds: float
+    ``chosen`` is the trial the means chose, ``search_choice`` the search's own
+    choice on its split, ``reference`` the ``--seed-arch`` design's rung when it
+    was re-scored.
+    """
+
+    plan: Plan
+    finalists: tuple[Rescored, ...]
+    chosen: str
+    search_choice: str
+    reference: str | None = None
 
     @property
-    def mean(self) -> float:
-        """Mean INT8 accuracy over the runs."""
-        return statistics.fmean(self.accuracies)
+    def seconds(self) -> float:
+        """Seconds of every finalist's runs."""
+        return round(sum(s.seconds for s in self.finalists), 2)
 
     @property
-    def stderr(self) -> float:
-        """Standard error of the mean (0 with one run)."""
-        n = len(self.accuracies)
-        return statistics.stdev(self.accuracies) / math.sqrt(n) if n > 1 else 0.0
-
-    def text(self, reference: bool = False) -> str:
-        """``trial 06 97.8 +/- 0.6%`` (mean +/- standard error); ``trial 00 (reference) ...``."""
-        name = f"trial {self.trial_id}" + (" (reference)" if reference else "")
-        return f"{name} {100 * self.mean:.1f} +/- {100 * self.stderr:.1f}%"
+    def text(self) -> str:
+        """The summary's line (:func:`rescore_text`)."""
+        return rescore_text(self.plan, self.finalists, self.reference)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready summary of the runs."""
+        """JSON-ready, as ``--json``, ``pareto.json`` and ``best.json`` keep it."""
         return {
-            "trial_id": self.trial_id,
-            "mean_accuracy": round(self.mean, 6),
-            "stderr": round(self.stderr, 6),
-            "accuracies": [round(a, 6) for a in self.accuracies],
-            "mean_loss": round(statistics.fmean(self.losses), 6) if self.losses else None,
-            "seconds": round(self.seconds, 2),
+            "method": self.plan.method,
+            "runs_planned": self.plan.runs,
+            "description": self.plan.describe(),
+            "finalists": [s.to_dict() for s in self.finalists],
+            "seconds": self.seconds,
+            "chosen": self.chosen,
+            "search_choice": self.search_choice,
+            "reference": self.reference,
+            "text": self.text,
         }
-
-
-def rescored_of(state: dict[str, Any], trial_id: str) -> Rescored | None:
-    """A finalist's finished runs from the store's ``rescore`` meta (None without any)."""
-    runs = (state.get("runs") or {}).get(trial_id) or {}
-    done = [runs[k] for k in sorted(runs, key=int)]
-    if not done:
-        return None
-    return Rescored(
-        trial_id,
-        tuple(float(r["accuracy"]) for r in done),
-        tuple(float(r["loss"]) for r in done if r.get("loss") is not None),
-        sum(float(r.get("seconds", 0.0)) for r in done),
-    )
 
 
 def rescored_choice(
     records: Sequence[TrialRecord],
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
-    state: dict[str, Any] | None = None,
-) -> tuple[TrialRecord, str, dict[str, Any]] | None:
+    state: Rescore | Mapping[str, Any] | None = None,
+) -> tuple[TrialRecord, str, RescoreSummary] | None:
     """The choice among the re-scored finalists: the chosen trial, the rule, a summary.
 
     The finalists compete with their mean accuracy (and mean loss) in place of
     the single split's, under the same front and tie rule as the search's own
-    choice (:func:`mcunas.search.choice.choose_best`), ties being as wide as
+    choice (:func:`mcunas.search.finish.choice.choose_best`), ties being as wide as
     the standard error of the difference. The finalists are the highest
     validation scores (:func:`pick_finalists`), so no other trial scored higher
     on the split (but one the reference design took the last place from); a
     finalist that did and was chosen over is named in the rule (re-scoring
     overturned it). None when nothing was re-scored.
     """
-    if not state or not state.get("finalists"):
+    stored = Rescore.from_dict(state)
+    if stored is None or not stored.finalists:
         return None
-    scored = _scored(records, state)
+    scored = _scored(records, stored)
     if not scored:
         return None
     by_id = {r.trial_id: r for r in records}
-    stand_ins = [_stand_in(by_id[s.trial_id], s) for s in scored]
+    stand_ins = [stand_in(by_id[s.trial_id], s) for s in scored]
     spread = {s.trial_id: s.stderr for s in scored}
     best = choose_best(stand_ins, objectives, spread)
     if best is None:
         return None
-    plan = Plan(state["method"], int(state["planned"]))
     reference = reference_trial(records)
     ref_id = reference.trial_id if reference and reference.trial_id in spread else None
     overturned = _overturned(records, by_id[best.trial_id], stand_ins, objectives)
     front = "the re-scored finalists' front" if overturned else "the Pareto front"
     rule = chosen_by(stand_ins, best, objectives, spread, front)
-    rule = f"re-scored by {plan.describe()}: {rule}{overturned}"
-    summary = {
-        "method": plan.method,
-        "runs_planned": plan.runs,
-        "description": plan.describe(),
-        "finalists": [s.to_dict() for s in scored],
-        "seconds": round(sum(s.seconds for s in scored), 2),
-        "chosen": best.trial_id,
-        "search_choice": state["finalists"][0],
-        "reference": ref_id,
-        "text": rescore_text(plan, scored, ref_id),
-    }
+    rule = f"re-scored by {stored.plan.describe()}: {rule}{overturned}"
+    summary = RescoreSummary(stored.plan, tuple(scored), best.trial_id, stored.finalists[0], ref_id)
     return by_id[best.trial_id], rule, summary
 
 
-def _scored(records: Sequence[TrialRecord], state: dict[str, Any]) -> list[Rescored]:
+def _scored(records: Sequence[TrialRecord], state: Rescore) -> list[Rescored]:
     """The re-scored runs of the stored finalists that are among ``records``."""
     ids = {r.trial_id for r in records}
-    found = (rescored_of(state, tid) for tid in state.get("finalists") or () if tid in ids)
+    found = (state.rescored(tid) for tid in state.finalists if tid in ids)
     return [s for s in found if s is not None]
 
 
@@ -306,7 +280,7 @@ def rescore_text(plan: Plan, scored: Sequence[Rescored], reference: str | None =
     )
 
 
-def _stand_in(rec: TrialRecord, scored: Rescored) -> TrialRecord:
+def stand_in(rec: TrialRecord, scored: Rescored) -> TrialRecord:
     """The trial with its re-scored mean accuracy and loss in place of the single split's."""
     loss = statistics.fmean(scored.losses) if scored.losses else None
     return dataclasses.replace(rec, score=scored.mean, int8_accuracy=scored.mean, int8_loss=loss)

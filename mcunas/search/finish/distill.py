@@ -1,7 +1,7 @@
 """A teacher for the refit: the reference design at full size, whatever the budget.
 
 On a small dataset the chosen model is refitted on every training sample
-(:mod:`mcunas.search.refit`). It learns more from those few samples when its
+(:mod:`mcunas.search.finish.refit`). It learns more from those few samples when its
 targets also carry what a larger network makes of them (knowledge
 distillation, Hinton et al. 2015): the refit's training targets are
 ``(1 - ALPHA) x one-hot + ALPHA x the teacher's probabilities at temperature

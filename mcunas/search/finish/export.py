@@ -16,6 +16,7 @@ from mcunas.boards import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
+from mcunas.search.finish.records import Refit
 from mcunas.search.store import TrialRecord
 from mcunas.search.summary import cost_split
 
@@ -62,6 +63,7 @@ def export_best(
     board: BoardProfile | None = None,
     frontend: Frontend = None,
     model: bytes | None = None,
+    refit: Refit | None = None,
 ) -> Path:
     """Write ``model.tflite``, ``model_data.cc/.h``, ``model_ops.h``, ``best.json``, ``project/``.
 
@@ -78,9 +80,9 @@ def export_best(
             as ``project_error``, and the export goes on).
         frontend: Frontend, the front end the model's input goes through, exported
             beside the model (:mod:`mcunas.frontend.port`; None: the model alone).
-        model: bytes | None, the model to export in place of the trial's own (its refit on
-            every training sample, :mod:`mcunas.search.refit`: the same graph, or an
-            average of refits with its own figures in ``context["refit"]["figures"]``).
+        model: bytes | None, the model to export in place of the trial's own: its refit
+            (:mod:`mcunas.search.finish.refit`, the same graph, or an average of refits).
+        refit: Refit | None, that refit: an average's own arena goes into ``project/``.
 
     Returns:
         The ``best`` folder.
@@ -112,7 +114,7 @@ def export_best(
         info["cost_split"] = split
     if board is not None:
         front = (dest / "frontend.tflite").read_bytes() if frontend is not None else None
-        _add_project(model_bytes, board, dest, best, info, front)
+        _add_project(model_bytes, board, dest, (best, refit), info, front)
     write_file(dest / "best.json", dumps(info))
     return dest
 
@@ -121,13 +123,13 @@ def _add_project(
     model_bytes: bytes,
     board: BoardProfile,
     dest: Path,
-    best: TrialRecord,
+    chosen: tuple[TrialRecord, Refit | None],
     info: dict[str, Any],
     frontend: bytes | None = None,
 ) -> None:
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
     try:
-        arena = _exported_arena(best, info.get("refit"))
+        arena = _exported_arena(*chosen)
         _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
     except (BoardProfileError, CandidateError, ModelError) as exc:
@@ -157,15 +159,14 @@ def _with_frontend(
     return lead, {**context, "frontend": frontend.to_dict()}
 
 
-def _exported_arena(trial: TrialRecord, refit: dict[str, Any] | None) -> Any:
+def _exported_arena(trial: TrialRecord, refit: Refit | None) -> Any:
     """The exported model's arena figure: an averaged refit's own, else the trial's (or None)."""
     from mcunas.deploy import ArenaFigure
 
-    own = (refit or {}).get("figures")
-    if not own:
+    own = None if refit is None else refit.figures
+    if own is None:
         return _trial_arena(trial)
-    measured = not own.get("estimated", True)
-    return ArenaFigure(int(own["arena_bytes"]), measured=measured, source=str(own["source"]))
+    return ArenaFigure(int(own.arena_bytes), measured=not own.estimated, source=str(own.source))
 
 
 def _trial_arena(trial: TrialRecord) -> Any:
