@@ -211,4 +211,4 @@ def test_where_retraining_runs_is_the_executors_to_say(tmp_path: Path, monkeypat
             pass
         assert built == [(None, True), (None, False), "closed"]
     assert built[-1] == "closed"  # the trials' runner, closed when the run ends
-    assert WorkerExecutor(None).retraining(run, None) is None  # type: ignore[arg-type]
+    assert WorkerExecutor().retraining(run, None) is None

@@ -61,6 +61,16 @@ class Executor(Protocol):
         """Run ``strategy`` here; why it stopped early, or None."""
         ...
 
+    def retraining(
+        self, run: SearchRun, families: tuple[str, ...] | None
+    ) -> contextlib.AbstractContextManager[tuple[Any, CandidateRunner]] | None:
+        """Where finishing retrains designs: the space and runner for the block.
+
+        None: this role finishes nothing (a worker; its chief does). Nothing is
+        built until the block is entered (:class:`mcunas.search.finish.stage.FinishStage`).
+        """
+        ...
+
 
 class TunerRole(Protocol):
     """What a role gives the Keras Tuner strategy: its tuner settings and its trial loop."""
@@ -107,16 +117,6 @@ class WorkerRole(Executor, TunerRole, Protocol):
 
         ``make_work(fetch)`` makes the work; ``fetch`` brings the chief's shared
         model checkpoint.
-        """
-        ...
-
-    def retraining(
-        self, run: SearchRun, families: tuple[str, ...] | None
-    ) -> contextlib.AbstractContextManager[tuple[Any, CandidateRunner]] | None:
-        """Where finishing retrains designs: the space and runner for the block.
-
-        None: this role finishes nothing (a worker; its chief does). Nothing is
-        built until the block is entered (:class:`mcunas.search.finish.stage.FinishStage`).
         """
         ...
 

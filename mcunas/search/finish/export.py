@@ -78,8 +78,7 @@ def export_best(
         board: BoardProfile | None, the search's board: ``project/`` is written for it
             (a model or board the project cannot be made for is noted in ``best.json``
             as ``project_error``, and the export goes on).
-        frontend: Frontend, the front end the model's input goes through, exported
-            beside the model (:mod:`mcunas.frontend.port`; None: the model alone).
+        frontend: Frontend, exported beside the model (None: the model alone).
         model: bytes | None, the model to export in place of the trial's own: its refit
             (:mod:`mcunas.search.finish.refit`, the same graph, or an average of refits).
         refit: Refit | None, that refit: an average's own arena goes into ``project/``.
