@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from mcunas.boards import BoardProfile
-from mcunas.predict.latency import predict_latency
+from mcunas.boards.catalog import BoardProfile
+from mcunas.cost.latency import predict_latency
 from mcunas.tflite.reader import read_graph
 
 __all__ = ["check_models"]

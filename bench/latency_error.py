@@ -4,7 +4,7 @@ A bare profile (core, clock and kernel library, no measurement of its own) gets
 the default scales fitted on other boards. :func:`leave_one_board_out` predicts
 each calibration row from the other boards' rows only; :func:`path_bands` turns
 those errors into each code path's stated band (what
-``mcunas/predict/coefficients.py``'s ``DEFAULT_ERRORS`` holds) and
+``mcunas/cost/coefficients.py``'s ``DEFAULT_ERRORS`` holds) and
 :func:`coverage` says how many rows a set of bands holds.
 ``scripts/bench predictor`` prints them (docs/benchmarks/latency.md).
 
@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 # The product's own prediction from a set of rows, so a bare profile here is predicted
 # exactly as leave_one_out predicts a row.
-from mcunas.predict.scale_fit import CalibrationRow, LooResult, _predicted_from, path_band
+from mcunas.cost.scale_fit import CalibrationRow, LooResult, _predicted_from, path_band
 
 __all__ = ["coverage", "leave_one_board_out", "path_bands"]
 
@@ -36,7 +36,7 @@ def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
 
 
 def path_bands(results: Sequence[LooResult]) -> dict[str, float]:
-    """:func:`~mcunas.predict.scale_fit.path_band` of every path in ``results``."""
+    """:func:`~mcunas.cost.scale_fit.path_band` of every path in ``results``."""
     return {p: path_band(p, results) for p in sorted({r.row.path for r in results})}
 
 

@@ -17,7 +17,7 @@ from typing import Any
 # The product's own stand-in, so the bench judges each finalist as the choice does.
 from mcunas.search.finish.finalists import stand_in
 from mcunas.search.finish.records import Rescore
-from mcunas.search.store import TrialRecord
+from mcunas.search.results.store import TrialRecord
 
 __all__ = ["rescored_stand_ins"]
 

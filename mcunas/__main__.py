@@ -1,6 +1,6 @@
 """Entry point for ``python -m mcunas``."""
 
-from mcunas.cli import main
+from mcunas.commands.cli import main
 
 if __name__ == "__main__":
     main()

@@ -9,7 +9,7 @@ the registry); executors are registered by name (platformio's test runners
 work the same way):
 
 - strategies: ``random``, ``bayesian``, ``hyperband`` and ``evolution`` are
-  Keras Tuner trials under that oracle (:mod:`mcunas.search.tuner_plugin`);
+  Keras Tuner trials under that oracle (:mod:`mcunas.search.tuner.plugin`);
   ``supernet`` trains one weight-sharing supernet (:mod:`mcunas.supernet.plugin`);
 - executors: ``local`` (this process), ``chief`` (``--serve``: the work goes to
   workers) and ``worker`` (``mcunas worker``).
@@ -26,13 +26,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.search import plugins
 from mcunas.search.config import SearchConfig
 from mcunas.search.plugins import StrategyPlugin
-from mcunas.search.result import SearchResult
+from mcunas.search.results.result import SearchResult
 from mcunas.search.run import Executor, Strategy
-from mcunas.search.tuner_plugin import PLUGIN as KERAS_TUNER
+from mcunas.search.tuner.plugin import PLUGIN as KERAS_TUNER
 from mcunas.supernet.plugin import PLUGIN as SUPERNET
 
 __all__ = [

@@ -72,9 +72,9 @@ def search_path_accuracy(best: Path, test: Path) -> tuple[float, int]:
     """INT8 accuracy of the test clips by the search's own path: read_folder + int8_accuracy."""
     import numpy as np
 
-    from mcunas.data_folder import read_folder
-    from mcunas.evaluate import int8_accuracy
+    from mcunas.data.folder import read_folder
     from mcunas.frontend.graph import config_of_model
+    from mcunas.tflite.evaluate import int8_accuracy
 
     cfg = config_of_model((best / "frontend.tflite").read_bytes())
     data = read_folder(test, frontend=cfg, cache_dir=best.parent / "cache")
@@ -95,9 +95,9 @@ def read_shape(best: Path) -> tuple[int, ...]:
 
 def shares(best: Path, board_name: str) -> dict:
     """Front end and model latency per inference window and SRAM, both estimated on the board."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.frontend import estimate_frontend
     from mcunas.frontend.build import frontend_build
-    from mcunas.predict.frontend import estimate_frontend
 
     board = load_board(board_name)
     front = (best / "frontend.tflite").read_bytes()

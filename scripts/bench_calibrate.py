@@ -9,7 +9,7 @@ Held-out models are never in the suite: the 5 models of mcunas/calibration/model
 three composite models (DS-CNN, inverted residual, attention block) built by the
 test suite's recipes, and optionally models sampled from McuSearchSpace and
 converted with convert_int8. The virtual board is a test device whose hidden costs
-differ from the predictor's (mcunas/measure/virtual_board/truth.py): these figures say the
+differ from the predictor's (mcunas/testing/virtual_board/truth.py): these figures say the
 fit recovers such costs, not how close the predictor is on a real board.
 """
 
@@ -30,8 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 def _space_models(count: int) -> list[tuple[str, bytes]]:
     import numpy as np
 
-    from mcunas.convert import convert_int8
     from mcunas.space import McuSearchSpace
+    from mcunas.tflite.convert import convert_int8
 
     space = McuSearchSpace((32, 32, 3), 10)
     rng = np.random.default_rng(0)
@@ -54,12 +54,12 @@ def main() -> int:
     from test_calibrate import _held_out
 
     from bench.calibrate_check import check_models
-    from mcunas.boards import load_board
-    from mcunas.calibrate import calibrate
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.records import RecordStore
+    from mcunas.cost.suite import load_suite
+    from mcunas.measure.calibrate import calibrate
     from mcunas.measure.opener import open_measurer
-    from mcunas.measure.virtual_board.truth import GroundTruth
-    from mcunas.predict.records import RecordStore
-    from mcunas.predict.suite import load_suite
+    from mcunas.testing.virtual_board.truth import GroundTruth
 
     models = _held_out() + (_space_models(args.space) if args.space else [])
     if args.suite == "quick":  # the rest of the small suite is held out too
@@ -105,7 +105,7 @@ def main() -> int:
 
 def _stated_bands(board, models: list) -> list[float]:  # noqa: ANN001
     """The error the calibrated profile states for each held-out model."""
-    from mcunas.predict.latency import predict_latency
+    from mcunas.cost.latency import predict_latency
     from mcunas.tflite.reader import read_graph
 
     return [predict_latency(read_graph(data), board).error_pct for _, data in models]

@@ -33,10 +33,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench.latency_error import leave_one_board_out  # noqa: E402
-from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.predict.energy import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
-from mcunas.predict.latency import predict_latency  # noqa: E402
-from mcunas.predict.scale_fit import load_calibration  # noqa: E402
+from mcunas.boards.catalog import BoardProfile  # noqa: E402
+from mcunas.cost.energy import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
+from mcunas.cost.latency import predict_latency  # noqa: E402
+from mcunas.cost.scale_fit import load_calibration  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ENERGY_CSV = ROOT / "mcunas" / "calibration" / "energy.csv"
@@ -175,7 +175,7 @@ def tflm_table(rows: list[EnergyRow], chips: dict[str, tuple[str, float]]) -> No
 
 
 def emit_defaults(chips: dict[str, tuple[str, float]], band: float) -> None:
-    """Print the constants of mcunas/predict/energy.py fitted on these rows."""
+    """Print the constants of mcunas/cost/energy.py fitted on these rows."""
     by_core: dict[str, list[float]] = defaultdict(list)
     for core, ua in chips.values():
         by_core[core].append(ua)

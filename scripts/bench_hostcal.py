@@ -56,7 +56,7 @@ from hostcal_models import (  # noqa: E402
 from hostcal_report import op_report, report, summary_line  # noqa: E402
 from hostcal_timing import ARENA_BYTES, Timing, measure_all, time_model  # noqa: E402
 
-from mcunas.predict.records import RecordStore, model_hash  # noqa: E402
+from mcunas.cost.records import RecordStore, model_hash  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 SOURCE = "host:tflite-micro-python"
@@ -126,8 +126,8 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
         ``[latency]`` table ``mcunas calibrate`` would write, board_refit.refit_board),
         ``cv`` (kernel_fit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.predict.board_refit import refit_board
-    from mcunas.predict.kernel_fit import cross_validate, fit_op_tables
+    from mcunas.cost.board_fit import refit_board
+    from mcunas.cost.kernel_fit import cross_validate, fit_op_tables
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
     single = {model_hash(m.model_bytes) for m in models if m.kind == "single"}
@@ -151,7 +151,7 @@ def predictions(
     The one factor is the geometric mean of measured / predicted over the
     single-op models, so the default tables are in host units.
     """
-    from mcunas.predict.latency import predict_latency
+    from mcunas.cost.latency import predict_latency
 
     def predict(b: Any) -> dict[str, float]:
         return {

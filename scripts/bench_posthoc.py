@@ -37,13 +37,13 @@ def posthoc_random(
 ) -> dict:
     """Run the baseline; figures like ``scripts/bench search`` prints, plus the best model.
 
-    ``recipe`` (a :class:`mcunas.search.recipe.Recipe`) trains each candidate as
+    ``recipe`` (a :class:`mcunas.search.training.recipe.Recipe`) trains each candidate as
     mcunas does; without it, a plain ``fit`` (batch 32, early stopping).
     """
     import keras
     import keras_tuner
 
-    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.trial.isolate import TflmWorker
 
     worker = TflmWorker(board)
     deadline_error = _deadline_error()
@@ -86,8 +86,8 @@ def posthoc_random(
 
 def _costed(model: Any, data: Any, worker: Any, budgets: Any, seed: int) -> dict:
     """A trained candidate converted, evaluated and costed: feasible or not, and why."""
-    from mcunas.convert import convert_int8, to_inference_model
-    from mcunas.search.budgets import violations
+    from mcunas.search.results.budgets import violations
+    from mcunas.tflite.convert import convert_int8, to_inference_model
 
     try:
         tfl = convert_int8(to_inference_model(model), data.representative(200, seed))
@@ -133,7 +133,7 @@ def _fit(model: Any, data: Any, epochs: int, seed: int, recipe: Any | None) -> N
             verbose=0,
         )
         return
-    from mcunas.search.recipe import compile_for_training, steps_per_epoch, training_data
+    from mcunas.search.training.recipe import compile_for_training, steps_per_epoch, training_data
 
     compile_for_training(model, recipe, steps_per_epoch(recipe, len(data.x_train)) * epochs)
     val_y = keras.utils.to_categorical(data.y_val, data.num_classes)

@@ -25,9 +25,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.core_fit import core_cycle_ratios, load_runs  # noqa: E402
 from bench.latency_error import coverage, leave_one_board_out, path_bands  # noqa: E402
-from mcunas.boards import BoardProfile  # noqa: E402
-from mcunas.predict.latency import predict_latency  # noqa: E402
-from mcunas.predict.scale_fit import (  # noqa: E402
+from mcunas.boards.catalog import BoardProfile  # noqa: E402
+from mcunas.cost.latency import predict_latency  # noqa: E402
+from mcunas.cost.scale_fit import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     checked_variants,
@@ -150,7 +150,7 @@ def _line(name: str, stats: dict[str, float]) -> str:
 
 
 def emit_defaults(rows: list, results: list, bare: list) -> None:  # noqa: ANN001
-    """Print the defaults of mcunas/predict/coefficients.py and the boards' own scales."""
+    """Print the defaults of mcunas/cost/coefficients.py and the boards' own scales."""
     scales = fit_scales(rows)
     print("\nDEFAULT_SCALES = " + repr({p: round(s, 4) for p, s in sorted(scales.items())}))
     print("DISPATCH_CYCLES['invoke'] = " + repr(round(fit_dispatch(rows, scales) or 0.0)))

@@ -22,8 +22,8 @@ sys.path.insert(0, str(ROOT))
 
 from click.testing import CliRunner  # noqa: E402
 
-import mcunas.predict.memory as memory  # noqa: E402
-from mcunas.cli import cli  # noqa: E402
+import mcunas.cost.memory as memory  # noqa: E402
+from mcunas.commands.cli import cli  # noqa: E402
 
 MODELS = ROOT / "mcunas" / "calibration" / "models"
 NAMES = (
@@ -69,7 +69,7 @@ def _startup(runs: int) -> tuple[float, float, bool]:
         [
             sys.executable,
             "-c",
-            "import sys; from mcunas.cli import main\n"
+            "import sys; from mcunas.commands.cli import main\n"
             "try: main(['--help'])\nexcept SystemExit: pass\n"
             "print('tensorflow' in sys.modules, file=sys.stderr)",
         ],

@@ -22,11 +22,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from mcunas.boards import load_board  # noqa: E402
+from mcunas.boards.catalog import load_board  # noqa: E402
 from mcunas.measure.board import BoardMeasurer  # noqa: E402
 from mcunas.measure.rack import Rack, RackBoard, RackMeasurer  # noqa: E402
-from mcunas.measure.virtual_board.device import VirtualBoard  # noqa: E402
-from mcunas.measure.virtual_board.project import VirtualProject  # noqa: E402
+from mcunas.testing.virtual_board.device import VirtualBoard  # noqa: E402
+from mcunas.testing.virtual_board.flasher import VirtualProject  # noqa: E402
 
 MODELS = sorted((ROOT / "mcunas" / "calibration" / "models").glob("*.tflite"))
 # esptool at 460800 baud with compression writes roughly 50 KB/s of image (assumption).

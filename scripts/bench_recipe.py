@@ -13,7 +13,7 @@ conversion, TFLite Micro kernels, test split):
 
 Variants (``--variants``):
 
-- ``default``: :data:`mcunas.search.recipe.MIN_STEPS_PER_EPOCH` (30) optimizer
+- ``default``: :data:`mcunas.search.training.recipe.MIN_STEPS_PER_EPOCH` (30) optimizer
   steps an epoch at least, the recipe of every set before small series sets
   were given more;
 - ``long``: ``--steps-factor`` times those steps per epoch (same epochs, the
@@ -46,7 +46,7 @@ MIXUP = 0.2
 
 def variant_settings(name: str, factor: int) -> dict:
     """The recipe knobs of a variant: steps per epoch, series operations, mixup, budget lifted."""
-    from mcunas.search import augment, recipe
+    from mcunas.search.training import augment, recipe
 
     base = {
         "min_steps": recipe.MIN_STEPS_PER_EPOCH,

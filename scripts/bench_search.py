@@ -26,8 +26,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None) -> dict:
     from mcunas.engine import run_search
     from mcunas.search import SearchConfig
-    from mcunas.search.result import infeasible_train_s
-    from mcunas.search.store import TrialStatus
+    from mcunas.search.results.result import infeasible_train_s
+    from mcunas.search.results.store import TrialStatus
 
     trials = args.trials if time_budget_s is None else 5 * args.trials
     cfg = SearchConfig(
@@ -58,9 +58,9 @@ def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None
 def baseline(args: argparse.Namespace, out: Path) -> dict:
     from bench_posthoc import posthoc_random
 
-    from mcunas.boards import load_board
-    from mcunas.data import load_dataset
-    from mcunas.search.budgets import Budgets
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.results.budgets import Budgets
     from mcunas.space import FAMILIES, McuSearchSpace
 
     data = load_dataset(None, seed=args.seed)
@@ -80,7 +80,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    from mcunas.search.pareto import Point, normalized_hypervolume, reference_point
+    from mcunas.search.results.pareto import Point, normalized_hypervolume, reference_point
 
     with tempfile.TemporaryDirectory() as tmp:
         a = ours(args, Path(tmp) / "ours")

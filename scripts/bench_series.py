@@ -189,7 +189,7 @@ def run_design(
     """
     from bench_training import one_trial, recipe_applied
 
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
     from mcunas.space import reference
 
     if design != "kws-dscnn":

@@ -61,7 +61,7 @@ from mcunas.search.config import SUPERNET_SCHEDULES  # noqa: E402
 
 def _search_seconds(out: Path) -> tuple[int, float]:
     """Subnets scored and the seconds their checks and scores took, from the store."""
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.store import TrialStore
 
     store = TrialStore.open(out)
     rows = [r for r in store.trials() if r.origin == "supernet"]
@@ -73,11 +73,11 @@ def _search_seconds(out: Path) -> tuple[int, float]:
 def _best_subnet_test(out: Path, npz: Path, board_name: str, seed: int) -> float | None:
     """Test accuracy (INT8, TFLite Micro) of the subnet the search would choose among its
     fine-tuned subnets alone, the reference design's row left out."""
-    from mcunas.boards import load_board
-    from mcunas.data import load_dataset
-    from mcunas.search.isolate import TflmWorker
-    from mcunas.search.result import choose_best
-    from mcunas.search.store import TrialStore
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.results.result import choose_best
+    from mcunas.search.results.store import TrialStore
+    from mcunas.search.trial.isolate import TflmWorker
 
     store = TrialStore.open(out)
     best = choose_best([r for r in store.trials() if r.origin == "supernet"])
@@ -194,7 +194,7 @@ def main() -> None:
     """Run the parts asked for on each task; print a line per result, keep results.json."""
     args = _parser().parse_args()
     if args.deterministic:
-        from mcunas.convert import import_tensorflow
+        from mcunas.tflite.convert import import_tensorflow
 
         import_tensorflow().config.experimental.enable_op_determinism()
     out = Path(args.out)

@@ -158,10 +158,10 @@ def mcunas_run(npz: Path, out: Path, budget: tuple, args: argparse.Namespace, **
 def random_run(npz: Path, out: Path, budget: tuple, args: argparse.Namespace, wall: float) -> dict:
     from bench_posthoc import posthoc_random
 
-    from mcunas.boards import load_board
-    from mcunas.data import load_dataset
-    from mcunas.search.budgets import Budgets
-    from mcunas.search.recipe import plan_recipe
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.results.budgets import Budgets
+    from mcunas.search.training.recipe import plan_recipe
     from mcunas.space import FAMILIES, McuSearchSpace
 
     data = load_dataset(npz, seed=args.seed)

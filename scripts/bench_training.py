@@ -3,7 +3,7 @@
 The shared part of ``scripts/bench recipe`` and ``scripts/bench series``: per
 task, every case (a design under a recipe) is trained as a complete one-trial
 ``mcunas search`` (INT8 conversion, the budget check, TFLite Micro kernels, the
-published test split) with the recipe's knobs of :mod:`mcunas.search.recipe`
+published test split) with the recipe's knobs of :mod:`mcunas.search.training.recipe`
 set for that run only, and printed as one row of a fixed-width table beside
 MiniRocket's test accuracy on the same split. Every row so far is kept in
 ``<out>/results.json``.
@@ -33,7 +33,7 @@ def steps_applied(least: int, small: int | None = None) -> Iterator[None]:
 
     ``small``: the small series sets' steps instead (default: ``least``).
     """
-    from mcunas.search import recipe
+    from mcunas.search.training import recipe
 
     saved = recipe.MIN_STEPS_PER_EPOCH, recipe.SMALL_SERIES_STEPS_PER_EPOCH
     recipe.MIN_STEPS_PER_EPOCH = least
@@ -51,7 +51,7 @@ def recipe_applied(settings: dict) -> Iterator[None]:
     ``min_steps``, ``ops`` (series augmentation) and ``mixup`` are set; ``wd``
     (AdamW's weight decay for series) only where the settings give it.
     """
-    from mcunas.search import recipe
+    from mcunas.search.training import recipe
 
     saved = recipe.SERIES_OPS, recipe.MIXUP_ALPHA, recipe.SERIES_WEIGHT_DECAY
     recipe.SERIES_OPS, recipe.MIXUP_ALPHA = settings["ops"], settings["mixup"]
@@ -85,8 +85,8 @@ def one_trial(npz: Path, out: Path, limits: tuple, args: argparse.Namespace, **s
 
 def planned_steps(npz: Path, settings: dict, epochs: int) -> int:
     """Optimizer steps of the full schedule under the recipe (before early stopping)."""
-    from mcunas.data import load_dataset
-    from mcunas.search import recipe
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.training import recipe
 
     with steps_applied(settings["min_steps"]):
         return recipe.plan_recipe(load_dataset(str(npz))).steps_per_epoch * epochs

@@ -27,7 +27,7 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
     """One reference-grid model trained as a one-trial search: its row and model path."""
     from bench_tasks import mcunas_run
 
-    from mcunas.search import seeds
+    from mcunas.search.tuner import seeds
     from mcunas.space.reference import reference_hyperparameters
 
     saved = seeds.seed_rungs
@@ -77,7 +77,7 @@ def frontier_reference(d) -> str:  # noqa: ANN001
 
 def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
     """Every grid point of ``task`` (resolutions the input cannot take are left out)."""
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
     from mcunas.space.stages import MIN_SIDE_TO_SHRINK
 
     d = load_dataset(str(npz))
@@ -95,7 +95,7 @@ def grid(task: str, npz: Path, args) -> list[dict]:  # noqa: ANN001
 
 def stored_wall_s(out: Path) -> float:
     """Seconds from the first trial's start to the last one's end in the store at ``out``."""
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.store import TrialStore
 
     store = TrialStore.open(out)
     rows = [r for r in store.trials() if r.started_at and r.finished_at]
@@ -114,10 +114,10 @@ def _run_or_reuse(npz: Path, out: Path, budget: tuple, args, **settings) -> dict
 
 def searched_models(out: Path, npz: Path, board: str) -> list[dict]:
     """Every ``ok`` trial of the search in ``out``: test accuracy (INT8, TFLM) and latency."""
-    from mcunas.boards import load_board
-    from mcunas.data import load_dataset
-    from mcunas.search.isolate import TflmWorker
-    from mcunas.search.store import TrialStatus, TrialStore
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.results.store import TrialStatus, TrialStore
+    from mcunas.search.trial.isolate import TflmWorker
 
     store = TrialStore.open(out)
     rows = [r for r in store.trials() if r.status == TrialStatus.OK and r.model_path]
@@ -150,8 +150,8 @@ def exported_on_front(out: Path) -> bool | None:
     its re-scored mean, any other trial on the validation split.
     """
     from bench.rescore_check import rescored_stand_ins
-    from mcunas.search.pareto import dominates, record_point
-    from mcunas.search.store import TrialStatus, TrialStore
+    from mcunas.search.results.pareto import dominates, record_point
+    from mcunas.search.results.store import TrialStatus, TrialStore
 
     best = out / "best" / "best.json"
     if not best.exists():
@@ -181,8 +181,8 @@ def exported_on_front(out: Path) -> bool | None:
 
 def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
     """The grid's models costed on ``board``: latency, SRAM and whether they fit ``budget``."""
-    from mcunas.boards import load_board
-    from mcunas.search.isolate import TflmWorker
+    from mcunas.boards.catalog import load_board
+    from mcunas.search.trial.isolate import TflmWorker
 
     worker, out = TflmWorker(load_board(board)), []
     try:
@@ -200,7 +200,7 @@ def costed(points: list[dict], board: str, budget: tuple) -> list[dict]:
 
 def searches(task: str, npz: Path, name: str, wall_s: float, args) -> dict:  # noqa: ANN001
     """The evolution and supernet searches under budget ``name``: their models and wall times."""
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     budget, where, found = BUDGETS[name], args.out / task / name, {}
     ref = frontier_reference(load_dataset(str(npz)))

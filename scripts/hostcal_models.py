@@ -30,7 +30,7 @@ class HostModel:
 
 def host_board() -> Any:
     """The esp32s3 profile renamed host-cpu: reference kernels, 1 GHz, no fitted tables."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
 
     return dataclasses.replace(
         load_board("esp32s3"), name="host-cpu", kernels="reference", clock_hz=CLOCK_HZ, latency={}
@@ -54,7 +54,7 @@ def reshape_model() -> bytes:
 
 def host_models(suite_size: str = "full") -> list[HostModel]:
     """The calibration suite (single-op and block models) and the 5 calibration models."""
-    from mcunas.predict.suite import build_suite
+    from mcunas.cost.suite import build_suite
 
     out = []
     for m in build_suite(suite_size):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from mcunas.calibrate import error_summary
+from mcunas.measure.calibrate import error_summary
 from mcunas.tflite.reader import read_graph
 
 
@@ -27,7 +27,7 @@ def summary_line(label: str, pairs: list[tuple[float, float]]) -> str:
 
 
 def _variant_table(board: Any, fitted: dict[str, Any], factor: float) -> None:
-    from mcunas.predict.latency import resolve
+    from mcunas.cost.latency import resolve
 
     prior = resolve(board, "reference")
     new = resolve(dataclasses.replace(board, latency=fitted["tables"]), "reference")
@@ -51,7 +51,7 @@ def _variant_table(board: Any, fitted: dict[str, Any], factor: float) -> None:
 
 def _breakdown(board: Any, model: Any) -> str:
     """The fitted prediction's top variants by share of the model's time."""
-    from mcunas.predict.latency import predict_latency
+    from mcunas.cost.latency import predict_latency
 
     est = predict_latency(read_graph(model.model_bytes), board)
     share: dict[str, float] = {}
@@ -156,7 +156,7 @@ def op_report(
     fitted: dict[str, Any],
 ) -> None:
     """Real models op by op: additivity of isolated op times, fitted per-op error by variant."""
-    from mcunas.predict.latency import predict_latency
+    from mcunas.cost.latency import predict_latency
 
     fitted_board = dataclasses.replace(board, latency=fitted["refit"])
     print(

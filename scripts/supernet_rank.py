@@ -24,7 +24,7 @@ from mcunas.search.config import SUPERNET_SCHEDULES
 
 def _fits(worker, budgets):  # noqa: ANN001, ANN202
     """Whether a subnet passes the cost check against ``budgets`` (as the search checks)."""
-    from mcunas.search.budgets import violations
+    from mcunas.search.results.budgets import violations
     from mcunas.supernet.costgraph import subnet_tflite
 
     return lambda spec, net: not violations(worker.profile(subnet_tflite(spec, net)), budgets)
@@ -157,12 +157,12 @@ def rank(task: str, npz: Path, out: Path, args: argparse.Namespace) -> dict:
     """Kendall tau of inherited vs stand-alone test accuracy on random feasible subnets."""
     from scipy.stats import kendalltau
 
-    from mcunas.boards import load_board
-    from mcunas.data import load_dataset
-    from mcunas.search.budgets import Budgets
-    from mcunas.search.candidate import KerasRunner
-    from mcunas.search.isolate import TflmWorker
-    from mcunas.search.recipe import plan_recipe
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.results.budgets import Budgets
+    from mcunas.search.training.recipe import plan_recipe
+    from mcunas.search.trial.isolate import TflmWorker
+    from mcunas.search.trial.runner import KerasRunner
     from mcunas.space import McuSearchSpace
     from mcunas.supernet.subnets import SubnetScorer
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcunas.audit import audit_graph, is_float_model
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
+from mcunas.tflite.audit import audit_graph, is_float_model
 from mcunas.tflite.reader import read_graph
 from mcunas.tflite.writer import build_model
 

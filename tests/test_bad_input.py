@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.cli import main
+from mcunas.commands.cli import main
 
 MODEL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 
@@ -96,14 +96,14 @@ def test_a_missing_serial_port_is_named_before_any_build(tmp_path, capsys, args)
 
 
 def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypatch):
-    import mcunas.convert
     import mcunas.search.api
+    import mcunas.tflite.convert
 
     def interrupted(config, *_planned, **_options):
         Path(config.out).mkdir()
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
+    monkeypatch.setattr(mcunas.tflite.convert, "import_tensorflow", lambda: None)
     monkeypatch.setattr(mcunas.search.api, "run_planned", interrupted)
     out = tmp_path / "run"
     with pytest.raises(SystemExit) as exc:
@@ -117,8 +117,8 @@ def test_interrupted_search_is_one_line_and_exit_130(tmp_path, capsys, monkeypat
 
 def test_a_stopped_search_run_as_the_process_leaves_without_teardown(tmp_path, capsys, monkeypatch):
     """``mcunas`` as its own process exits 130 at once (``os._exit``), the line flushed first."""
-    import mcunas.convert
     import mcunas.search.api
+    import mcunas.tflite.convert
 
     def interrupted(config, *_planned, **_options):
         Path(config.out).mkdir()
@@ -130,9 +130,9 @@ def test_a_stopped_search_run_as_the_process_leaves_without_teardown(tmp_path, c
     def no_teardown(code: int) -> None:
         raise Left(code)
 
-    monkeypatch.setattr(mcunas.convert, "import_tensorflow", lambda: None)
+    monkeypatch.setattr(mcunas.tflite.convert, "import_tensorflow", lambda: None)
     monkeypatch.setattr(mcunas.search.api, "run_planned", interrupted)
-    monkeypatch.setattr("mcunas.cli.os._exit", no_teardown)
+    monkeypatch.setattr("mcunas.commands.cli.os._exit", no_teardown)
     out = tmp_path / "run"
     monkeypatch.setattr("sys.argv", ["mcunas", "search", "--board", "esp32s3", "--out", str(out)])
     with pytest.raises(Left) as left:

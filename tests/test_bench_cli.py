@@ -6,12 +6,12 @@ import pytest
 import serial
 from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
-from mcunas.boards import load_board
-from mcunas.cli import main
+from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
-from mcunas.csource import model_crc32
+from mcunas.commands.cli import main
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import MeasurementError
-from mcunas.measure.virtual_board.project import VirtualProject
+from mcunas.testing.virtual_board.flasher import VirtualProject
 from mcunas.tflite.writer import build_model
 
 

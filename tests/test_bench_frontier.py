@@ -163,7 +163,7 @@ def _search_dir(tmp_path, chosen: str, trials: dict):  # noqa: ANN001, ANN202
     """A search directory: its store with ``trials`` (id: accuracy, ms, SRAM) and best.json."""
     import json
 
-    from mcunas.search.store import TrialStatus, TrialStore
+    from mcunas.search.results.store import TrialStatus, TrialStore
 
     store = TrialStore.open(tmp_path)
     for tid, (acc, ms, sram) in trials.items():
@@ -185,7 +185,7 @@ def test_exported_on_front_is_false_when_another_trial_dominates_it(bf, tmp_path
 
 
 def test_exported_on_front_judges_rescored_finalists_at_their_means(bf, tmp_path) -> None:
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.store import TrialStore
 
     # 0001 dominates 0000 on the split, but re-scoring measured it lower: 0000 stands
     trials = {"0000": (0.90, 17.0, 55_000), "0001": (0.93, 3.5, 53_000), "0002": (0.5, 1, 50_000)}

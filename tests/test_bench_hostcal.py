@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from script_helpers import loaded_script
 
-from mcunas.predict.records import RecordStore
-from mcunas.predict.suite import build_suite
+from mcunas.cost.records import RecordStore
+from mcunas.cost.suite import build_suite
 
 
 @pytest.fixture(scope="module")

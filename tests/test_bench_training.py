@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from script_helpers import loaded_script
 
-from mcunas.search import recipe
+from mcunas.search.training import recipe
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ import dataclasses
 import pytest
 from click.testing import CliRunner
 
-from mcunas.board_checks import runtime_year
-from mcunas.boards import load_board
-from mcunas.cli import cli, main
+from mcunas.boards.catalog import load_board
+from mcunas.boards.checks import runtime_year
+from mcunas.commands.cli import cli, main
+from mcunas.cost.latency import predict_latency
+from mcunas.cost.scale_fit import CALIBRATION_CSV, load_calibration
+from mcunas.cost.setup import OLD_RUNTIME_FACTOR, combined, setup_effects
 from mcunas.errors import BoardProfileError
-from mcunas.predict.latency import predict_latency
-from mcunas.predict.scale_fit import CALIBRATION_CSV, load_calibration
-from mcunas.predict.setup import OLD_RUNTIME_FACTOR, combined, setup_effects
 from mcunas.tflite.reader import read_graph
 
 MINIMAL = """
@@ -136,7 +136,7 @@ def test_a_stated_runtime_narrows_the_band_an_old_one_widens_it(tmp_path):
 
 
 def test_band_breakdown_names_each_part_and_the_key_that_would_narrow_it(tmp_path):
-    from mcunas.predict.setup import band_breakdown
+    from mcunas.cost.setup import band_breakdown
 
     graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
     board = _load(tmp_path, 'arena = "sdram"\n')
@@ -148,7 +148,7 @@ def test_band_breakdown_names_each_part_and_the_key_that_would_narrow_it(tmp_pat
 
 
 def test_power_rail_board_adds_the_boards_own_draw(tmp_path):
-    from mcunas.predict.energy import board_power
+    from mcunas.cost.energy import board_power
 
     power = "\n[power]\nsupply_v = 3.3\nactive_ma = 10.0\nidle_ma = 1.0\nboard_ma = 12.0\n"
     chip = board_power(_load(tmp_path, power + 'rail = "chip"\n'))

@@ -5,8 +5,8 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from mcunas.boards import BoardProfile, list_boards, load_board
-from mcunas.cli import cli, main
+from mcunas.boards.catalog import BoardProfile, list_boards, load_board
+from mcunas.commands.cli import cli, main
 from mcunas.errors import BoardProfileError, UnknownBoard, UserError
 
 BUILTIN = {
@@ -106,7 +106,7 @@ def test_unknown_board_one_line_exit_2(capsys):
 
 def test_cli_subprocess_help_is_light():
     code = (
-        "import sys, mcunas.cli as c; sys.argv=['mcunas','--help']\n"
+        "import sys, mcunas.commands.cli as c; sys.argv=['mcunas','--help']\n"
         "try:\n c.main()\nexcept SystemExit: pass\n"
         "assert 'tensorflow' not in sys.modules and 'keras' not in sys.modules"
     )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mcunas.cli import main
+from mcunas.commands.cli import main
 
 
 def _refused(capsys: pytest.CaptureFixture[str], *args: str) -> str:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcunas.boards import load_board
-from mcunas.data import Dataset
+from mcunas.boards.catalog import load_board
+from mcunas.data.datasets import Dataset
 from mcunas.errors import describe
 from mcunas.figures import Figures
 
@@ -56,7 +56,7 @@ def _gradient_refusing_layer():  # noqa: ANN202
 def test_a_candidate_tensorflow_cannot_train_is_refused_with_its_cause() -> None:
     import keras
 
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.search.trial.runner import KerasRunner
 
     x = np.random.default_rng(0).random((4, 16, 1, 3), dtype=np.float32)
     y = np.array([0, 1, 0, 1], dtype=np.int32)

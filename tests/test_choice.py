@@ -21,8 +21,8 @@ from mcunas.search.finish.finalists import (
     reference_trial,
     rescored_choice,
 )
-from mcunas.search.pareto import dominates, record_point
-from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.results.pareto import dominates, record_point
+from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
 
 
 def rec(tid: str, acc: float, lat: float, sram_kb: float, origin=None, **extra) -> TrialRecord:
@@ -265,7 +265,7 @@ class FoldRunner:
         return bytes([model["width"]])
 
     def evaluate(self, model_bytes):
-        from mcunas.search.tuner import EvalResult
+        from mcunas.search.tuner.tuner import EvalResult
 
         noise = (len(self.data.y_val) % 7) / 1000
         return EvalResult(0.9 + model_bytes[0] / 1000 + noise, 0.2)
@@ -275,7 +275,7 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
     tmp_path: Path, monkeypatch
 ) -> None:
     import mcunas.search.finish.rescore as rescore_mod
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
     from mcunas.search.config import SearchConfig
     from mcunas.search.finish.rescore import fold_splits, rescore_finalists
     from mcunas.search.progress import Progress
@@ -359,7 +359,7 @@ def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monk
 
 
 def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) -> None:
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
     from mcunas.search.config import SearchConfig
     from mcunas.search.finish.rescore import rescore_finalists
     from mcunas.search.progress import Progress

@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.convert import convert_int8, to_inference_model
-from mcunas.csource import model_crc32, resolver_methods, write_model_sources
+from mcunas.deploy.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.errors import CandidateError
-from mcunas.evaluate import int8_accuracy, int8_predict, int8_scores, quantize_inputs
+from mcunas.tflite.convert import convert_int8, to_inference_model
+from mcunas.tflite.evaluate import int8_accuracy, int8_predict, int8_scores, quantize_inputs
 from mcunas.tflite.kernels import TFLM_OPS
 from mcunas.tflite.reader import read_graph
 from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 
 keras = pytest.importorskip("keras")
 
-from mcunas.data import load_dataset  # noqa: E402
+from mcunas.data.datasets import load_dataset  # noqa: E402
 from mcunas.space import FAMILIES, McuSearchSpace  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -213,7 +213,7 @@ def test_model_sources_are_byte_identical_to_the_pinned_ones(name: str, tmp_path
 def test_tensorflow_chatter_is_dropped_and_the_rest_passed_on(capfd) -> None:
     import os
 
-    from mcunas.convert import tensorflow_chatter_dropped
+    from mcunas.tflite.convert import tensorflow_chatter_dropped
 
     with tensorflow_chatter_dropped():
         os.write(2, b"E0000 node_def_util.cc:682] NodeDef mentions use_unbounded_threadpool\n")

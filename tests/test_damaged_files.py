@@ -96,7 +96,7 @@ def test_damaged_search_state_files_are_one_line(capsys, tmp_path, fake_runner, 
 
 
 def test_the_suite_cache_is_rebuilt_when_damaged(tmp_path, monkeypatch) -> None:
-    from mcunas.predict import suite
+    from mcunas.cost import suite
 
     first = suite.load_suite("small")
     folder = suite.suite_dir("small")
@@ -118,8 +118,8 @@ def test_unreadable_names_the_file_and_the_fix(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_measurements_store_is_one_line(capsys, tmp_path: Path, how: str) -> None:
-    from mcunas.cli import main
-    from mcunas.predict.records import RecordStore
+    from mcunas.commands.cli import main
+    from mcunas.cost.records import RecordStore
 
     path = tmp_path / "lab.sqlite"
     RecordStore(path).close()
@@ -134,7 +134,7 @@ def test_a_damaged_measurements_store_is_one_line(capsys, tmp_path: Path, how: s
 
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_fitted_board_profile_is_one_line(capsys, tmp_path: Path, how: str) -> None:
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
 
     path = tmp_path / "mine.toml"
     path.write_text(

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.data import load_dataset, log_mel, stratified_split
+from mcunas.data.datasets import load_dataset, log_mel, stratified_split
 from mcunas.errors import DatasetError
 
 

@@ -15,12 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.boards import load_board
-from mcunas.cli import main
+from mcunas.boards.catalog import load_board
+from mcunas.commands.cli import main
 from mcunas.deploy import ArenaFigure, arena_size
 from mcunas.deploy.pioenv import env_options
 from mcunas.search.finish.export import export_best
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.tflite.reader import read_graph
 from mcunas.tflite.resolver_ops import RESOLVER_METHODS
 

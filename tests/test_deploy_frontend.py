@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_deploy import HOST, MODEL, _resolver_double
 
-from mcunas.boards import load_board
-from mcunas.cli import main
-from mcunas.csource import model_crc32
+from mcunas.boards.catalog import load_board
+from mcunas.commands.cli import main
 from mcunas.deploy import ArenaFigure, write_project
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import ModelError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model

@@ -23,7 +23,7 @@ from mcunas.distributed.wire import (
 )
 from mcunas.errors import UserError
 from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 CONFIG = SearchConfig(board="esp32s3", max_trials=4, epochs=1)
 
@@ -219,7 +219,7 @@ def test_no_chief_is_one_line_and_exit_2_after_the_wait():
 
 
 def test_trial_status_round_trip():
-    from mcunas.search.store import TrialRecord, record_from_dict
+    from mcunas.search.results.store import TrialRecord, record_from_dict
 
     rec = TrialRecord("7", {"a": 1}, status=TrialStatus.OK, worker="w1", energy_uj=2.0)
     assert record_from_dict(json.loads(json.dumps(rec.to_dict()))) == rec

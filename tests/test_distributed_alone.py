@@ -7,7 +7,7 @@ import pytest
 
 from mcunas.distributed.alone import AloneWatch, ChiefAbsence, NoWorkers
 from mcunas.distributed.chief import ChiefService
-from mcunas.search.store import TrialStore
+from mcunas.search.results.store import TrialStore
 from tests.test_distributed import FakeOracle, FakeTrial, join_request, welcome
 
 

@@ -33,7 +33,7 @@ from mcunas.distributed.wire import (
 from mcunas.errors import UserError
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStore
+from mcunas.search.results.store import TrialStore
 
 CONFIG = SearchConfig(board="esp32s3", max_trials=4, epochs=1)
 TOKEN = "s3cret-token"

@@ -11,7 +11,7 @@ import pytest
 from mcunas.distributed.jobs import JobBoard
 from mcunas.distributed.supernet_chief import SupernetService
 from mcunas.errors import McunasError
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.supernet.jobs import WIRE
 from tests.test_distributed import join_request, welcome
 

@@ -3,8 +3,8 @@
 import keras_tuner as kt
 
 from mcunas.distributed.chief_executor import hold_running
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner_strategy import reconcile
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.tuner.strategy import reconcile
 
 
 def oracle_in(folder):

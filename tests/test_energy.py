@@ -7,7 +7,14 @@ import numpy as np
 import pytest
 from vboard_helpers import MODEL, virtual_board
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
+from mcunas.cost.energy import (
+    CORE_UA_PER_MHZ,
+    board_power,
+    combine_errors,
+    estimate_energy,
+    with_energy,
+)
 from mcunas.errors import BoardProfileError, ImplausibleFigure, UserError
 from mcunas.figures import Figures
 from mcunas.measure.board import BoardMeasurer
@@ -19,15 +26,8 @@ from mcunas.measure.power.meter import (
     parse_meter,
     run_energy,
 )
-from mcunas.predict.energy import (
-    CORE_UA_PER_MHZ,
-    board_power,
-    combine_errors,
-    estimate_energy,
-    with_energy,
-)
-from mcunas.search.budgets import Budgets, violations
-from mcunas.search.pareto import (
+from mcunas.search.results.budgets import Budgets, violations
+from mcunas.search.results.pareto import (
     Point,
     check_objectives,
     hypervolume,
@@ -89,7 +89,7 @@ def test_bad_power_tables_are_one_line(tmp_path, extra, text):
 
 
 def test_every_builtin_profile_cites_its_power_figures():
-    from mcunas.boards import list_boards
+    from mcunas.boards.catalog import list_boards
 
     for board in list_boards():
         assert {"supply_v", "active_ma", "idle_ma"} <= set(board.power), board.name
@@ -118,7 +118,7 @@ def test_estimated_figures_get_energy_and_a_meter_reading_is_kept():
 
 
 def test_profile_json_reports_energy():
-    from mcunas.profile import profile_model
+    from mcunas.cost.profile import profile_model
 
     prof = profile_model(MODEL, load_board("nano33ble")).to_dict()
     assert prof["energy_uj"] == pytest.approx(prof["latency_ms"] * 3.3 * 3.3)

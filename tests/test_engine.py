@@ -31,7 +31,7 @@ ROOT = Path(mcunas.__file__).resolve().parent
 
 
 def test_every_strategy_the_cli_offers_is_registered() -> None:
-    from mcunas.search.oracles import ORACLES
+    from mcunas.search.tuner.oracles import ORACLES
 
     STRATEGIES = plugins.names()
     assert set(ORACLES) | {"supernet"} == set(STRATEGIES)

@@ -11,11 +11,11 @@ import pytest
 from test_refit import RefitRunner, _run
 
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.ensemble import average, member_seed, planned_members
 from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of
 from mcunas.search.progress import Progress
+from mcunas.search.results.budgets import Budgets
 
 
 def _trial(latency_ms: float | None, energy_uj: float | None = None) -> SimpleNamespace:
@@ -58,7 +58,7 @@ def test_the_average_is_one_int8_graph_of_the_members_added_and_scaled() -> None
     import keras
     from keras import layers
 
-    from mcunas.convert import convert_int8, to_inference_model
+    from mcunas.tflite.convert import convert_int8, to_inference_model
     from mcunas.tflite.reader import read_graph
 
     def member(seed: int) -> keras.Model:
@@ -158,7 +158,7 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 def test_the_export_names_the_averages_own_figures() -> None:
     from mcunas.search.finish.export import _exported_arena
     from mcunas.search.finish.records import Refit
-    from mcunas.search.result import SearchResult
+    from mcunas.search.results.result import SearchResult
 
     own = {"source": "simulator:lat-1", "estimated": True, "latency_ms": 18.12}
     own |= {"arena_bytes": 9000, "peak_sram_bytes": 63283, "flash_bytes": 256307}

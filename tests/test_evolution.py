@@ -6,8 +6,8 @@ import random
 
 import keras_tuner
 
-from mcunas.search import oracles
-from mcunas.search.oracles import _step, make_oracle, seed_first_trial
+from mcunas.search.tuner import oracles
+from mcunas.search.tuner.oracles import _step, make_oracle, seed_first_trial
 
 
 def test_numeric_mutations_step_to_a_neighbour_most_of_the_time() -> None:
@@ -46,7 +46,7 @@ def test_front_membership_by_accuracy_and_latency() -> None:
 
 
 def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
-    from mcunas.search.seeds import seed_rungs
+    from mcunas.search.tuner.seeds import seed_rungs
     from mcunas.space import McuSearchSpace
 
     space = McuSearchSpace((128, 1, 3), 4)

@@ -12,14 +12,14 @@ from test_choice import FoldRunner
 
 from mcunas.errors import FatalError
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.records import Ensemble, Refit, Rescore, RescoreRun
-from mcunas.search.pipeline import TrialPipeline
 from mcunas.search.progress import Progress
-from mcunas.search.retrain import Retraining
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.trial_record import figure_columns
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.record import figure_columns
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.trial.pipeline import TrialPipeline
+from mcunas.search.trial.retrain import Retraining
 
 
 class Breaks(FoldRunner):
@@ -44,7 +44,7 @@ def _pipeline(tmp_path: Path, runner: object, **budgets: float) -> TrialPipeline
 
 
 def _job() -> Retraining:
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     return Retraining(object(), {"width": 8}, load_dataset(None, seed=0), seed=3, epochs=2)
 
@@ -142,7 +142,7 @@ class Executor:
 
 
 def _finished(tmp_path: Path, executor: Executor, finalists: int = 2) -> SimpleNamespace:
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     store = TrialStore.open(tmp_path)
     for i in range(3):
@@ -182,7 +182,7 @@ def test_the_stage_opens_no_place_with_nothing_to_retrain(tmp_path: Path, case: 
 
 
 def test_where_retraining_runs_is_the_executors_to_say(tmp_path: Path, monkeypatch) -> None:
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
     from mcunas.distributed.chief_executor import ChiefExecutor
     from mcunas.distributed.worker_executor import WorkerExecutor
     from mcunas.search.local import LocalExecutor

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.boards import list_boards
+from mcunas.boards.catalog import list_boards
 
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "firmware" / "src"
@@ -85,7 +85,7 @@ def test_sources_named_by_the_builds_exist():
 
 
 def test_firmware_uses_the_names_convert_writes(tmp_path):
-    from mcunas.csource import write_model_sources
+    from mcunas.deploy.csource import write_model_sources
 
     model = (ROOT / "mcunas" / "calibration" / "models" / "kws_ref_model.tflite").read_bytes()
     write_model_sources(model, tmp_path)

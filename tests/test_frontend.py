@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcunas.audio import log_mel
+from mcunas.data.audio import log_mel
 from mcunas.errors import ModelError, UserError
 from mcunas.frontend.config import FrontendConfig, filter_bank_tables, hann_weights, pcan_lut
 from mcunas.frontend.graph import SIGNAL_OPS, config_of_model, flexbuffer, frontend_model
@@ -160,7 +160,7 @@ def test_pcan_table_has_the_librarys_size_and_falls() -> None:
 
 
 def test_c_sources_register_the_signal_ops_under_their_own_names() -> None:
-    from mcunas.csource import model_crc32
+    from mcunas.deploy.csource import model_crc32
     from mcunas.frontend.csource import frontend_sources
 
     model = frontend_model(FrontendConfig(pcan=True))

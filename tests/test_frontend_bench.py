@@ -17,18 +17,18 @@ from pathlib import Path
 import pytest
 from vboard_helpers import virtual_board
 
-from mcunas.boards import load_board
-from mcunas.cli import main
+from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
-from mcunas.csource import model_crc32
+from mcunas.commands.cli import main
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.board import BoardMeasurer, ModelMismatch
 from mcunas.measure.pio import PioProject
 from mcunas.measure.protocol import ProtocolError, Result, encode_line, parse_line
-from mcunas.measure.virtual_board.figures import fixed_figures
-from mcunas.measure.virtual_board.project import VirtualProject
+from mcunas.testing.virtual_board.figures import fixed_figures
+from mcunas.testing.virtual_board.flasher import VirtualProject
 from mcunas.tflite.reader import read_graph
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -11,17 +11,17 @@ from test_frontend_features import make_tones
 from test_pipeline import Runner, _train
 from test_search_cli import MODEL, fake_runner_fixture, run
 
-from mcunas.boards import load_board
-from mcunas.cli import cli, main
+from mcunas.boards.catalog import load_board
+from mcunas.commands.cli import cli, main
+from mcunas.cost.frontend import BOARD_FRONTEND, frontend_cost
+from mcunas.cost.profile import with_frontend
 from mcunas.figures import Figures
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
-from mcunas.predict.frontend import BOARD_FRONTEND, frontend_cost
-from mcunas.profile import with_frontend
-from mcunas.search.budgets import Budgets
-from mcunas.search.pipeline import TrialPipeline
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.summary import cost_split, split_text
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.results.summary import cost_split, split_text
+from mcunas.search.trial.pipeline import TrialPipeline
 
 fake_runner = pytest.fixture(fake_runner_fixture)
 FRAMES = 24  # half a second at the default 30 ms frame / 20 ms hop
@@ -47,7 +47,7 @@ def test_the_front_end_adds_to_latency_sram_and_flash(front) -> None:
     # the error is each part's weighted by its share (the front end's: a factor of two)
     want = (5.0 * 20.0 + front.latency_ms * 100.0) / total.latency_ms
     assert total.latency_error_pct == pytest.approx(want)
-    from mcunas.predict.energy import with_energy
+    from mcunas.cost.energy import with_energy
 
     assert total.energy_uj > with_energy(model, board).energy_uj  # energy follows the latency
     split = total.details["cost_split"]
@@ -168,8 +168,8 @@ def test_profile_with_a_front_end_prints_the_total(capsys, tmp_path: Path) -> No
 
 
 def test_a_board_that_can_run_the_front_end_is_given_the_trials(tmp_path: Path) -> None:
-    from mcunas.data import load_dataset
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.trial.runner import KerasRunner
 
     make_tones(tmp_path / "data", per_class=4)
     data = load_dataset(tmp_path / "data", frontend=FrontendConfig(mel_bands=20))

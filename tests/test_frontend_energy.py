@@ -12,18 +12,18 @@ import pytest
 from test_frontend_features import make_tones
 from vboard_helpers import virtual_board
 
-from mcunas.boards import load_board
-from mcunas.cli import main
+from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
+from mcunas.commands.cli import main
+from mcunas.cost.energy import board_power
+from mcunas.cost.frontend import BOARD_FRONTEND, frontend_cost
+from mcunas.cost.profile import with_frontend
 from mcunas.figures import Figures
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.board import BoardMeasurer
-from mcunas.measure.virtual_board.figures import fixed_figures
-from mcunas.measure.virtual_board.project import VirtualProject
-from mcunas.predict.energy import board_power
-from mcunas.predict.frontend import BOARD_FRONTEND, frontend_cost
-from mcunas.profile import with_frontend
+from mcunas.testing.virtual_board.figures import fixed_figures
+from mcunas.testing.virtual_board.flasher import VirtualProject
 
 ROOT = Path(__file__).resolve().parents[1]
 KWS = (ROOT / "mcunas" / "calibration" / "models" / "kws_ref_model.tflite").read_bytes()
@@ -104,8 +104,8 @@ class _Both:  # a board whose firmware runs the front end too
 
 
 def test_hybrid_corrects_the_estimate_of_both_parts(tmp_path: Path) -> None:
-    from mcunas.data import load_dataset
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.trial.runner import KerasRunner
 
     make_tones(tmp_path / "data", per_class=4)
     data = load_dataset(tmp_path / "data", frontend=FrontendConfig(mel_bands=20))

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.data_folder import read_folder
+from mcunas.data.folder import read_folder
 from mcunas.errors import DatasetError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
@@ -41,7 +41,7 @@ def test_folder_features_are_the_graphs_and_are_cached(tmp_path: Path) -> None:
     got = read_folder(tmp_path / "data", frontend=cfg, cache_dir=tmp_path / "cache")
     assert got.x.shape == (6, cfg.frames(8000), 20, 1) and got.kind == "audio"
     assert "front-end graph" in got.preprocessing
-    from mcunas.audio import read_wav
+    from mcunas.data.audio import read_wav
 
     samples, _ = read_wav(tmp_path / "data" / "high" / "0.wav")
     runner = FrontendRunner(frontend_model(cfg))
@@ -68,7 +68,7 @@ def test_the_front_end_takes_the_folders_rate_and_mixed_rates_are_refused(tmp_pa
 
 
 def test_load_dataset_carries_the_front_end(tmp_path: Path) -> None:
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     make_tones(tmp_path / "data", per_class=4)
     data = load_dataset(tmp_path / "data", frontend=FrontendConfig(), cache_dir=tmp_path / "c")

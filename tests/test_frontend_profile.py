@@ -7,11 +7,11 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from mcunas.boards import load_board
-from mcunas.cli import cli
+from mcunas.boards.catalog import load_board
+from mcunas.commands.cli import cli
+from mcunas.cost.frontend import estimate_frontend
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
-from mcunas.predict.frontend import estimate_frontend
 
 
 def test_profile_prints_each_signal_op_and_the_arena(tmp_path: Path) -> None:

@@ -12,12 +12,12 @@ import pytest
 from test_frontend_features import make_tones
 from test_search_cli import run
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.frontend import features as features_mod
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.features import graph_wav_features
 from mcunas.frontend.graph import config_of_model, frontend_model
-from mcunas.search.frontends import FRONTEND_HPS, FrontendSearch, duration_choices
+from mcunas.search.frontends.searched import FRONTEND_HPS, FrontendSearch, duration_choices
 
 SHORT = {"frontend_window": "25/10", "frontend_bands": 20, "frontend_pcan": True}
 
@@ -85,7 +85,7 @@ def test_a_shorter_input_is_the_graph_run_on_the_shorter_clip(tmp_path: Path, to
 
 
 def test_the_space_names_the_front_end_and_builds_for_its_input(tmp_path: Path, tones) -> None:
-    from mcunas.search.frontend_space import FrontendSpace
+    from mcunas.search.frontends.space import FrontendSpace
 
     fronts = _fronts(tones, tmp_path / "cache")
     space = FrontendSpace(fronts, 2, ("dsconv",))
@@ -149,13 +149,13 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
     assert best["frontend_latency_ms"] == pytest.approx(
         fronts.cost_of(fronts.dataset_of(best["hyperparameters"])).latency_ms
     )
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.store import TrialStore
 
     trials = TrialStore.open(out).trials()
     configs = {fronts.config_of(t.hyperparameters)[0] for t in trials}
     entries = list((out / "cache").glob("frontend-features-*.npz"))
     assert len(entries) == len(configs | {FrontendConfig()})
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
 
     with pytest.raises(SystemExit) as info:  # raw clips through the exported pair, as a board
         main(["predict", str(out / "best"), str(data)])
@@ -167,8 +167,8 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
 def test_each_finalist_is_re_scored_on_its_own_front_ends_folds(tmp_path: Path, tones) -> None:
     from mcunas.search.finish.finalists import Plan
     from mcunas.search.finish.rescore import _splits_by_trial
-    from mcunas.search.frontend_space import FrontendSpace
-    from mcunas.search.store import TrialRecord
+    from mcunas.search.frontends.space import FrontendSpace
+    from mcunas.search.results.store import TrialRecord
 
     fronts = _fronts(tones, tmp_path / "cache")
     space = FrontendSpace(fronts, 2, ("dsconv",))

@@ -30,7 +30,7 @@ import numpy as np
 import pytest
 from test_search_cli import MODEL, fake_runner_fixture
 
-from mcunas.cli import COMMANDS, cli, main
+from mcunas.commands.cli import COMMANDS, cli, main
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from test_tuner import FakeRunner, make_tuner
 
-from mcunas.search.budgets import Budgets
 from mcunas.search.config import SearchConfig
-from mcunas.search.store import TrialStatus
-from mcunas.search.tuner import WARM_START_ENV, HardwareAwareTuner, SearchFatal
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialStatus
+from mcunas.search.tuner.tuner import WARM_START_ENV, HardwareAwareTuner, SearchFatal
 
 
 def _promoted(store):
@@ -179,10 +179,10 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     import keras
     import numpy as np
 
-    from mcunas.boards import load_board
-    from mcunas.data import Dataset
-    from mcunas.search.candidate import KerasRunner
-    from mcunas.search.recipe import plan_recipe
+    from mcunas.boards.catalog import load_board
+    from mcunas.data.datasets import Dataset
+    from mcunas.search.training.recipe import plan_recipe
+    from mcunas.search.trial.runner import KerasRunner
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(96, 8, 8, 1)).astype("float32")
@@ -221,8 +221,8 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
 
 
 def test_a_promoted_trial_counts_its_parents_steps_too() -> None:
-    from mcunas.search.pipeline import TrainResult
-    from mcunas.search.tuner import _cumulative_steps
+    from mcunas.search.trial.pipeline import TrainResult
+    from mcunas.search.tuner.tuner import _cumulative_steps
 
     assert _cumulative_steps(TrainResult(0.5, 2, 60), epochs_before=1) == 90
     assert _cumulative_steps(TrainResult(0.5, 2, None), epochs_before=1) is None

@@ -1,7 +1,7 @@
 """Each Keras Tuner internal mcunas relies on, checked against the installed keras-tuner.
 
 A failure here after a keras-tuner upgrade names the one function of
-``mcunas/search/kt_state.py`` to rewrite.
+``mcunas/search/tuner/kt_state.py`` to rewrite.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import grpc
 import keras_tuner as kt
 import pytest
 
-from mcunas.search import kt_state
+from mcunas.search.tuner import kt_state
 
 
 def _oracle(tmp_path, max_trials: int = 5) -> kt.Oracle:

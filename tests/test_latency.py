@@ -8,9 +8,8 @@ import pytest
 
 from bench.core_fit import core_cycle_ratios, load_runs
 from bench.latency_error import leave_one_board_out, path_bands
-from mcunas.boards import load_board
-from mcunas.errors import BoardProfileError, UserError
-from mcunas.predict.coefficients import (
+from mcunas.boards.catalog import load_board
+from mcunas.cost.coefficients import (
     CORE_FACTORS,
     DEFAULT_CHECKED,
     DEFAULT_ERRORS,
@@ -19,10 +18,10 @@ from mcunas.predict.coefficients import (
     PRIOR_TABLES,
     path_for,
 )
-from mcunas.predict.features import op_features
-from mcunas.predict.latency import op_cycles, predict_latency
-from mcunas.predict.microbench import load_microbench, microbench_tables
-from mcunas.predict.scale_fit import (
+from mcunas.cost.latency import op_cycles, predict_latency
+from mcunas.cost.microbench import load_microbench, microbench_tables
+from mcunas.cost.op_features import op_features
+from mcunas.cost.scale_fit import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     LooResult,
@@ -35,6 +34,7 @@ from mcunas.predict.scale_fit import (
     predict_row_ms,
     summarize,
 )
+from mcunas.errors import BoardProfileError, UserError
 from mcunas.tflite.reader import read_graph
 
 MODELS = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"

@@ -8,9 +8,9 @@ from dataclasses import fields
 import click
 import pytest
 
-from mcunas.boards import load_board
-from mcunas.cli import main
+from mcunas.boards.catalog import load_board
 from mcunas.commands import Ranged
+from mcunas.commands.cli import main
 from mcunas.commands.search import cli as search_cli
 from mcunas.errors import BoardProfileError, ImplausibleFigure, UserError
 from mcunas.figures import Figures

@@ -11,9 +11,9 @@ import wave
 import numpy as np
 import pytest
 
-from mcunas import spoken_words
-from mcunas.cli import main
-from mcunas.data_folder import read_folder
+from mcunas.commands.cli import main
+from mcunas.data import spoken_words
+from mcunas.data.folder import read_folder
 
 HAVE_TOOLS = shutil.which("espeak-ng") is not None and shutil.which("sox") is not None
 needs_tools = pytest.mark.skipif(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.boards import load_board
-from mcunas.predict.memory import STRUCT_BYTES, estimate_memory
+from mcunas.boards.catalog import load_board
+from mcunas.cost.memory import STRUCT_BYTES, estimate_memory
 from mcunas.tflite.reader import read_graph
 from mcunas.tflite.runtime import create_interpreter, parse_allocations
 
@@ -121,8 +121,8 @@ def test_native_crash_in_runtime_becomes_a_reason(monkeypatch):
     """A runtime that aborts while planning must not kill the caller."""
     import os
 
-    from mcunas.boards import load_board
-    from mcunas.predict import memory
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost import memory
     from mcunas.tflite.runtime import NativeCrash, run_forked
 
     with pytest.raises(NativeCrash, match="SIGABRT"):
@@ -138,7 +138,7 @@ def test_crash_while_probing_small_arenas_counts_as_too_small(monkeypatch):
     """The host runtime has segfaulted at arenas right at the reported total."""
     import os
 
-    from mcunas.predict import memory
+    from mcunas.cost import memory
 
     model = (MODELS / "kws_ref_model.tflite").read_bytes()
     board = load_board("esp32s3")

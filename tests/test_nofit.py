@@ -9,9 +9,9 @@ import pytest
 from test_search_cli import run
 from test_tuner import FakeRunner, make_tuner
 
-from mcunas.search.budgets import Budgets
-from mcunas.search.oracles import seed_first_trial
-from mcunas.search.store import TrialStatus
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialStatus
+from mcunas.search.tuner.oracles import seed_first_trial
 
 
 def _one_line_exit_2(code: int, err: str) -> str:
@@ -119,7 +119,7 @@ def test_a_long_series_under_the_nano_33_ble_budget_ends_in_one_line(
 def test_a_long_series_under_the_nano_33_ble_budget_seeds_series_s4_that_fits(
     capsys, tmp_path: Path
 ) -> None:
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.store import TrialStore
 
     out = tmp_path / "o"
     code, _, err = run(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from vboard_helpers import MODEL, virtual_board
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.errors import FatalError, UserError
 from mcunas.figures import Figures
 from mcunas.measure import base
@@ -40,7 +40,7 @@ def test_board_measurer_checks_the_connection_on_request() -> None:
 
 
 def test_calibration_of_a_virtual_device_never_names_the_real_board() -> None:
-    from mcunas.calibrate import calibration_board
+    from mcunas.measure.calibrate import calibration_board
 
     real = load_board("esp32s3")
     copy = calibration_board(real, virtual=True)

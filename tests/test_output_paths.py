@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.cli import main
+from mcunas.commands.cli import main
+from mcunas.cost.records import RecordStore
 from mcunas.errors import UserError
 from mcunas.files import FolderLock, output_path, write_file
-from mcunas.predict.records import RecordStore
-from mcunas.search.store import TrialStore
+from mcunas.search.results.store import TrialStore
 
 MODEL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration" / "models"
 

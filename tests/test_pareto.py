@@ -5,7 +5,7 @@ import random
 
 import pytest
 
-from mcunas.search.pareto import (
+from mcunas.search.results.pareto import (
     Point,
     dominates,
     hypervolume,
@@ -86,8 +86,8 @@ def test_normalized_hypervolume_and_reference() -> None:
 
 
 def test_choose_best_prefers_faster_within_a_tie() -> None:
-    from mcunas.search.result import choose_best
-    from mcunas.search.store import TrialRecord, TrialStatus
+    from mcunas.search.results.result import choose_best
+    from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, status=TrialStatus.OK):
         return TrialRecord(
@@ -115,8 +115,8 @@ def test_choose_best_prefers_faster_within_a_tie() -> None:
 
 
 def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
-    from mcunas.search.result import LOSS_TIE, choose_best
-    from mcunas.search.store import TrialRecord, TrialStatus
+    from mcunas.search.results.result import LOSS_TIE, choose_best
+    from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, lat, loss, sram=1000):
         return TrialRecord(
@@ -137,8 +137,8 @@ def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
 
 
 def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
-    from mcunas.search.result import choice_reason, choose_best
-    from mcunas.search.store import TrialRecord, TrialStatus
+    from mcunas.search.results.result import choice_reason, choose_best
+    from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, loss):
         return TrialRecord(
@@ -158,8 +158,8 @@ def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
 
 
 def test_the_seed_design_is_kept_within_the_tie() -> None:
-    from mcunas.search.result import choice_reason, choose_best
-    from mcunas.search.store import TrialRecord, TrialStatus
+    from mcunas.search.results.result import choice_reason, choose_best
+    from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, loss, origin=None):
         return TrialRecord(

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from mcunas import paths
-from mcunas.cli import main
+from mcunas.commands.cli import main
 
 
 def test_user_folders_follow_mcunas_home(tmp_path: Path, monkeypatch) -> None:

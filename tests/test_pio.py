@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.measure import pio as pio_mod
 from mcunas.measure.elfsize import read_elf_sizes

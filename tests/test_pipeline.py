@@ -10,10 +10,10 @@ import pytest
 
 from mcunas.errors import FatalError
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
-from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.summary import chosen_text
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.results.summary import chosen_text
+from mcunas.search.trial.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
 
 
 def _figures(ms: float) -> Figures:

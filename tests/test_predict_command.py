@@ -10,11 +10,11 @@ import pytest
 from click.testing import CliRunner
 from test_frontend_features import make_tones, write_wav
 
-from mcunas.cli import cli, main
-from mcunas.evaluate import int8_outputs
+from mcunas.commands.cli import cli, main
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.frontend.host import FrontendRunner, scaled, to_int16
+from mcunas.tflite.evaluate import int8_outputs
 
 MODELS = Path(__file__).resolve().parents[1] / "mcunas" / "calibration" / "models"
 KWS = MODELS / "kws_ref_model.tflite"  # (49, 10, 1) in, 12 classes out
@@ -55,7 +55,7 @@ def test_wav_files_and_a_class_folder_run_as_on_the_board(tmp_path: Path) -> Non
     labels = {p["label"] for p in data["predictions"]}
     assert labels == {NAMES.index("high"), NAMES.index("low")}
     # the same numbers by hand: the front end's int16 features, the model's own quantisation
-    from mcunas.audio import read_wav
+    from mcunas.data.audio import read_wav
 
     samples, _ = read_wav(tmp_path / "clips" / "high" / "0.wav")
     need = CFG.frame_samples + 48 * CFG.hop_samples
@@ -116,7 +116,7 @@ def test_bad_inputs_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_predict_inputs_are_the_training_features_bit_for_bit(tmp_path: Path) -> None:
     """The features a search trains on (read_folder) are the ones predict feeds the model."""
-    from mcunas.data_folder import read_folder
+    from mcunas.data.folder import read_folder
     from mcunas.deploy.inference import BestModel
 
     cfg = FrontendConfig(mel_bands=10)

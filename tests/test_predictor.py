@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.commands.predictor import cli
+from mcunas.cost.board_fit import fit_op_costs
+from mcunas.cost.latency import predict_latency
+from mcunas.cost.op_features import op_features
+from mcunas.cost.records import RecordStore
 from mcunas.errors import UserError
-from mcunas.predict.board_refit import fit_op_costs
-from mcunas.predict.features import op_features
-from mcunas.predict.latency import predict_latency
-from mcunas.predict.records import RecordStore
 from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
@@ -115,8 +115,8 @@ def test_import_refuses_bad_rows_and_stores_nothing(isolated_home, tmp_path, bod
 
 
 def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
-    from mcunas.predict.records import board_for_row
-    from mcunas.predict.scale_fit import load_calibration
+    from mcunas.cost.records import board_for_row
+    from mcunas.cost.scale_fit import load_calibration
 
     folder = isolated_home / "boards"
     folder.mkdir(parents=True)
@@ -164,8 +164,8 @@ def test_a_csv_with_a_byte_order_mark_imports(isolated_home, tmp_path):
 def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp_path, capsys):
     import sqlite3
 
-    from mcunas.cli import main
-    from mcunas.search.store import TrialStore
+    from mcunas.commands.cli import main
+    from mcunas.search.results.store import TrialStore
 
     TrialStore.open(tmp_path).close()
     db = tmp_path / "trials.sqlite"
@@ -178,8 +178,8 @@ def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp
 
 
 def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
+    from mcunas.cost.board_fit import write_user_board
     from mcunas.errors import BoardProfileError
-    from mcunas.predict.board_refit import write_user_board
 
     board = load_board("esp32s3")
     for bad in (4.8e306, float("nan"), -1.0):
@@ -189,7 +189,7 @@ def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
 
 
 def test_refit_store_returns_a_typed_refit(isolated_home):
-    from mcunas.predict.store_refit import LibraryFit, refit_store
+    from mcunas.cost.store_fit import LibraryFit, refit_store
 
     store = RecordStore()
     store.import_csv(CAL / "measurements.csv")

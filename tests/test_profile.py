@@ -12,11 +12,11 @@ import pytest
 from click.testing import CliRunner
 from test_audit import gelu_model
 
-from mcunas.boards import load_board
-from mcunas.cli import cli, main
+from mcunas.boards.catalog import load_board
+from mcunas.commands.cli import cli, main
+from mcunas.cost.profile import profile_model
 from mcunas.errors import CandidateError, ModelError
 from mcunas.measure.base import get_measurer
-from mcunas.profile import profile_model
 from mcunas.tflite.writer import build_model
 
 REPO = Path(__file__).resolve().parent.parent

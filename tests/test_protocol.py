@@ -2,7 +2,7 @@ import zlib
 
 import pytest
 
-from mcunas.csource import model_crc32
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import MeasurementError
 from mcunas.measure.protocol import (
     BoardError,

@@ -4,12 +4,12 @@ import time
 import pytest
 from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures
 from mcunas.measure.base import get_measurer
 from mcunas.measure.rack import RackError, RackMeasurer, load_rack, probe_rack
-from mcunas.measure.virtual_board.project import VirtualProject
+from mcunas.testing.virtual_board.flasher import VirtualProject
 
 ESP = load_board("esp32s3")
 

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from vboard_helpers import virtual_board
 
-from mcunas.boards import load_board
-from mcunas.csource import model_crc32
+from mcunas.boards.catalog import load_board
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.rack import RackMeasurer, load_rack
-from mcunas.measure.virtual_board.figures import fixed_figures
-from mcunas.measure.virtual_board.project import VirtualProject
+from mcunas.testing.virtual_board.figures import fixed_figures
+from mcunas.testing.virtual_board.flasher import VirtualProject
 
 ROOT = Path(__file__).resolve().parents[1]
 KWS = (ROOT / "mcunas" / "calibration" / "models" / "kws_ref_model.tflite").read_bytes()
@@ -106,8 +106,8 @@ def test_a_mixed_rack_sends_front_end_jobs_to_the_boards_that_can_run_them(tmp_p
 def test_a_search_trial_hands_its_front_end_to_the_rack(tmp_path):
     from test_frontend_features import make_tones
 
-    from mcunas.data import load_dataset
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.trial.runner import KerasRunner
 
     make_tones(tmp_path / "data", per_class=4, seconds=1.0)
     data = load_dataset(tmp_path / "data", frontend=FrontendConfig(mel_bands=10, pcan=True))
@@ -144,8 +144,8 @@ def test_a_search_on_a_cortex_m_rack_with_a_front_end_is_refused_before_training
 ):
     from test_frontend_features import make_tones
 
-    from mcunas import convert
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
+    from mcunas.tflite import convert
 
     def too_late() -> None:
         raise AssertionError("TensorFlow loaded: the search got past its checks")

@@ -7,8 +7,8 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mcunas.data import Dataset
-from mcunas.search.recipe import auto_batch_size, plan_recipe, steps_per_epoch
+from mcunas.data.datasets import Dataset
+from mcunas.search.training.recipe import auto_batch_size, plan_recipe, steps_per_epoch
 
 
 def _data(n: int, shape=(8, 8, 1), kind="image", labels=None, noise=None) -> Dataset:
@@ -49,7 +49,7 @@ def test_unknown_augment_mode_is_refused() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("kind", ["image", "audio", "series"])
 def test_augmented_batches_keep_shape_and_change_values(kind: str) -> None:
-    from mcunas.search.recipe import training_data
+    from mcunas.search.training.recipe import training_data
 
     shape = {"image": (16, 16, 3), "audio": (49, 40, 1), "series": (100, 1, 6)}[kind]
     noise = np.full((3, *shape), -2.0, np.float32) if kind == "audio" else None
@@ -71,7 +71,7 @@ def test_augmented_batches_keep_shape_and_change_values(kind: str) -> None:
 def test_training_uses_smoothing_and_a_decaying_rate() -> None:
     import keras
 
-    from mcunas.search.recipe import compile_for_training
+    from mcunas.search.training.recipe import compile_for_training
 
     inp = keras.Input((4,))
     model = keras.Model(inp, keras.layers.Dense(2, activation="softmax")(inp))
@@ -96,8 +96,8 @@ def test_training_uses_smoothing_and_a_decaying_rate() -> None:
 def test_early_stopping_waits_for_the_second_half_of_the_schedule() -> None:
     import keras
 
-    from mcunas.boards import load_board
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.boards.catalog import load_board
+    from mcunas.search.trial.runner import KerasRunner
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(96, 8, 8, 1)).astype("float32")

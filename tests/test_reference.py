@@ -16,8 +16,8 @@ MODELS = Path(mcunas.__file__).parent / "calibration" / "models"
 
 
 def _int8(shape: tuple[int, ...], classes: int, values: dict) -> bytes:
-    from mcunas.convert import convert_int8, to_inference_model
     from mcunas.space import McuSearchSpace
+    from mcunas.tflite.convert import convert_int8, to_inference_model
 
     space = McuSearchSpace(shape, classes, families=("stages",))
     model = space.build(space.hyperparameters(**values))
@@ -54,8 +54,8 @@ def test_a_reference_scales_to_a_series_and_trains() -> None:
 
 @pytest.mark.slow
 def test_the_series_design_fits_the_nano33ble_budget_on_osuleaf() -> None:
-    from mcunas.boards import load_board
-    from mcunas.profile import profile_model
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.profile import profile_model
 
     ref = REFERENCES["series-s4"]
     values = reference_hyperparameters("series-s4", ref.input_shape)
@@ -68,7 +68,7 @@ def test_the_series_design_fits_the_nano33ble_budget_on_osuleaf() -> None:
 
 
 def test_unknown_reference_is_one_line(capsys) -> None:
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
 
     with pytest.raises(SystemExit) as info:
         main(["space", "reference", "resnet50", "--out", "x.tflite"])
@@ -85,7 +85,7 @@ def test_unknown_reference_is_one_line(capsys) -> None:
     ],
 )
 def test_seed_arch_is_checked_before_anything_runs(capsys, tmp_path, args, message) -> None:
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
 
     out = tmp_path / "o"
     with pytest.raises(SystemExit) as info:
@@ -97,8 +97,8 @@ def test_seed_arch_is_checked_before_anything_runs(capsys, tmp_path, args, messa
 def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     import keras_tuner
 
-    from mcunas.search.oracles import make_oracle, seed_first_trial
-    from mcunas.search.seeds import seed_rungs
+    from mcunas.search.tuner.oracles import make_oracle, seed_first_trial
+    from mcunas.search.tuner.seeds import seed_rungs
     from mcunas.space import McuSearchSpace
 
     space = McuSearchSpace((128, 1, 3), 4)
@@ -178,7 +178,7 @@ def test_the_ladder_skips_resolutions_a_short_input_cannot_take() -> None:
 
 @pytest.mark.slow
 def test_a_reference_that_does_not_fit_the_board_is_refused(capsys, tmp_path) -> None:
-    from mcunas.cli import main
+    from mcunas.commands.cli import main
 
     out = tmp_path / "vww.tflite"
     args = ["space", "reference", "vww-mobilenet", "--board", "nano33ble", "--out", str(out)]

@@ -13,7 +13,7 @@ from test_choice import FoldRunner
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of, refit_wanted, same_graph
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 MODELS = Path(__file__).resolve().parents[1] / "mcunas" / "calibration" / "models"
 
@@ -45,7 +45,7 @@ def _run(
     tmp_path: Path, runner: object, refit: str = "on", distill: bool = False
 ) -> SimpleNamespace:
     """A finished two-trial search whose chosen trial 01 has a model file."""
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     store = TrialStore.open(tmp_path)
     (tmp_path / "models").mkdir()

@@ -12,8 +12,9 @@ matplotlib.use("Agg")
 import pytest
 from test_search_cli import fake_runner_fixture, run
 
-from mcunas.search import report, report_plots
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.results import plots as report_plots
+from mcunas.search.results import report
+from mcunas.search.results.store import TrialRecord, TrialStatus
 
 fake_runner = pytest.fixture(fake_runner_fixture)
 

@@ -10,11 +10,11 @@ from test_choice import FoldRunner
 
 from mcunas.search.config import SearchConfig
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 
 def _run(tmp_path, finalists: int, rows: int = 3):  # noqa: ANN001, ANN202
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
 
     store = TrialStore.open(tmp_path)
     for i in range(rows):

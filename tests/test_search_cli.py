@@ -12,10 +12,10 @@ from test_tuner import FakeRunner, FakeSpace
 
 import mcunas
 from mcunas import files as files_mod
-from mcunas.cli import main
+from mcunas.commands.cli import main
+from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.run import SearchRun
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner import EvalResult
+from mcunas.search.tuner.tuner import EvalResult
 
 MODEL = Path(mcunas.__file__).parent / "calibration" / "models" / "ad01_int8.tflite"
 

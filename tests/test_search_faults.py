@@ -17,7 +17,7 @@ from test_search_cli import fake_runner_fixture, run
 from mcunas.errors import ImplausibleFigure
 from mcunas.figures import Figures
 from mcunas.files import FolderLock
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 fake_runner = pytest.fixture(fake_runner_fixture)
 
@@ -143,8 +143,8 @@ def test_sigterm_stops_like_ctrl_c() -> None:
 
 CHILD = """
 import os, sys, time
-from mcunas.boards import load_board
-from mcunas.search.isolate import TflmWorker
+from mcunas.boards.catalog import load_board
+from mcunas.search.trial.isolate import TflmWorker
 worker = TflmWorker(load_board("esp32s3"))
 print(worker._submit("testing", os.getpid), flush=True)
 time.sleep(120)

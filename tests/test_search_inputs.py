@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from mcunas import convert
-from mcunas.cli import main
+from mcunas.commands.cli import main
+from mcunas.tflite import convert
 
 
 def _no_tensorflow() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from test_search_cli import fake_runner, run  # noqa: F401 - fake_runner is a fixture
 
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 
 def _one_line(err: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from mcunas.search.seeds import ACCEPTED, REFUSED, WIDTHS, next_rung, seed_rungs
+from mcunas.search.tuner.seeds import ACCEPTED, REFUSED, WIDTHS, next_rung, seed_rungs
 from mcunas.space.reference import LADDER
 
 

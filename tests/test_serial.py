@@ -50,7 +50,7 @@ def test_silent_board_times_out_without_hanging():
 
 
 def test_result_timeout_keeps_deadline_and_restores_port_timeout():
-    from mcunas.measure.virtual_board.figures import fixed_figures
+    from mcunas.testing.virtual_board.figures import fixed_figures
 
     slow = fixed_figures(latency_ms=5000.0, arena_bytes=1)
     with virtual_board(figures=slow) as vb, SerialLink(vb.port) as link:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from mcunas.search import recipe as recipe_mod
-from mcunas.search.recipe import plan_recipe
+from mcunas.search.training import recipe as recipe_mod
+from mcunas.search.training.recipe import plan_recipe
 from tests.test_recipe import _data
 
 
@@ -38,7 +38,7 @@ def test_series_ops_and_mixup_follow_the_module_defaults(monkeypatch) -> None:
 
 
 def test_unknown_series_op_is_refused() -> None:
-    from mcunas.search.augment import augmenter
+    from mcunas.search.training.augment import augmenter
 
     with pytest.raises(ValueError, match="unknown series augmentation"):
         augmenter("series", "auto", None, ("stretch",))
@@ -48,7 +48,7 @@ def test_unknown_series_op_is_refused() -> None:
 def test_slice_and_warp_resample_a_ramp_monotonically() -> None:
     import tensorflow as tf
 
-    from mcunas.search.augment import augmenter
+    from mcunas.search.training.augment import augmenter
 
     ramp = np.tile(np.linspace(0, 1, 64, dtype=np.float32)[None, :, None, None], (8, 1, 1, 2))
     for ops in (("slice",), ("warp",)):
@@ -68,7 +68,7 @@ def test_slice_and_warp_resample_a_ramp_monotonically() -> None:
 def test_mixup_mixes_inputs_labels_and_weights_alike() -> None:
     import tensorflow as tf
 
-    from mcunas.search.augment import mixup
+    from mcunas.search.training.augment import mixup
 
     x = tf.constant(np.repeat(np.arange(16, dtype=np.float32), 4).reshape(16, 4, 1, 1))
     y = tf.one_hot(tf.range(16) % 2, 2)
@@ -81,7 +81,7 @@ def test_mixup_mixes_inputs_labels_and_weights_alike() -> None:
 
 
 def test_common_steps_undoes_the_small_series_minimum() -> None:
-    from mcunas.search.recipe import common_steps
+    from mcunas.search.training.recipe import common_steps
 
     small = plan_recipe(_data(200, (100, 1, 3), "series"))
     common = common_steps(small, 200)

@@ -52,8 +52,8 @@ def _values(**change: object) -> dict:
 
 
 def _model(values: dict):  # noqa: ANN202
-    from mcunas.convert import to_inference_model
     from mcunas.space import McuSearchSpace
+    from mcunas.tflite.convert import to_inference_model
 
     space = McuSearchSpace(SHAPE, CLASSES, families=("stages",))
     hp = space.hyperparameters(**values)
@@ -75,10 +75,10 @@ def test_series_choices_are_declared_for_series_only() -> None:
 
 @pytest.mark.slow
 def test_dilated_blocks_and_avgmax_head_run_on_tflite_micro() -> None:
-    from mcunas.boards import load_board
-    from mcunas.convert import convert_int8
-    from mcunas.evaluate import int8_outputs
-    from mcunas.profile import profile_model
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.profile import profile_model
+    from mcunas.tflite.convert import convert_int8
+    from mcunas.tflite.evaluate import int8_outputs
     from mcunas.tflite.reader import read_graph
 
     space, hp, model = _model(_values())
@@ -117,8 +117,8 @@ def test_dilation_shrinks_to_fit_a_short_map() -> None:
 def test_the_ppv_head_clips_the_map_before_the_average_on_tflite_micro() -> None:
     import keras
 
-    from mcunas.convert import convert_int8
-    from mcunas.evaluate import int8_outputs
+    from mcunas.tflite.convert import convert_int8
+    from mcunas.tflite.evaluate import int8_outputs
     from mcunas.tflite.reader import read_graph
 
     values = _values(st_head="ppv", st_dilation_0=1, st_dilation_1=1, st_dilation_2=1)

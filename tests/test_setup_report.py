@@ -6,8 +6,10 @@ import dataclasses
 
 from click.testing import CliRunner
 
-from mcunas.boards import load_board
-from mcunas.calibrate import calibrate
+from mcunas.boards.catalog import load_board
+from mcunas.cost.records import RecordStore
+from mcunas.cost.suite import load_suite
+from mcunas.measure.calibrate import calibrate
 from mcunas.measure.opener import open_measurer
 from mcunas.measure.protocol import parse_line
 from mcunas.measure.setup_report import (
@@ -16,8 +18,6 @@ from mcunas.measure.setup_report import (
     reported_setup,
     setup_differences,
 )
-from mcunas.predict.records import RecordStore
-from mcunas.predict.suite import load_suite
 
 M7 = "411fc271"  # Cortex-M7 r1p1
 M4 = "410fc241"

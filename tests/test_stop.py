@@ -11,7 +11,7 @@ import pytest
 from mcunas.commands.search import _sigterm_as_interrupt
 from mcunas.search import stop
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.results.store import TrialRecord, TrialStatus
 
 
 class _SignalsInDel:

@@ -10,7 +10,7 @@ import pytest
 
 from mcunas import files as files_mod
 from mcunas.files import DiskFull, write_file
-from mcunas.search.store import TrialOrigin, TrialStatus, TrialStore
+from mcunas.search.results.store import TrialOrigin, TrialStatus, TrialStore
 
 
 def test_round_trip_and_status(tmp_path: Path) -> None:

@@ -22,7 +22,7 @@ from mcunas.errors import UserError
 from mcunas.search import plugins
 from mcunas.search.config import SearchConfig
 from mcunas.search.plugins import StrategyPlugin, options_of
-from mcunas.search.store import TrialStatus
+from mcunas.search.results.store import TrialStatus
 
 
 @dataclass(frozen=True)

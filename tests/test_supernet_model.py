@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.errors import UserError
 from mcunas.supernet.spec import largest, plan_supernet, random_subnet, smallest, subnet_values
 
@@ -20,7 +20,7 @@ SHAPE = (48, 1, 2)  # a short two-channel series: every elastic choice, small gr
 
 @pytest.fixture(scope="module")
 def supernet():
-    from mcunas.convert import import_tensorflow
+    from mcunas.tflite.convert import import_tensorflow
 
     import_tensorflow()
     from mcunas.supernet.model import Supernet
@@ -70,9 +70,9 @@ def test_a_smaller_kernel_is_the_transformed_centre_of_the_larger(supernet) -> N
 
 
 def test_the_cost_graph_is_the_converters_graph(tmp_path: Path) -> None:
-    from mcunas.convert import convert_int8, import_tensorflow
-    from mcunas.search.isolate import TflmWorker
+    from mcunas.search.trial.isolate import TflmWorker
     from mcunas.supernet.costgraph import subnet_tflite
+    from mcunas.tflite.convert import convert_int8, import_tensorflow
     from mcunas.tflite.reader import read_graph
 
     import_tensorflow()
@@ -97,8 +97,8 @@ def test_the_cost_graph_is_the_converters_graph(tmp_path: Path) -> None:
 
 
 def _tiny_data(shape: tuple[int, int, int] = SHAPE):
-    from mcunas.data import load_dataset
-    from mcunas.search.recipe import Recipe, plan_recipe
+    from mcunas.data.datasets import load_dataset
+    from mcunas.search.training.recipe import Recipe, plan_recipe
 
     rng = np.random.default_rng(0)
     x = rng.normal(size=(48, *shape)).astype(np.float32)

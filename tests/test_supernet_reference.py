@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
 from mcunas.search.local import LocalJobs
-from mcunas.search.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
-from mcunas.search.result import choose_best
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.result import choose_best
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.trial.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
 from mcunas.supernet.strategy import SupernetStrategy
 from mcunas.supernet.work import SupernetWork
 

@@ -11,11 +11,11 @@ import pytest
 
 from mcunas.errors import CandidateError, FatalError
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
-from mcunas.search.oracles import AgingEvolutionOracle, make_oracle
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialStatus, TrialStore
-from mcunas.search.tuner import (
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.tuner.oracles import AgingEvolutionOracle, make_oracle
+from mcunas.search.tuner.tuner import (
     CheckResult,
     EvalResult,
     HardwareAwareTuner,
@@ -290,9 +290,9 @@ def test_failure_streak_stops_search(tmp_path: Path) -> None:
 def test_hybrid_measures_board_only_when_promising() -> None:
     import numpy as np
 
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
     from mcunas.figures import Figures
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.search.trial.runner import KerasRunner
 
     class Data:
         frontend = None  # no front end: the board measures the model alone
@@ -343,7 +343,7 @@ def test_infeasible_candidates_complete_with_score_zero(tmp_path: Path) -> None:
 
 
 def test_trials_drawing_the_seed_design_are_marked(tmp_path: Path) -> None:
-    from mcunas.search.oracles import seed_first_trial
+    from mcunas.search.tuner.oracles import seed_first_trial
 
     seed = {"family": "dsconv", "width": 16}
     tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=3, seeds=[seed])

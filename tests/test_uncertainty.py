@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.commands.predictor import cli
+from mcunas.cost.board_fit import FIT_SOURCE, fit_base
+from mcunas.cost.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
+from mcunas.cost.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency
+from mcunas.cost.records import RecordStore
+from mcunas.cost.suite import build_suite
 from mcunas.errors import BoardProfileError
-from mcunas.predict.board_refit import FIT_SOURCE, fit_base
-from mcunas.predict.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
-from mcunas.predict.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency
-from mcunas.predict.records import RecordStore
-from mcunas.predict.suite import build_suite
 from mcunas.tflite.reader import read_graph
 
 CAL = Path(__file__).resolve().parent.parent / "mcunas" / "calibration"
@@ -164,8 +164,8 @@ def test_report_checks_the_plot_folder_before_any_work(tmp_path):
     ],
 )
 def test_calibration_csv_rows_name_what_is_wrong(tmp_path, row, message):
+    from mcunas.cost.scale_fit import load_calibration
     from mcunas.errors import UserError
-    from mcunas.predict.scale_fit import load_calibration
 
     header = (CAL / "measurements.csv").read_text().splitlines()[0]
     path = tmp_path / "m.csv"

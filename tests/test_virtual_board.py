@@ -4,8 +4,8 @@ import sys
 import pytest
 from vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
-from mcunas.boards import load_board
-from mcunas.csource import model_crc32
+from mcunas.boards.catalog import load_board
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.measure.base import get_measurer
 from mcunas.measure.board import (
@@ -17,8 +17,8 @@ from mcunas.measure.board import (
     WrongFirmware,
 )
 from mcunas.measure.serial_link import BoardCrashed, LinkError, PortVanished
-from mcunas.measure.virtual_board.device import FAULTS, VirtualBoard
-from mcunas.measure.virtual_board.project import VirtualProject
+from mcunas.testing.virtual_board.device import FAULTS, VirtualBoard
+from mcunas.testing.virtual_board.flasher import VirtualProject
 
 ESP = load_board("esp32s3")
 
@@ -144,8 +144,8 @@ def test_connection_check_without_flash():
 
 
 def test_simulator_figures(calibration_dir):
-    pytest.importorskip("mcunas.profile")
-    from mcunas.measure.virtual_board.figures import simulator_figures
+    pytest.importorskip("mcunas.cost.profile")
+    from mcunas.testing.virtual_board.figures import simulator_figures
 
     model = (calibration_dir / "models" / "kws_ref_model.tflite").read_bytes()
     figures = simulator_figures(model, ESP)
@@ -161,7 +161,7 @@ def test_module_prints_pty_path_for_demos(tmp_path):
     cmd = [
         sys.executable,
         "-m",
-        "mcunas.measure.virtual_board",
+        "mcunas.testing.virtual_board",
         "--board",
         "esp32s3",
         "--model",

@@ -170,4 +170,4 @@ def test_wheel_carries_no_bench_code(wheel: Path) -> None:
     """The bench package (bench/) stays in the checkout: only the benchmarks call it."""
     names = zipfile.ZipFile(wheel).namelist()
     assert not [n for n in names if n.startswith(("bench/", "scripts/", "tests/"))]
-    assert "mcunas/predict/core_fit.py" not in names
+    assert "mcunas/cost/core_fit.py" not in names

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import contextlib
 
-from mcunas.boards import load_board
-from mcunas.measure.virtual_board.device import VirtualBoard
-from mcunas.measure.virtual_board.figures import fixed_figures
+from mcunas.boards.catalog import load_board
+from mcunas.testing.virtual_board.device import VirtualBoard
+from mcunas.testing.virtual_board.figures import fixed_figures
 from mcunas.tflite.writer import build_model
 
 

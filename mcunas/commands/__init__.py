@@ -1,4 +1,4 @@
-"""Click commands, one module each, loaded lazily by :mod:`mcunas.cli`."""
+"""Click commands, one module each, loaded lazily by :mod:`mcunas.commands.cli`."""
 
 import math
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from mcunas.boards import load_board
+from mcunas.boards.catalog import load_board
 from mcunas.commands import SECONDS, ranged_help
 from mcunas.figures import Figures
 from mcunas.jsontext import dumps
@@ -175,7 +175,7 @@ def _model_and_frontend(model: str) -> tuple[bytes, bytes | None]:
         UserError: a folder that is no search's output nor its best/.
         ModelError: the model is missing, not a .tflite, or float.
     """
-    from mcunas.profile import load_int8_model
+    from mcunas.cost.profile import load_int8_model
 
     if not Path(model).is_dir():
         return load_int8_model(model)[0], None

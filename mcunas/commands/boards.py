@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from mcunas.boards import BoardProfile, list_boards, load_board
+from mcunas.boards.catalog import BoardProfile, list_boards, load_board
 from mcunas.jsontext import dumps
 from mcunas.paths import user_boards_dir
 
@@ -56,8 +56,8 @@ def cli(ctx: click.Context, as_json: bool) -> None:
 
 def _latency_basis(board: BoardProfile) -> str:
     """``+/-14% fitted`` (the board's own table) or ``+/-60% defaults`` (family defaults)."""
+    from mcunas.cost.latency import resolve
     from mcunas.errors import BoardProfileError
-    from mcunas.predict.latency import resolve
 
     try:
         coef = resolve(board, board.kernels)
@@ -129,7 +129,7 @@ def _latency_lines(latency: dict) -> list[str]:
 
 def _setup_lines(board: BoardProfile) -> list[str]:
     """The setup keys (stated or their baseline) and how each moved the latency estimate."""
-    from mcunas.predict.setup import BASELINE, combined, setup_effects
+    from mcunas.cost.setup import BASELINE, combined, setup_effects
 
     lines = ["  setup             (a key left out means the baseline the defaults were fitted on)"]
     for key, baseline in BASELINE.items():

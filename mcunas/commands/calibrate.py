@@ -101,11 +101,11 @@ def cli(
     """Measure the calibration suite on a board, refit its latency model, write the profile."""
     from pathlib import Path
 
-    from mcunas.boards import load_board
-    from mcunas.calibrate import calibrate, calibration_board
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.records import RecordStore
+    from mcunas.cost.suite import load_suite
+    from mcunas.measure.calibrate import calibrate, calibration_board
     from mcunas.measure.opener import open_measurer
-    from mcunas.predict.records import RecordStore
-    from mcunas.predict.suite import load_suite
 
     _check_options(click.get_current_context(), timeout_s)
     if no_flash:

@@ -32,7 +32,7 @@ best/project for its own board.""",
 @click.option("--json", "as_json", is_flag=True, help="Print the folder and files as JSON.")
 def cli(source: str, board_name: str | None, out: str | None, as_json: bool) -> None:
     """Write a deployable PlatformIO project for the model a search chose (SOURCE: its folder)."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
     from mcunas.jsontext import dumps
     from mcunas.search.finish.export import export_project
 

@@ -64,7 +64,7 @@ def spoken_words_cmd(
     out: Path, per_class: int, test_fraction: float, words: str, seed: int
 ) -> None:
     """Spoken command words (espeak-ng voices, sox, noise) as 1 s 16 kHz WAV clips."""
-    from mcunas import spoken_words
+    from mcunas.data import spoken_words
 
     chosen = tuple(w.strip() for w in words.split(",") if w.strip())
     spoken_words.check_out(out)

@@ -13,7 +13,7 @@ from mcunas.paths import predictor_store_path
 
 def _store(path: str | None, create: bool = False):  # noqa: ANN202
     """Open the store; only ``import`` creates one (a mistyped --store must not)."""
-    from mcunas.predict.records import RecordStore
+    from mcunas.cost.records import RecordStore
 
     where = Path(path) if path else predictor_store_path()
     if not create and not where.is_file():
@@ -110,10 +110,10 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
 @_STORE
 def fit_cmd(board_name: str | None, store: str | None) -> None:
     """Refit boards from the store; write them into the user boards folder."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.board_fit import write_user_board
+    from mcunas.cost.store_fit import refit_store
     from mcunas.errors import UnknownBoard
-    from mcunas.predict.board_refit import write_user_board
-    from mcunas.predict.store_refit import refit_store
 
     db = _store(store)
     names = [board_name] if board_name else db.boards()
@@ -148,11 +148,11 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
 @_STORE
 def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
-    from mcunas.boards import load_board
-    from mcunas.predict.board_refit import report_loo
-    from mcunas.predict.records import board_for_row
-    from mcunas.predict.scale_fit import load_calibration, summarize
-    from mcunas.predict.store_refit import store_graphs
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.board_fit import report_loo
+    from mcunas.cost.records import board_for_row
+    from mcunas.cost.scale_fit import load_calibration, summarize
+    from mcunas.cost.store_fit import store_graphs
 
     board = load_board(board_name)
     if plot:

@@ -62,9 +62,9 @@ def cli(
     as_json: bool,
 ) -> None:
     """Estimate latency, arena, peak SRAM, flash and fit of MODEL.tflite on a board."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
+    from mcunas.cost.profile import profile_model
     from mcunas.errors import ModelError
-    from mcunas.profile import profile_model
 
     board = load_board(board_name)
     if clock_mhz is not None:
@@ -97,8 +97,8 @@ def _with_frontend(prof: Any, frontend_path: str | None, board: Any) -> Any:
     """
     if frontend_path is None:
         return None
-    from mcunas.predict.frontend import frontend_cost
-    from mcunas.profile import with_frontend
+    from mcunas.cost.frontend import frontend_cost
+    from mcunas.cost.profile import with_frontend
     from mcunas.tflite.reader import load_model_bytes
 
     shape = tuple(int(d) for d in prof.graph.inputs[0].shape[1:])
@@ -163,7 +163,7 @@ def _profile_frontend(model: str, board: Any, as_json: bool) -> bool:
     data = load_model_bytes(model)
     if config_of_model(data) is None:
         return False
-    from mcunas.predict.frontend import estimate_frontend
+    from mcunas.cost.frontend import estimate_frontend
 
     est = estimate_frontend(data, board)
     if as_json:
@@ -217,7 +217,7 @@ def _print_profile(model: str, prof: Any) -> None:
         f"({basis}; error by op kind, 50%+ where no measurement covers the kind)"
     )
     if not board.latency_fitted:
-        from mcunas.predict.setup import band_breakdown
+        from mcunas.cost.setup import band_breakdown
 
         click.echo(f"  band              {band_breakdown(board, lat.error_pct)}")
     click.echo(
@@ -248,7 +248,7 @@ def _print_profile(model: str, prof: Any) -> None:
 
 def _print_energy(prof: Any) -> None:
     """Energy per inference, and what it means for a battery at one inference a second."""
-    from mcunas.predict.energy import board_power
+    from mcunas.cost.energy import board_power
 
     energy, power = prof.energy, board_power(prof.board)
     click.echo(

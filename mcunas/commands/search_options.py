@@ -27,7 +27,7 @@ from mcunas.search.config import (
     MEASURES,
     REFIT_CHOICES,
 )
-from mcunas.search.pareto import DEFAULT_OBJECTIVES
+from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 
 F = TypeVar("F", bound=Callable[..., object])
 

@@ -63,7 +63,7 @@ def cli() -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 def show_cmd(input_shape: str | None, classes: int, as_json: bool) -> None:
     """List the families and hyperparameters, and count the architectures."""
-    from mcunas.convert import import_tensorflow
+    from mcunas.tflite.convert import import_tensorflow
 
     import_tensorflow()  # quietly, before keras-tuner imports it
     import keras_tuner as kt
@@ -105,7 +105,7 @@ def reference_cmd(
     name: str, out_path: str, input_shape: str | None, classes: int | None, board: str | None
 ) -> None:
     """Write reference NAME as an untrained INT8 .tflite built from the search space."""
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
     from mcunas.space.reference import get_reference
 
     ref = get_reference(name)  # an unknown name fails before TensorFlow loads
@@ -131,7 +131,7 @@ def reference_cmd(
 
 def _fit_text(name: str, model_bytes: bytes, board: object) -> str:
     """``; fits B: ~x ms ...`` or a UserError naming what does not fit."""
-    from mcunas.profile import profile_model
+    from mcunas.cost.profile import profile_model
 
     figures = profile_model(model_bytes, board).figures()
     board_name = getattr(board, "name", "")
@@ -146,7 +146,7 @@ def _fit_text(name: str, model_bytes: bytes, board: object) -> str:
 def _untrained_int8(shape: tuple[int, ...], classes: int, name: str) -> bytes:
     import numpy as np
 
-    from mcunas.convert import convert_int8, import_tensorflow, to_inference_model
+    from mcunas.tflite.convert import convert_int8, import_tensorflow, to_inference_model
 
     import_tensorflow()
     from mcunas.space import McuSearchSpace

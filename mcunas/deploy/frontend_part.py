@@ -14,7 +14,7 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from mcunas.csource import model_crc32
+from mcunas.deploy.csource import model_crc32
 from mcunas.paths import package_path
 
 __all__ = [

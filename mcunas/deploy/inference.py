@@ -10,7 +10,7 @@ runtime. A WAV clip is made int16 PCM, cut or zero-padded to the samples the
 model's input needs, run frame by frame through the exported front-end graph
 (after a reset), its int16 features divided by ``2**output_bits`` and quantised
 with the model's own input scale, then the model is invoked. A ``best/`` without
-a front end gets today's features: the numpy log-mel (:func:`mcunas.audio.log_mel`)
+a front end gets today's features: the numpy log-mel (:func:`mcunas.data.audio.log_mel`)
 for WAV files, and ``.npz`` features or images as they are.
 
 Example::
@@ -96,7 +96,7 @@ class BestModel:
 
     def wav_features(self, path: Path) -> np.ndarray:
         """The model's float input for one WAV file, made as on the board."""
-        from mcunas.audio import read_wav
+        from mcunas.data.audio import read_wav
 
         samples, rate = read_wav(path)
         frames = self.input_shape[0]
@@ -112,7 +112,7 @@ class BestModel:
             x16 = to_int16(np.pad(samples[:need], (0, max(0, need - len(samples)))))
             feats = scaled(self.runner.clip(x16), cfg)
         else:
-            from mcunas.audio import FRAME_MS, HOP_MS, log_mel
+            from mcunas.data.audio import FRAME_MS, HOP_MS, log_mel
 
             frame, hop = round(rate * FRAME_MS / 1000), round(rate * HOP_MS / 1000)
             need = frame + (frames - 1) * hop
@@ -127,7 +127,7 @@ class BestModel:
     def run(self, x: np.ndarray, sources: list[str], labels: list[int | None]) -> list[Prediction]:
         """Invoke the model on float inputs (quantised with its own input scale)."""
         from mcunas.errors import CandidateError
-        from mcunas.evaluate import int8_outputs
+        from mcunas.tflite.evaluate import int8_outputs
 
         if not len(x):
             return []
@@ -172,7 +172,7 @@ def labelled_inputs(best: BestModel, path: Path) -> tuple[np.ndarray, list[str],
 
 
 def _folder(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[int | None]]:
-    from mcunas.data_folder import NOISE_FOLDER, read_folder
+    from mcunas.data.folder import NOISE_FOLDER, read_folder
 
     subs = sorted(p for p in path.iterdir() if p.is_dir() and not p.name.startswith("."))
     subs = [p for p in subs if p.name != NOISE_FOLDER]

@@ -4,7 +4,7 @@
 (``pio run -e ENV -t upload``): ``platformio.ini`` with the board's
 environment and the measurement firmware's pinned platform and TFLite Micro
 port; the model as a C array and its exact op resolver
-(:mod:`mcunas.csource`); ``main.cpp`` with the tensor arena (the measured or
+(:mod:`mcunas.deploy.csource`); ``main.cpp`` with the tensor arena (the measured or
 estimated figure plus a stated margin), the input and output quantisation, a
 documented ``predict()`` (float input, class scores out) and an example loop
 printing the class and the latency; a ``README.md``. For an ESP-IDF board the
@@ -27,8 +27,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from mcunas.boards import BoardProfile
-from mcunas.csource import model_crc32, write_model_sources
+from mcunas.boards.catalog import BoardProfile
+from mcunas.deploy.csource import model_crc32, write_model_sources
 from mcunas.deploy.frontend_part import (
     EXAMPLE_PLAIN,
     frontend_values,

@@ -221,9 +221,9 @@ def use_channel(oracle: Any, channel: grpc.Channel) -> None:
     """Send a worker's Keras Tuner oracle calls through ``channel`` (its token, its TLS).
 
     Keras Tuner's ``OracleClient`` opens a plain channel of its own; this gives it
-    a stub on the worker's channel instead (:func:`mcunas.search.kt_state.use_channel`).
+    a stub on the worker's channel instead (:func:`mcunas.search.tuner.kt_state.use_channel`).
     Any other oracle is left alone.
     """
-    from mcunas.search import kt_state
+    from mcunas.search.tuner import kt_state
 
     kt_state.use_channel(oracle, channel)

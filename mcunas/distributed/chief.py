@@ -21,8 +21,8 @@ from typing import Any
 import mcunas
 from mcunas.distributed.alone import AloneWatch
 from mcunas.errors import McunasError
-from mcunas.search.kt_state import release, requeue, retry_queue, running
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.tuner.kt_state import release, requeue, retry_queue, running
 
 __all__ = ["HEARTBEAT_S", "ChiefService", "release", "requeue"]
 

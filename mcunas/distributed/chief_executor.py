@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-import mcunas.search.kt_state as kt_state
+import mcunas.search.tuner.kt_state as kt_state
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.server import open_door
 from mcunas.distributed.session import (
@@ -29,8 +29,8 @@ from mcunas.distributed.session import (
     welcome,
 )
 from mcunas.search.progress import Progress
+from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.run import Jobs, Planner, SearchRun, Strategy, Wire, Work
-from mcunas.search.store import TrialStatus, TrialStore
 
 __all__ = ["ChiefExecutor", "hold_running"]
 
@@ -64,7 +64,7 @@ class ChiefExecutor:
         self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
     ) -> str | None:
         """Serve the oracle until it has no trial left to give and none is running."""
-        from mcunas.search.tuner import SearchFatal
+        from mcunas.search.tuner.tuner import SearchFatal
 
         tuner.save()  # keras-tuner's tuner file: what a --resume of the chief reloads
         hold_running(run.store, oracle)

@@ -1,6 +1,6 @@
 """A worker's trial store: every write and read goes to the chief, which alone writes SQLite.
 
-It has the methods of :class:`~mcunas.search.store.TrialStore` the tuner uses, so a
+It has the methods of :class:`~mcunas.search.results.store.TrialStore` the tuner uses, so a
 worker runs the same trial code as a local search. Each trial row it starts
 carries the worker's name, and its finish adds the trial's wall time on this
 worker. A call waits up to ``wait_s`` for a chief that is down (restarting with
@@ -18,7 +18,7 @@ from typing import Any
 from mcunas.distributed.wire import RemoteError, call
 from mcunas.errors import TrialTakenAway
 from mcunas.figures import Figures
-from mcunas.search.store import TrialRecord, TrialStatus, figure_columns, record_from_dict
+from mcunas.search.results.store import TrialRecord, TrialStatus, figure_columns, record_from_dict
 from mcunas.search.trial_store import Store
 
 __all__ = ["RemoteStore", "TrialTakenAway"]

@@ -42,7 +42,7 @@ POLL_S = 0.1
 
 def running_elsewhere(oracle: Any, tuner_id: str) -> list[str]:
     """Trial ids running on tuners other than ``tuner_id``, or queued to run again."""
-    from mcunas.search import kt_state
+    from mcunas.search.tuner import kt_state
 
     @kt_state.synchronized
     def look(oracle: Any) -> list[str]:
@@ -55,7 +55,7 @@ def running_elsewhere(oracle: Any, tuner_id: str) -> list[str]:
 
 def patient_servicer(oracle: Any, note: Callable[[str], None] | None = None) -> Any:
     """Keras Tuner's ``OracleServicer`` for ``oracle``, keeping workers while trials run."""
-    from mcunas.search import kt_state
+    from mcunas.search.tuner import kt_state
 
     stopped, idle = kt_state.TrialStatus.STOPPED, kt_state.TrialStatus.IDLE
 
@@ -108,7 +108,7 @@ def build_server(
         maximum_concurrent_rpcs=MAX_CONCURRENT_RPCS,
     )
     if oracle_servicer is not None:
-        from mcunas.search import kt_state
+        from mcunas.search.tuner import kt_state
 
         kt_state.serve_oracle(server, oracle_servicer.oracle, oracle_servicer)
     server.add_generic_rpc_handlers(tuple(handlers))

@@ -209,7 +209,7 @@ def _work(
     stream: Any,
 ) -> None:
     """Run the chief's trials (or the supernet strategy's jobs) until the search is over."""
-    from mcunas.convert import import_tensorflow
+    from mcunas.tflite.convert import import_tensorflow
 
     import_tensorflow()
     host, port = parse_address(settings.connect)

@@ -2,7 +2,7 @@
 
 The model trains on exactly the numbers the board's ``frontend.tflite`` gives
 (its int16 output divided by ``2**output_bits``): host and device features are
-the same by construction. :func:`mcunas.audio.log_mel` stays as the documented
+the same by construction. :func:`mcunas.data.audio.log_mel` stays as the documented
 float reference the graph is tested against. Results are cached by the graph's
 bytes and the clips' contents, so a second run (or a resumed search) reads them
 back instead of running the graph again.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mcunas.audio import read_wav
+from mcunas.data.audio import read_wav
 from mcunas.errors import DatasetError
 from mcunas.files import write_file
 from mcunas.frontend.config import FrontendConfig
@@ -50,7 +50,7 @@ def graph_wav_features(
     noise_paths: list[Path] | None = None,
     cache_dir: Path | None = None,
 ) -> tuple[np.ndarray, str, np.ndarray | None]:
-    """:func:`mcunas.audio.wav_features`, with the features made by the front-end graph.
+    """:func:`mcunas.data.audio.wav_features`, with the features made by the front-end graph.
 
     Clips are zero-padded or cut to the longest clip's length; every clip must
     have the front end's sample rate.
@@ -98,7 +98,7 @@ def graph_wav_features(
 
 
 def _noise(runner: FrontendRunner, paths: list[Path], length: int) -> np.ndarray | None:
-    from mcunas.audio import MAX_NOISE_WINDOWS
+    from mcunas.data.audio import MAX_NOISE_WINDOWS
 
     windows = []
     for p in paths:

@@ -7,12 +7,12 @@ Every user is given it explicitly, as a ``frontend`` argument or attribute;
 none asks an object whether it has one:
 
 - the dataset: ``load_dataset(frontend=...)`` and ``read_folder`` make WAV
-  features with it, and :attr:`mcunas.data.Dataset.frontend` says which one made
+  features with it, and :attr:`mcunas.data.datasets.Dataset.frontend` says which one made
   them;
 - the search space: it builds each model for the input its front end makes
   (``McuSearchSpace(input_shape)`` for the fixed one, ``FrontendSpace`` for a
   searched one, which holds the search's front ends);
-- the runner (:class:`mcunas.search.candidate.KerasRunner`): given the searched
+- the runner (:class:`mcunas.search.trial.runner.KerasRunner`): given the searched
   front ends, it trains each trial on its own front end's data, and it hands the
   trial's front end to the measurer;
 - the measurer: ``Measurer.measure(model_bytes, frontend=graph_of(frontend))``;

@@ -20,7 +20,7 @@ from mcunas.errors import UserError
 from mcunas.figures import Figures
 
 if TYPE_CHECKING:
-    from mcunas.boards import BoardProfile
+    from mcunas.boards.catalog import BoardProfile
 
 __all__ = [
     "ENTRY_POINT_GROUP",
@@ -43,9 +43,9 @@ class Measurer(Protocol):
     Every measurer is given the front end the model's input goes through, as the
     graph a board runs (:func:`mcunas.frontend.port.graph_of`), or None. One whose
     board runs it reports its figures in ``details["frontend"]``
-    (:data:`mcunas.predict.frontend.BOARD_FRONTEND`); one that cannot measures the
+    (:data:`mcunas.cost.frontend.BOARD_FRONTEND`); one that cannot measures the
     model alone, and the front end's estimated cost is added by the caller
-    (:func:`mcunas.profile.with_frontend`).
+    (:func:`mcunas.cost.profile.with_frontend`).
 
     Example::
 
@@ -119,7 +119,7 @@ MEASURERS: dict[str, str] = {
     "simulator": "mcunas.measure.simulator:SimulatorMeasurer",
     "board": "mcunas.measure.board:BoardMeasurer",
     "rack": "mcunas.measure.rack:RackMeasurer",
-    "virtual": "mcunas.measure.virtual_board.measurer:VirtualBoardMeasurer",
+    "virtual": "mcunas.testing.virtual_board.measurer:VirtualBoardMeasurer",
 }
 
 

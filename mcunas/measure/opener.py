@@ -16,7 +16,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.measure.base import MeasureOptions, Measurer, get_measurer
 
 __all__ = ["open_measurer"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import FatalError
 
 __all__ = [

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import CandidateError, FatalError, McunasError
 from mcunas.figures import Figures
 from mcunas.measure.base import MeasureOptions

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcunas.boards import BoardProfile, load_board
+from mcunas.boards.catalog import BoardProfile, load_board
 from mcunas.errors import McunasError, UserError
 from mcunas.measure.board import probe_board
 from mcunas.measure.protocol import Ready

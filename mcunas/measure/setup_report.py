@@ -153,7 +153,7 @@ def setup_differences(profile: Any, reported: dict[str, Any]) -> list[str]:
     Compares placement, caches and clock (the keys that move the estimate); the
     runtime text is a build label, not compared.
     """
-    from mcunas.predict.setup import BASELINE
+    from mcunas.cost.setup import BASELINE
 
     stated = dict(getattr(profile, "setup", {}) or {})
     out = []

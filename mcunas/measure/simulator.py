@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from mcunas.csource import model_crc32
+from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, ModelError
 from mcunas.figures import Figures
 from mcunas.measure.base import MeasureOptions
@@ -50,7 +50,7 @@ class SimulatorMeasurer:
         try:
             from tflite_micro.python.tflite_micro import runtime  # noqa: F401
 
-            import mcunas.predict.latency  # noqa: F401
+            import mcunas.cost.latency  # noqa: F401
         except ImportError as exc:
             raise FatalError(f"simulator unavailable: {exc}. Reinstall mcunas.") from exc
 
@@ -60,13 +60,13 @@ class SimulatorMeasurer:
         A model that does not fit the board is still measured: its ``reasons``
         then say why (``fits`` is False). ``frontend`` is not simulated here: the
         figures are the model's alone (no ``details["frontend"]``), and the trial
-        adds the front end's estimated cost (:func:`mcunas.profile.with_frontend`).
+        adds the front end's estimated cost (:func:`mcunas.cost.profile.with_frontend`).
 
         Raises:
             CandidateError: the model cannot run (an op without TFLM kernel, a
                 float model, a model the runtime cannot allocate).
         """
-        from mcunas.profile import profile_model
+        from mcunas.cost.profile import profile_model
 
         try:
             prof = profile_model(bytes(model_bytes), self.board)

@@ -10,6 +10,6 @@ there, above the strategies, because it chooses them from the registry.
 """
 
 from mcunas.search.config import SearchConfig
-from mcunas.search.result import SearchResult
+from mcunas.search.results.result import SearchResult
 
 __all__ = ["SearchConfig", "SearchResult"]

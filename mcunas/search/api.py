@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from mcunas.boards import BoardProfile, load_board
+from mcunas.boards.catalog import BoardProfile, load_board
 from mcunas.errors import DatasetError, McunasError, UserError
 from mcunas.files import (
     DiskFull,
@@ -28,11 +28,11 @@ from mcunas.files import (
 )
 from mcunas.measure.ports import check_port
 from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.nofit import check_budget_floor
 from mcunas.search.progress import Progress
-from mcunas.search.result import SearchResult
+from mcunas.search.results.result import SearchResult
+from mcunas.search.results.store import TrialStore
 from mcunas.search.run import Executor, SearchRun, Strategy
-from mcunas.search.store import TrialStore
+from mcunas.search.trial.nofit import check_budget_floor
 
 __all__ = ["check_search", "run_planned"]
 
@@ -143,7 +143,7 @@ def _run_locked(
     try:
         store = _open_store(out_dir, config, threads=bool(config.serve))
         store.begin_resume()
-        from mcunas.convert import import_tensorflow
+        from mcunas.tflite.convert import import_tensorflow
 
         import_tensorflow()  # first and quietly: keras and keras-tuner import it too
         session = SearchRun(config, board, out_dir, store, *parts, debug=debug)

@@ -9,8 +9,8 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.limits import LIMITS, check_number
-from mcunas.search.budgets import Budgets
-from mcunas.search.pareto import DEFAULT_OBJECTIVES, check_objectives
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, check_objectives
 
 __all__ = [
     "DEFAULT_EPOCHS",
@@ -80,7 +80,7 @@ IDENTITY = (
     "frontend_space",
 )
 FRONTENDS = ("numpy", "tflm")  # WAV features: numpy log-mel, or the front-end graph in TFLM
-# --frontend tflm: one front end, or its parameters searched (mcunas.search.frontends)
+# --frontend tflm: one front end, or its parameters searched (mcunas.search.frontends.searched)
 FRONTEND_SPACES = ("fixed", "search")
 
 
@@ -209,7 +209,7 @@ class SearchConfig:
         Raises:
             UserError: ``out`` holds no mcunas search.
         """
-        from mcunas.search.store import STORE_NAME, TrialStore
+        from mcunas.search.results.store import STORE_NAME, TrialStore
 
         stored: dict[str, Any] = {}
         if TrialStore.exists_in(Path(out)):

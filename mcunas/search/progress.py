@@ -8,8 +8,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TextIO
 
+from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.stop import raise_if_asked
-from mcunas.search.store import TrialRecord, TrialStatus
 
 __all__ = ["Progress", "format_duration", "trial_summary"]
 

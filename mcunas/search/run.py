@@ -9,7 +9,7 @@ name from the registries of :mod:`mcunas.engine`; this module knows neither
 the supernet nor the distributed search.
 
 Every trained candidate goes through the one trial pipeline
-(:mod:`mcunas.search.pipeline`), whichever strategy and executor. A strategy
+(:mod:`mcunas.search.trial.pipeline`), whichever strategy and executor. A strategy
 that schedules its own jobs uses the protocols of :mod:`mcunas.search.job_protocols`
 (``Work``, ``Wire``, ``Jobs``; re-exported here).
 """
@@ -21,18 +21,18 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.export import export_best, trial_model_bytes
 from mcunas.search.job_protocols import Jobs, Wire, Work
-from mcunas.search.pipeline import CandidateRunner, TrialPipeline
 from mcunas.search.progress import Progress
-from mcunas.search.report import write_report
-from mcunas.search.result import SearchResult, compute_result
-from mcunas.search.store import TrialStore
+from mcunas.search.results.report import write_report
+from mcunas.search.results.result import SearchResult, compute_result
+from mcunas.search.results.store import TrialStore
+from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline
 
 if TYPE_CHECKING:
-    from mcunas.search.frontends import FrontendSearch
+    from mcunas.search.frontends.searched import FrontendSearch
 
 __all__ = [
     "Executor",
@@ -192,12 +192,12 @@ class SearchRun:
             UserError: ``--frontend-space search`` on data that are not WAV clips.
             DatasetError: the data are missing or unreadable.
         """
-        from mcunas.data import load_dataset
-        from mcunas.search.recipe import plan_recipe
+        from mcunas.data.datasets import load_dataset
+        from mcunas.search.training.recipe import plan_recipe
 
         cfg = self.config
         if cfg.frontend == "tflm":
-            from mcunas.search.frontends import FrontendSearch
+            from mcunas.search.frontends.searched import FrontendSearch
 
             self.fronts = FrontendSearch(cfg, self.board, self.out_dir / "cache")
             self.dataset = self.fronts.default
@@ -218,7 +218,7 @@ class SearchRun:
         self.families = families
         d, families = self.dataset, families or self.config.families or FAMILIES
         if self.fronts is not None and self.fronts.searched:
-            from mcunas.search.frontend_space import FrontendSpace
+            from mcunas.search.frontends.space import FrontendSpace
 
             return FrontendSpace(self.fronts, d.num_classes, families)
         return McuSearchSpace(d.input_shape, d.num_classes, families)
@@ -235,8 +235,8 @@ class SearchRun:
         stack = contextlib.ExitStack()
         hardware = self._hardware(stack) if measure else None
 
-        from mcunas.search.candidate import KerasRunner
-        from mcunas.search.isolate import TflmWorker
+        from mcunas.search.trial.isolate import TflmWorker
+        from mcunas.search.trial.runner import KerasRunner
 
         space = self.space(families)
         worker = TflmWorker(self.board)
@@ -314,9 +314,9 @@ class SearchRun:
     def frontend_adder(self) -> Callable[[Any], Any] | None:
         """Adds the current trial's front-end cost to a model's figures; None without one.
 
-        The cost (:func:`mcunas.predict.frontend.frontend_cost`) is estimated once per
+        The cost (:func:`mcunas.cost.frontend.frontend_cost`) is estimated once per
         front end and input length, on the run's board
-        (:meth:`mcunas.search.frontends.FrontendSearch.add`).
+        (:meth:`mcunas.search.frontends.searched.FrontendSearch.add`).
         """
         return None if self.fronts is None else self.fronts.add
 
@@ -352,9 +352,9 @@ class SearchRun:
     def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
         """The reference design's variants (hyperparameter values); [] for none.
 
-        In the order a search tries them (:func:`mcunas.search.seeds.seed_rungs`).
+        In the order a search tries them (:func:`mcunas.search.tuner.seeds.seed_rungs`).
         """
-        from mcunas.search.seeds import seed_rungs
+        from mcunas.search.tuner.seeds import seed_rungs
 
         name = self.seed_name(space)
         if name is None:
@@ -378,7 +378,7 @@ class SearchRun:
         data = self.data_of(result.best)
         model_bytes = None
         if result.best is not None:
-            from mcunas.profile import model_layers
+            from mcunas.cost.profile import model_layers
             from mcunas.search.finish.refit import stored_refit
 
             result.refit = stored_refit(self.store, result.best, self.out_dir, self.config)
@@ -408,7 +408,7 @@ class SearchRun:
         """The front end's ops for the per-layer table (listed first); [] without one."""
         if self.fronts is None:
             return []
-        from mcunas.predict.frontend import frontend_rows
+        from mcunas.cost.frontend import frontend_rows
 
         return frontend_rows(self.fronts.cost_of(data))
 
@@ -427,7 +427,7 @@ class SearchRun:
         if model_bytes is None or data is None or getattr(data, "x_test", None) is None:
             return None
         from mcunas.errors import CandidateError
-        from mcunas.search.isolate import TflmWorker
+        from mcunas.search.trial.isolate import TflmWorker
 
         worker = TflmWorker(self.board)
         try:

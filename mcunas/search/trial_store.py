@@ -1,6 +1,6 @@
 """The trial store as a trial's code sees it: a protocol, met here and on a worker.
 
-:class:`~mcunas.search.store.TrialStore` (this process's SQLite file) and a
+:class:`~mcunas.search.results.store.TrialStore` (this process's SQLite file) and a
 distributed search's :class:`~mcunas.distributed.remote_store.RemoteStore`
 (a worker's proxy of its chief's store) both meet :class:`Store`: the trial
 pipeline, the tuner and a strategy's work write and read trials through it,
@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mcunas.figures import Figures
-from mcunas.search.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
 
 __all__ = ["Store"]
 

@@ -23,7 +23,7 @@ import numpy as np
 
 from mcunas.files import READ_ERRORS
 from mcunas.search.job_protocols import Epoch
-from mcunas.search.store import TrialOrigin
+from mcunas.search.results.store import TrialOrigin
 
 __all__ = [
     "CHECKPOINT",

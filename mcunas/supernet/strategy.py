@@ -37,10 +37,10 @@ import time
 from typing import Any
 
 from mcunas.errors import FatalError
-from mcunas.search.pipeline import SEED_ORIGIN
 from mcunas.search.progress import Progress, format_duration, trial_summary
+from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.run import Jobs, Planner, SearchRun, WorkerRole
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.search.trial.pipeline import SEED_ORIGIN
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.jobs import (
     WIRE,

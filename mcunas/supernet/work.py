@@ -2,7 +2,7 @@
 
 :class:`SupernetWork` checks subnets' costs, trains the supernet, screens
 subnets with inherited weights, and trains the reference design and the
-finalists through the one trial pipeline (:mod:`mcunas.search.pipeline`).
+finalists through the one trial pipeline (:mod:`mcunas.search.trial.pipeline`).
 Every row it writes goes to the run's store (a worker's is the chief's).
 """
 
@@ -18,10 +18,10 @@ from typing import Any
 from mcunas.errors import CandidateError, FatalError, McunasError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.files import write_file
-from mcunas.search.pipeline import CheckResult, TrainResult, training_seed
 from mcunas.search.progress import Progress
+from mcunas.search.results.store import TrialOrigin, TrialStatus
 from mcunas.search.run import SearchRun
-from mcunas.search.store import TrialOrigin, TrialStatus
+from mcunas.search.trial.pipeline import CheckResult, TrainResult, training_seed
 from mcunas.supernet.jobs import (
     Check,
     Done,
@@ -131,7 +131,7 @@ class SupernetWork:
 
     def _too_slow(self, model: bytes) -> tuple[str | None, Figures | None]:
         """The latency verdict alone (the predictor the full check runs), before the arena."""
-        from mcunas.predict.latency import predict_latency
+        from mcunas.cost.latency import predict_latency
         from mcunas.tflite.reader import read_graph
 
         if self.run.config.max_latency_ms is None:

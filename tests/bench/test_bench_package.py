@@ -11,9 +11,9 @@ from bench.calibrate_check import check_models
 from bench.core_fit import core_cycle_ratios, load_runs
 from bench.latency_error import coverage, leave_one_board_out, path_bands
 from bench.rescore_check import rescored_stand_ins
-from mcunas.boards import load_board
-from mcunas.predict.scale_fit import load_calibration, path_band
-from mcunas.search.store import TrialRecord, TrialStatus
+from mcunas.boards.catalog import load_board
+from mcunas.cost.scale_fit import load_calibration, path_band
+from mcunas.search.results.store import TrialRecord, TrialStatus
 
 
 def test_core_ratios_anchor_on_the_m4f_and_order_the_cores() -> None:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.boards import BoardProfile, load_board
-from mcunas.csource import model_crc32
+from mcunas.boards.catalog import BoardProfile, load_board
+from mcunas.deploy.csource import model_crc32
 from mcunas.measure.board import BoardMeasurer, probe_board
 from mcunas.measure.simulator import SimulatorMeasurer
 

@@ -130,10 +130,10 @@ def test_a_killed_chief_resumes_and_its_worker_finishes_the_running_trial(tmp_pa
     running = next(r[0] for r in before if r[1] == "running")
     assert after[running][1] == "ok"  # finished by the worker that was running it
     # the resumed chief re-scored the front's finalists itself, once the worker was done
-    from mcunas.data import load_dataset
+    from mcunas.data.datasets import load_dataset
     from mcunas.search.finish.finalists import pick_finalists
-    from mcunas.search.pareto import DEFAULT_OBJECTIVES
-    from mcunas.search.store import TrialStore
+    from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
+    from mcunas.search.results.store import TrialStore
 
     val_samples = len(load_dataset(None, seed=0).y_val)  # the built-in set, as the chief loads it
     trials = TrialStore.open(out)

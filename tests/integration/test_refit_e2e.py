@@ -13,7 +13,7 @@ from test_search_e2e import _series_search
 from mcunas.engine import run_search
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.refit import REFIT_META, same_graph
-from mcunas.search.store import TrialStore
+from mcunas.search.results.store import TrialStore
 
 pytestmark = pytest.mark.slow
 

@@ -18,7 +18,7 @@ import pytest
 
 from mcunas.engine import run_search
 from mcunas.search import SearchConfig
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def _env() -> dict[str, str]:
 
 
 def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) -> None:
-    from mcunas.search.candidate import KerasRunner
+    from mcunas.search.trial.runner import KerasRunner
 
     real = KerasRunner.convert
     calls = {"n": 0}

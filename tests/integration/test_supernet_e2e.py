@@ -12,7 +12,7 @@ import pytest
 
 from mcunas.engine import run_search
 from mcunas.search import SearchConfig
-from mcunas.search.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStatus, TrialStore
 
 pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[2]

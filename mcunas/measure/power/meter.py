@@ -24,6 +24,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import importlib
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
@@ -43,6 +44,9 @@ __all__ = [
 ]
 
 METER_KINDS = ("joulescope", "ppk2", "virtual")
+# Meters opened by a test device's own module, by name ("module:function", called with the
+# board's port), so that no product module imports a test device.
+METER_OPENERS = {"virtual": "mcunas.testing.virtual_board.meter:open_virtual_meter"}
 # Fewer samples than this in the integrated window is no measurement.
 MIN_SAMPLES = 10
 
@@ -91,16 +95,9 @@ def open_meter(spec: str, *, board_port: str = "", supply_v: float = 3.3) -> Ite
         MeterError: the meter's driver is not installed, the meter is absent or busy.
     """
     kind, address = parse_meter(spec)
-    if kind == "virtual":
-        from mcunas.measure.power.virtual import VirtualMeter
-        from mcunas.measure.virtual_board.device import board_at
-
-        device = board_at(board_port)
-        if device is None:
-            raise MeterError(
-                f"--power virtual needs a virtual board; none serves {board_port or '?'}"
-            )
-        meter: Any = VirtualMeter(device.power)
+    if kind in METER_OPENERS:
+        module, _, name = METER_OPENERS[kind].partition(":")
+        meter: Any = getattr(importlib.import_module(module), name)(board_port)
     else:
         from mcunas.measure.power import drivers
 

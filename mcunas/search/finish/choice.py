@@ -18,8 +18,8 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from mcunas.search.pareto import DEFAULT_OBJECTIVES, Point, pareto_front, record_point
-from mcunas.search.store import TrialOrigin, TrialRecord, TrialStatus
+from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, Point, pareto_front, record_point
+from mcunas.search.results.store import TrialOrigin, TrialRecord, TrialStatus
 
 __all__ = [
     "ACCURACY_TIE",

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from mcunas.search.pipeline import training_seed
+from mcunas.search.trial.pipeline import training_seed
 
 __all__ = ["ALPHA", "TEMPERATURE", "soft_targets", "teacher_name", "teacher_targets"]
 

@@ -36,11 +36,11 @@ import math
 from typing import Any
 
 from mcunas.figures import Figures
-from mcunas.search.budgets import Budgets
 from mcunas.search.config import MAX_MEMBERS
-from mcunas.search.pipeline import Retrained, TrialPipeline
 from mcunas.search.progress import Progress
-from mcunas.search.store import TrialRecord
+from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.store import TrialRecord
+from mcunas.search.trial.pipeline import Retrained, TrialPipeline
 
 __all__ = ["average", "fitting_average", "member_seed", "planned_members", "with_frontend_of"]
 
@@ -129,6 +129,6 @@ def with_frontend_of(run: Any, best: TrialRecord, cost: Any) -> Any:
     """``cost`` with the chosen trial's front end added, as a trial's figures are."""
     if run.fronts is None:
         return cost
-    from mcunas.profile import with_frontend
+    from mcunas.cost.profile import with_frontend
 
     return with_frontend(cost, run.fronts.cost_of(run.data_of(best)), run.board)

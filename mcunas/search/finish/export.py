@@ -12,13 +12,13 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcunas.boards import BoardProfile
+from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
 from mcunas.search.finish.records import Refit
-from mcunas.search.store import TrialRecord
-from mcunas.search.summary import cost_split
+from mcunas.search.results.store import TrialRecord
+from mcunas.search.results.summary import cost_split
 
 if TYPE_CHECKING:
     from mcunas.frontend.port import Frontend
@@ -91,7 +91,7 @@ def export_best(
         DiskFull: the disk filled up while writing.
     """
     model_bytes = trial_model_bytes(best, out_dir) if model is None else model
-    from mcunas.csource import write_model_sources
+    from mcunas.deploy.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 
     dest = Path(out_dir) / "best"
@@ -190,7 +190,7 @@ def _write_project(
     from mcunas.deploy import ArenaFigure, write_project
 
     if arena is None:
-        from mcunas.profile import profile_model
+        from mcunas.cost.profile import profile_model
 
         estimate = profile_model(model_bytes, board).memory.arena_bytes
         arena = ArenaFigure(int(estimate), measured=False, source=f"estimate for {board.name}")
@@ -241,7 +241,7 @@ def export_project(
     """
     import json
 
-    from mcunas.boards import load_board
+    from mcunas.boards.catalog import load_board
 
     best_dir = find_best_dir(source)
     try:

@@ -31,8 +31,8 @@ from typing import Any
 
 from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, Rescored
-from mcunas.search.pareto import DEFAULT_OBJECTIVES, dominates, record_point
-from mcunas.search.store import TrialOrigin, TrialRecord
+from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, dominates, record_point
+from mcunas.search.results.store import TrialOrigin, TrialRecord
 
 __all__ = [
     "KFOLD_BELOW",

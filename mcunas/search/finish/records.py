@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcunas.figures import Figures
-from mcunas.search.trial_record import figure_columns
+from mcunas.search.results.record import figure_columns
 
 __all__ = [
     "REFIT_META",
@@ -220,7 +220,7 @@ class Rescore:
 def figures_of_columns(columns: Mapping[str, Any]) -> Figures:
     """The :class:`Figures` a trial row's figure columns were written from.
 
-    Inverse of :func:`mcunas.search.trial_record.figure_columns` for the figures an
+    Inverse of :func:`mcunas.search.results.record.figure_columns` for the figures an
     average keeps (its front-end share back in ``details["cost_split"]``).
     """
     details: dict[str, Any] = {}

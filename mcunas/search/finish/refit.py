@@ -22,7 +22,7 @@ trained on fewer samples earned.
 :data:`~mcunas.search.finish.finalists.KFOLD_BELOW` training samples, where the
 validation split is small and its samples count; ``on`` always, ``off``
 never. Each training (the refit, its members) goes through the trial
-pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`).
+pipeline's retraining entry (:meth:`~mcunas.search.trial.pipeline.TrialPipeline.retrain`).
 The refit is kept in the store as a
 :class:`~mcunas.search.finish.records.Refit` (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. What refitting gains is
@@ -49,11 +49,11 @@ from mcunas.search.finish.ensemble import (
 )
 from mcunas.search.finish.finalists import KFOLD_BELOW
 from mcunas.search.finish.records import REFIT_META, Ensemble, Refit
-from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
-from mcunas.search.retrain import Attempt, Retrained, Retraining
-from mcunas.search.store import TrialRecord, TrialStore
-from mcunas.search.summary import refit_text
+from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.results.summary import refit_text
+from mcunas.search.trial.pipeline import TrialPipeline, training_seed
+from mcunas.search.trial.retrain import Attempt, Retrained, Retraining
 
 __all__ = [
     "REFIT_CHOICES",
@@ -101,7 +101,7 @@ def refit_chosen(
             built for the refit (:meth:`SearchRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
-    from mcunas.search.result import chosen_trial
+    from mcunas.search.results.result import chosen_trial
 
     cfg, store = run.config, run.store
     data = run.dataset
@@ -274,7 +274,7 @@ def _replanned(run: Any, data: Any) -> Any:
     more than on a trial's 160); the batch size and class
     weights follow the same rules as the search's.
     """
-    from mcunas.search.recipe import plan_recipe
+    from mcunas.search.training.recipe import plan_recipe
 
     cfg = run.config
     return plan_recipe(data, cfg.batch_size, cfg.augment)

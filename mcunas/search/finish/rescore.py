@@ -7,7 +7,7 @@ validation scores within the split's noise of the top, the ``--seed-arch``
 design's largest fitting rung among them unless clearly worse,
 :func:`~mcunas.search.finish.finalists.pick_finalists`; 0 or ``--no-rescore`` turns it
 off) are re-trained with the search's own recipe, through the trial
-pipeline's retraining entry (:meth:`~mcunas.search.pipeline.TrialPipeline.retrain`:
+pipeline's retraining entry (:meth:`~mcunas.search.trial.pipeline.TrialPipeline.retrain`:
 the same build, training, INT8 conversion and INT8 accuracy with the TFLite
 Micro kernels as every trial), and scored again:
 
@@ -36,10 +36,10 @@ import numpy as np
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.finalists import pick_finalists, plan_for
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
-from mcunas.search.pipeline import TrialPipeline, training_seed
 from mcunas.search.progress import Progress
-from mcunas.search.retrain import Retraining, trial_hyperparameters
-from mcunas.search.store import TrialRecord, TrialStore
+from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.trial.pipeline import TrialPipeline, training_seed
+from mcunas.search.trial.retrain import Retraining, trial_hyperparameters
 
 __all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
 
@@ -68,7 +68,7 @@ def rescore_finalists(
         store: TrialStore, the search's trials; runs are kept in its ``rescore`` meta.
         space: the search space the trials' hyperparameters belong to.
         runner: the search's candidate runner; ``runner.for_data(data, seed)`` gives one
-            that trains on another split (:meth:`mcunas.search.candidate.KerasRunner.for_data`).
+            that trains on another split (:meth:`mcunas.search.trial.runner.KerasRunner.for_data`).
         dataset: Dataset, the search's data.
         progress: Progress, for one line per run and the time budget.
         pipeline: the trial pipeline over ``runner`` that retrains each finalist
@@ -159,7 +159,7 @@ def _splits_by_trial(
     Every front end's dataset holds the same samples in the same order, so the folds
     are the same samples whichever features they carry.
     """
-    from mcunas.search.frontend_space import FrontendSpace
+    from mcunas.search.frontends.space import FrontendSpace
 
     if not isinstance(space, FrontendSpace):  # one front end (or none): the search's data
         same = fold_splits(dataset, plan, seed)

@@ -1,0 +1,150 @@
+"""The trial pipeline's second entry: a design trained again, outside the trial loop.
+
+Finishing a search trains designs it has already tried once more: each
+finalist on re-scoring's folds or seeds, the chosen design on every sample
+(the refit) and the members of an average of refits. Each is the same build ->
+train -> convert -> evaluate -> measure as a trial, on other data and another
+seed, and none is a trial row: :meth:`mcunas.search.trial.pipeline.TrialPipeline.retrain`
+returns a :class:`Retrained` value and records nothing.
+
+One failure policy for all of them (:class:`Attempt`): a broken environment
+(:class:`~mcunas.errors.FatalError`) and a trial the chief took away leave as
+exceptions; any other exception ends the retraining with its stage and reason
+in the result (``Retrained.error``), and the caller says what that means (a
+finalist leaves the tie, the trial's own model is exported...).
+
+Example::
+
+    done = pipeline.retrain(Retraining(space, rec.hyperparameters, fold, seed, epochs))
+    done.ok, done.evaluated.accuracy, done.reason
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from mcunas.errors import FatalError, TrialTakenAway, describe
+from mcunas.figures import Figures
+
+__all__ = ["Attempt", "Retrained", "Retraining", "trial_hyperparameters"]
+
+
+@dataclass(frozen=True)
+class Retraining:
+    """One design to train again: its values, the data, the seed and the schedule.
+
+    ``recipe`` replaces the search's (None: the runner's own, and ``for_data`` is
+    called without it); ``targets`` are a teacher's soft targets for the labels;
+    ``early_stop=False`` runs the whole schedule (nothing held out to stop on).
+    """
+
+    space: Any
+    values: Mapping[str, Any]
+    data: Any
+    seed: int
+    epochs: int
+    recipe: Any = None
+    targets: Any = None
+    early_stop: bool = True
+
+    def runner_from(self, runner: Any) -> Any:
+        """The runner that trains this design: ``runner`` on these data and seed."""
+        if self.recipe is None:
+            fit = runner.for_data(self.data, self.seed)
+        else:
+            fit = runner.for_data(self.data, self.seed, recipe=self.recipe)
+        if self.targets is not None:
+            fit.targets = self.targets
+        return fit
+
+    def train(self, runner: Any, model: Any) -> Any:
+        """Train ``model`` in place with ``runner`` (what training gave)."""
+        if self.early_stop:
+            return runner.train(model, self.epochs)
+        return runner.train(model, self.epochs, early_stop=False)
+
+
+@dataclass(frozen=True)
+class Retrained:
+    """What retraining gave, stage by stage (None: not asked for, or not reached).
+
+    ``model`` is the trained Keras model (an average is made of such models) and
+    ``runner`` the one that trained it; ``violations`` are the budgets the measured
+    figures break; ``error`` says why it stopped at ``stage`` (None: it did not).
+    """
+
+    model: Any = None
+    runner: Any = None
+    model_bytes: bytes | None = None
+    trained: Any = None
+    evaluated: Any = None
+    cost: Figures | None = None
+    violations: tuple[str, ...] = ()
+    stage: str | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        """True when every stage asked for ran."""
+        return self.error is None
+
+    @property
+    def reason(self) -> str | None:
+        """``train failed: ValueError: ...``; None when it did not fail."""
+        return None if self.error is None else f"{self.stage} failed: {self.error}"
+
+
+@dataclass
+class Attempt:
+    """A retraining under way: the stage it is at, what it made, and how it failed.
+
+    :meth:`guard` is the one failure policy (see the module); :meth:`result`
+    freezes what was made into a :class:`Retrained`.
+    """
+
+    stage: str = "build"
+    error: str | None = None
+    made: dict[str, Any] = field(default_factory=dict)
+    began: float = field(default_factory=time.perf_counter)
+
+    @contextlib.contextmanager
+    def guard(self) -> Iterator[Attempt]:
+        """Run the block; a failure other than a fatal one becomes ``error``."""
+        try:
+            yield self
+        except (FatalError, TrialTakenAway):
+            raise
+        except Exception as exc:  # noqa: BLE001 - a retraining's failure is its result
+            self.error = describe(exc)
+
+    def at(self, stage: str) -> None:
+        """The next stage begins (a failure from here on names it)."""
+        self.stage = stage
+
+    def result(self) -> Retrained:
+        """What was made, the failure if any, and the seconds since it began."""
+        return Retrained(
+            **self.made,
+            stage=self.stage if self.error is not None else None,
+            error=self.error,
+            seconds=time.perf_counter() - self.began,
+        )
+
+
+def trial_hyperparameters(space: Any, values: Mapping[str, Any]) -> Any:
+    """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
+    import keras_tuner
+
+    from mcunas.space.hypermodel import McuSearchSpace
+
+    values = {k: v for k, v in values.items() if not k.startswith("tuner/")}
+    if isinstance(space, McuSearchSpace):
+        return space.hyperparameters(**values)
+    hp = keras_tuner.HyperParameters()
+    hp.values.update(values)
+    return hp
