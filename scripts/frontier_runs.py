@@ -27,11 +27,11 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
     """One reference-grid model trained as a one-trial search: its row and model path."""
     from bench_tasks import mcunas_run
 
-    from mcunas.search.tuner import seeds
+    from mcunas.search.tuner import rungs as seeds
     from mcunas.space.reference import reference_hyperparameters
 
-    saved = seeds.seed_rungs
-    seeds.seed_rungs = lambda name, shape: [
+    saved = seeds.reference_rungs
+    seeds.reference_rungs = lambda name, shape: [
         reference_hyperparameters(name, shape) | {"st_resolution": res, "st_width_mult": width}
     ]
     try:
@@ -44,7 +44,7 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
                 strategy="random", max_trials=1, max_draws=1, finalists=0,
             )  # fmt: skip
     finally:
-        seeds.seed_rungs = saved
+        seeds.reference_rungs = saved
     row |= {"name": f"ref x{width:g} /{res}", "width": width, "resolution": res}
     row["design"] = design_name(res, width)
     row["model"] = str(out / "best" / "model.tflite")

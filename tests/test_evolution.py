@@ -7,7 +7,7 @@ import random
 import keras_tuner
 
 from mcunas.search.tuner import oracles
-from mcunas.search.tuner.oracles import _step, make_oracle, seed_first_trial
+from mcunas.search.tuner.oracles import _step, make_oracle, start_with_reference
 
 
 def test_numeric_mutations_step_to_a_neighbour_most_of_the_time() -> None:
@@ -46,7 +46,7 @@ def test_front_membership_by_accuracy_and_latency() -> None:
 
 
 def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
-    from mcunas.search.tuner.seeds import seed_rungs
+    from mcunas.search.tuner.rungs import reference_rungs
     from mcunas.space import McuSearchSpace
 
     space = McuSearchSpace((128, 1, 3), 4)
@@ -55,8 +55,8 @@ def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
     hp = keras_tuner.HyperParameters()
     space.declare_hyperparameters(hp)
     oracle.hyperparameters = hp
-    ladder = [space.hyperparameters(**v).values for v in seed_rungs("kws-dscnn", (128, 1, 3))]
-    seed_first_trial(oracle, ladder)
+    ladder = [space.hyperparameters(**v).values for v in reference_rungs("kws-dscnn", (128, 1, 3))]
+    start_with_reference(oracle, ladder)
     return oracle, ladder
 
 

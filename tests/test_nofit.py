@@ -11,7 +11,7 @@ from test_tuner import FakeRunner, make_tuner
 
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialStatus
-from mcunas.search.tuner.oracles import seed_first_trial
+from mcunas.search.tuner.oracles import start_with_reference
 
 
 def _one_line_exit_2(code: int, err: str) -> str:
@@ -57,7 +57,7 @@ def test_every_seed_rung_refused_goes_on_with_the_oracle(tmp_path: Path) -> None
         tmp_path, runner, "evolution", max_trials=1, budgets=Budgets(max_latency_ms=1.0),
         max_draws=6, seeds=ladder,
     )  # fmt: skip
-    seed_first_trial(tuner.oracle, ladder)
+    start_with_reference(tuner.oracle, ladder)
     tuner.search()
     rows = store.trials()
     assert len(rows) == 6 and all(r.status == TrialStatus.INFEASIBLE for r in rows)

@@ -97,8 +97,8 @@ def test_seed_arch_is_checked_before_anything_runs(capsys, tmp_path, args, messa
 def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     import keras_tuner
 
-    from mcunas.search.tuner.oracles import make_oracle, seed_first_trial
-    from mcunas.search.tuner.seeds import seed_rungs
+    from mcunas.search.tuner.oracles import make_oracle, start_with_reference
+    from mcunas.search.tuner.rungs import reference_rungs
     from mcunas.space import McuSearchSpace
 
     space = McuSearchSpace((128, 1, 3), 4)
@@ -107,8 +107,8 @@ def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     hp = keras_tuner.HyperParameters()
     space.declare_hyperparameters(hp)
     oracle.hyperparameters = hp
-    ladder = [space.hyperparameters(**v).values for v in seed_rungs(ladder_of, (128, 1, 3))]
-    seed_first_trial(oracle, ladder)
+    ladder = [space.hyperparameters(**v).values for v in reference_rungs(ladder_of, (128, 1, 3))]
+    start_with_reference(oracle, ladder)
     return oracle, ladder
 
 
@@ -233,7 +233,7 @@ def test_which_reference_a_search_starts_from(seed_arch, strategy, families, exp
     cfg.validate()
     run = SearchRun(cfg, None, Path("."), None, None, None)
     run.dataset = SimpleNamespace(kind="image", input_shape=(8, 8, 1))
-    assert run.seed_name(SimpleNamespace(families=families)) == expected
+    assert run.reference_name(SimpleNamespace(families=families)) == expected
 
 
 @pytest.mark.parametrize(
@@ -261,4 +261,4 @@ def test_the_start_up_line_says_which_design_seeded_and_why(seed_arch, shape, li
     cfg.validate()
     run = SearchRun(cfg, None, Path("."), None, None, None)
     run.dataset = SimpleNamespace(kind="series", input_shape=shape)
-    assert run.seed_line(SimpleNamespace(families=("stages",))).startswith(line)
+    assert run.reference_line(SimpleNamespace(families=("stages",))).startswith(line)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from mcunas.search.tuner.seeds import ACCEPTED, REFUSED, WIDTHS, next_rung, seed_rungs
+from mcunas.search.tuner.rungs import ACCEPTED, REFUSED, WIDTHS, next_rung, reference_rungs
 from mcunas.space.reference import LADDER
 
 
@@ -22,24 +22,24 @@ def _walk(ladder: list[dict], fits) -> list[tuple[int, float]]:  # noqa: ANN001
 
 
 def test_rungs_are_the_ladder_then_the_other_grid_corners() -> None:
-    rungs = seed_rungs("kws-dscnn", (49, 10, 1))
+    rungs = reference_rungs("kws-dscnn", (49, 10, 1))
     corners = _corners(rungs)
     assert corners[: len(LADDER)] == list(LADDER)
     assert set(corners) == {(r, w) for r in (1, 2, 4) for w in (1.0, 0.75, 0.5, 0.25)}
     assert len(corners) == len(set(corners)) == 12
-    short = _corners(seed_rungs("ic-resnet8", (8, 8, 1)))  # too short to downsample
+    short = _corners(reference_rungs("ic-resnet8", (8, 8, 1)))  # too short to downsample
     assert short == [(1, 1.0), (1, 0.75), (1, 0.5), (1, 0.25)]
 
 
 def test_after_the_first_fit_each_other_resolution_gets_its_widest_fit() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     # a budget in MACs: roughly width^2 / resolution; 0.6 lets x0.75 in at /1, x1 at /2
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.6)
     assert seen[:4] == [(1, 1.0), (1, 0.75), (2, 1.0), (4, 1.0)]
 
 
 def test_last_the_cheap_end_every_narrower_width_at_the_coarsest_resolution() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.6)
     assert seen[4:] == [(4, 0.75), (4, 0.5), (4, 0.25)]
     # where a width is refused at the coarsest resolution, only the narrower ones follow
@@ -49,7 +49,7 @@ def test_last_the_cheap_end_every_narrower_width_at_the_coarsest_resolution() ->
 
 
 def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     # x0.5 /2 is refused while stepping down, so /2 resumes below it, never at x1 or x0.75
     seen = _walk(ladder, lambda r, w: w * w / r <= 0.07)
     assert seen[:6] == [(1, 1.0), (1, 0.75), (1, 0.5), (2, 0.5), (1, 0.25), (2, 0.25)]
@@ -59,13 +59,13 @@ def test_a_refused_width_rules_out_the_wider_ones_at_its_resolution() -> None:
 
 
 def test_nothing_fits_walks_every_rung_once_then_stops() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     seen = _walk(ladder, lambda r, w: False)
     assert seen == _corners(ladder)
 
 
 def test_a_running_rung_counts_as_accepted_and_a_later_refusal_resumes_its_resolution() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     idx = {c: i for i, c in enumerate(_corners(ladder))}
     # two workers: rung 0 still running, so the other one gets the widest at /2
     assert next_rung(ladder, [(idx[(1, 1.0)], ACCEPTED)]) == idx[(2, 1.0)]
@@ -75,7 +75,7 @@ def test_a_running_rung_counts_as_accepted_and_a_later_refusal_resumes_its_resol
 
 
 def test_walk_never_repeats_a_rung_under_random_budgets() -> None:
-    ladder = seed_rungs("kws-dscnn", (49, 10, 1))
+    ladder = reference_rungs("kws-dscnn", (49, 10, 1))
     rng = random.Random(0)
     for _ in range(50):
         limit = rng.random()
@@ -88,7 +88,7 @@ def test_walk_never_repeats_a_rung_under_random_budgets() -> None:
 
 
 def test_a_narrow_fit_from_the_ladder_still_gets_its_wider_neighbours_tried() -> None:
-    ladder = seed_rungs("ic-resnet8", (28, 28, 1))
+    ladder = reference_rungs("ic-resnet8", (28, 28, 1))
     # only a quarter of the input fits, up to x0.5: the ladder reaches /4 at x0.25 only
     seen = _walk(ladder, lambda r, w: r == 4 and w <= 0.5)
     assert seen[: len(LADDER)] == list(LADDER)

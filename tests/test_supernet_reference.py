@@ -83,7 +83,7 @@ class FakeRun:
     def pipeline(self, runner: FakeRunner) -> TrialPipeline:
         return TrialPipeline(runner, self.store, self.config.budgets, self.out_dir / "models")
 
-    def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
+    def reference_ladder(self, space: Any) -> list[dict[str, Any]]:
         return self.ladder or []
 
 

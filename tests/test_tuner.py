@@ -343,11 +343,11 @@ def test_infeasible_candidates_complete_with_score_zero(tmp_path: Path) -> None:
 
 
 def test_trials_drawing_the_seed_design_are_marked(tmp_path: Path) -> None:
-    from mcunas.search.tuner.oracles import seed_first_trial
+    from mcunas.search.tuner.oracles import start_with_reference
 
     seed = {"family": "dsconv", "width": 16}
     tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=3, seeds=[seed])
-    seed_first_trial(tuner.oracle, [seed])
+    start_with_reference(tuner.oracle, [seed])
     tuner.search()
     rows = store.trials()
     assert rows[0].hyperparameters == seed and rows[0].origin == "seed"

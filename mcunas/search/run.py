@@ -320,12 +320,12 @@ class SearchRun:
         """
         return None if self.fronts is None else self.fronts.add
 
-    def seed_name(self, space: Any) -> str | None:
+    def reference_name(self, space: Any) -> str | None:
         """The reference the search starts from: ``--seed-arch``, or by kind for ``auto``."""
-        return self.seed_choice(space)[0]
+        return self.reference_choice(space)[0]
 
-    def seed_choice(self, space: Any) -> tuple[str | None, str]:
-        """:meth:`seed_name` and why (the start-up line's words).
+    def reference_choice(self, space: Any) -> tuple[str | None, str]:
+        """:meth:`reference_name` and why (the start-up line's words).
 
         ``auto`` (the default) seeds only where a named seed would be accepted:
         not with hyperband, and only when the space searches the stage family.
@@ -342,24 +342,24 @@ class SearchRun:
         name, why = auto_choice(self.dataset.kind, self.dataset.input_shape)
         return name, f"--seed-arch auto: {why}"
 
-    def seed_line(self, space: Any) -> str:
+    def reference_line(self, space: Any) -> str:
         """The start-up line that says which design seeded the search and why."""
-        name, why = self.seed_choice(space)
+        name, why = self.reference_choice(space)
         if name is None:
             return f"Seed: none ({why})."
         return f"Seed: {name} ({why}), its largest variant that fits first."
 
-    def seed_ladder(self, space: Any) -> list[dict[str, Any]]:
+    def reference_ladder(self, space: Any) -> list[dict[str, Any]]:
         """The reference design's variants (hyperparameter values); [] for none.
 
-        In the order a search tries them (:func:`mcunas.search.tuner.seeds.seed_rungs`).
+        In the order a search tries them (:func:`mcunas.search.tuner.rungs.reference_rungs`).
         """
-        from mcunas.search.tuner.seeds import seed_rungs
+        from mcunas.search.tuner.rungs import reference_rungs
 
-        name = self.seed_name(space)
+        name = self.reference_name(space)
         if name is None:
             return []
-        ladder = seed_rungs(name, self.dataset.input_shape)
+        ladder = reference_rungs(name, self.dataset.input_shape)
         return [space.hyperparameters(**v).values for v in ladder]
 
     def data_line(self) -> str:

@@ -40,7 +40,7 @@ from mcunas.errors import FatalError
 from mcunas.search.progress import Progress, format_duration, trial_summary
 from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.run import Jobs, Planner, SearchRun, WorkerRole
-from mcunas.search.trial.pipeline import SEED_ORIGIN
+from mcunas.search.trial.pipeline import REFERENCE_ORIGIN
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.jobs import (
     WIRE,
@@ -73,7 +73,7 @@ from mcunas.supernet.work import ORIGIN, SupernetWork, TimeUp
 
 __all__ = ["ORIGIN", "REFERENCE_ORIGIN", "SupernetStrategy", "epoch_line"]
 
-REFERENCE_ORIGIN = SEED_ORIGIN  # the origin every search gives the --seed-arch design's rows
+REFERENCE_ORIGIN = REFERENCE_ORIGIN  # the origin every search gives the --seed-arch design's rows
 REFERENCE_PREFIX = "r"
 REPORT_EVERY = 25  # subnets between two progress lines of the search
 POPULATION = 40
@@ -118,7 +118,7 @@ class SupernetStrategy:
                 f"then {cfg.subnets} subnets scored, the best {cfg.max_trials} fine-tuned "
                 f"for {finetune} epochs."
             )
-            progress.note(run.seed_line(self.space))
+            progress.note(run.reference_line(self.space))
             if self.reference() is not None:
                 return STOPPED_REFERENCE
             nothing = self.nothing_fits()
@@ -169,7 +169,7 @@ class SupernetStrategy:
         """
         store, progress = self.run.store, self.progress
         rows = {r.trial_id: r for r in store.trials() if r.origin == REFERENCE_ORIGIN}
-        for i, values in enumerate(self.run.seed_ladder(self.space)):
+        for i, values in enumerate(self.run.reference_ladder(self.space)):
             tid = f"{REFERENCE_PREFIX}{i}"
             rec = rows.get(tid)
             if rec is None or rec.status == TrialStatus.RUNNING:

@@ -38,7 +38,7 @@ from mcunas.search.trial.retrain import Attempt, Retrained, Retraining, trial_hy
 from mcunas.search.trial_store import Store
 
 __all__ = [
-    "SEED_ORIGIN",
+    "REFERENCE_ORIGIN",
     "CandidateRunner",
     "CheckResult",
     "EvalResult",
@@ -51,7 +51,7 @@ __all__ = [
 ]
 
 # The origin of the --seed-arch design's rows, in every strategy.
-SEED_ORIGIN = TrialOrigin.SEED
+REFERENCE_ORIGIN = TrialOrigin.SEED
 
 
 def training_seed(base: int, values: Mapping[str, Any]) -> int:

@@ -49,7 +49,7 @@ from mcunas.search.tuner.kt_state import (
     trial_module,
 )
 
-__all__ = ["ORACLES", "AgingEvolutionOracle", "make_oracle", "seed_first_trial"]
+__all__ = ["ORACLES", "AgingEvolutionOracle", "make_oracle", "start_with_reference"]
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
@@ -86,7 +86,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         super().__init__(objective=objective, max_trials=max_trials, seed=seed, **kwargs)
         self.population_size = max(2, int(population_size))
         self.sample_size = max(1, min(int(sample_size), self.population_size))
-        self.seeds: list[dict[str, Any]] = []  # set by seed_first_trial
+        self.seeds: list[dict[str, Any]] = []  # set by start_with_reference
 
     def _population(self) -> list[trial_module.Trial]:
         done = [
@@ -101,7 +101,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
     def populate_space(self, trial_id: str) -> dict[str, Any]:
         """Random values until the population is full, then a mutated tournament winner.
 
-        A seeded search (:func:`seed_first_trial`) fills its population with
+        A seeded search (:func:`start_with_reference`) fills its population with
         children of the seeds as well: once a seed has a score, two trials in
         three of the filling are mutations, so a short search improves on the
         reference curve instead of spending its time on random draws.
@@ -278,10 +278,10 @@ def make_oracle(
     return ORACLES[strategy](max_trials, epochs, **common)
 
 
-def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -> None:
+def start_with_reference(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -> None:
     """Start the oracle on the rungs of ``ladder`` (``--seed-arch``); later trials are its own.
 
-    The rungs come in the order :func:`mcunas.search.tuner.seeds.next_rung` gives:
+    The rungs come in the order :func:`mcunas.search.tuner.rungs.next_rung` gives:
     the step-down ladder until one variant fits (the search's first trained
     model is the largest variant of the seed that fits), then the widest
     variant that fits at each other input resolution. While every trial so
@@ -289,7 +289,7 @@ def seed_first_trial(oracle: keras_tuner.Oracle, ladder: list[dict[str, Any]]) -
     (evolution mutates the seeds first, see :class:`AgingEvolutionOracle`).
     A resumed search picks up where its trials left off.
     """
-    from mcunas.search.tuner.seeds import ACCEPTED, REFUSED, next_rung
+    from mcunas.search.tuner.rungs import ACCEPTED, REFUSED, next_rung
 
     own = oracle.populate_space
     if isinstance(oracle, AgingEvolutionOracle):  # mutates the seeds first

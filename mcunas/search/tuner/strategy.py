@@ -32,7 +32,7 @@ class TunerStrategy:
         The run finishes the search afterwards (re-scoring, the refit), with this
         runner when the trials ran here.
         """
-        from mcunas.search.tuner.oracles import make_oracle, seed_first_trial
+        from mcunas.search.tuner.oracles import make_oracle, start_with_reference
         from mcunas.search.tuner.tuner import SearchFatal
 
         cfg = run.config
@@ -43,10 +43,10 @@ class TunerStrategy:
             progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
-            seeds = run.seed_ladder(space)
-            progress.note(run.seed_line(space))
+            seeds = run.reference_ladder(space)
+            progress.note(run.reference_line(space))
             if seeds:
-                seed_first_trial(oracle, seeds)
+                start_with_reference(oracle, seeds)
             tuner = make_tuner(run, oracle, space, runner, progress, seeds)
             reconcile(run.store, oracle)
             return executor.drive_tuner(run, tuner, oracle, progress)
@@ -63,7 +63,7 @@ class TunerStrategy:
         cfg = run.config
         run.load_data()
         space, runner, close = run.components()
-        seeds = run.seed_ladder(space)  # the chief's oracle holds them; rows still say "seed"
+        seeds = run.reference_ladder(space)  # the chief's oracle holds them; rows still say "seed"
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             tuner = make_tuner(

@@ -33,7 +33,7 @@ from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.results.store import TrialStatus
 from mcunas.search.trial.pipeline import (
-    SEED_ORIGIN,
+    REFERENCE_ORIGIN,
     CandidateRunner,
     CheckResult,
     EvalResult,
@@ -188,7 +188,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         values = dict(trial.hyperparameters.values)
         seeded = any(values.items() <= s.items() for s in self.seeds)
         self.pipeline.begin(
-            tid, values, family=values.get("family"), origin=SEED_ORIGIN if seeded else None
+            tid, values, family=values.get("family"), origin=REFERENCE_ORIGIN if seeded else None
         )
         fatal = False
         try:

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["ACCEPTED", "REFUSED", "RESOLUTIONS", "WIDTHS", "next_rung", "seed_rungs"]
+__all__ = ["ACCEPTED", "REFUSED", "RESOLUTIONS", "WIDTHS", "next_rung", "reference_rungs"]
 
 # The grid a reference curve is drawn on: width multipliers and input resolutions (1/r).
 WIDTHS = (1.0, 0.75, 0.5, 0.25)
@@ -40,7 +40,7 @@ RESOLUTIONS = (1, 2, 4)
 REFUSED, ACCEPTED = "refused", "accepted"  # a tried rung: missed the budgets / trained or running
 
 
-def seed_rungs(name: str, input_shape: tuple[int, ...]) -> list[dict[str, Any]]:
+def reference_rungs(name: str, input_shape: tuple[int, ...]) -> list[dict[str, Any]]:
     """The seed's rungs: the step-down ladder, then the other grid corners the input allows.
 
     Raises:
@@ -70,7 +70,7 @@ def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]
     """The index of the rung to propose next, or None when seeding is over.
 
     Args:
-        ladder: the rungs (:func:`seed_rungs`' values, or any values with
+        ladder: the rungs (:func:`reference_rungs`' values, or any values with
             ``st_resolution`` and ``st_width_mult``; missing keys count as 1).
         tried: ``(rung index, REFUSED or ACCEPTED)`` per trial so far; a trial
             still running counts as ACCEPTED.
