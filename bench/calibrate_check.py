@@ -1,6 +1,6 @@
 """Held-out models predicted against a ground truth, before and after a calibration.
 
-``scripts/bench calibrate`` and ``tests/test_calibrate.py`` measure a virtual
+``scripts/bench calibrate`` and ``tests/measure/test_calibrate.py`` measure a virtual
 board's calibration by models the suite never ran (docs/benchmarks/latency.md).
 
 Example::

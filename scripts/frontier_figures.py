@@ -1,7 +1,7 @@
 """The frontier bench's arithmetic: fronts, pairing, latency ratios and hypervolume.
 
 Every model is a :class:`Model` (a name, its test accuracy in [0, 1] and its
-latency in ms). Plain Python, no TensorFlow: ``tests/test_bench_frontier.py``
+latency in ms). Plain Python, no TensorFlow: ``tests/bench/test_bench_frontier.py``
 checks it with made-up numbers.
 
 - :func:`front`: the models no other is at least as accurate and as fast as

@@ -3,7 +3,7 @@
 Each reference is the stage family's hyperparameters for one MLPerf Tiny v1.x
 reference model. Built and converted to INT8, it has the same op kinds in the
 same counts and the same MACs as the reference ``.tflite`` in
-``mcunas/calibration/models`` (checked by ``tests/test_reference.py``), except
+``mcunas/calibration/models`` (checked by ``tests/space/test_reference.py``), except
 ``series-s4``, mcunas's own design for long series (no model file):
 
 - ``kws-dscnn``: DS-CNN keyword spotting, 49x10x1 log-mel, 12 classes

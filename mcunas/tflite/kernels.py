@@ -6,7 +6,7 @@ registers. It was obtained by probing that runtime (tflite-micro
 built with :func:`mcunas.tflite.writer.build_model` and loaded; an op is missing when
 the runtime logs "Didn't find op for builtin opcode". 100 ops are registered,
 109 are not (among them GELU, REDUCE_PROD, TILE, POW, ONE_HOT, RANGE and every
-STABLEHLO_* op). ``tests/test_graph.py`` re-checks a few against the runtime;
+STABLEHLO_* op). ``tests/tflite/test_graph.py`` re-checks a few against the runtime;
 re-run :func:`mcunas.tflite.runtime.runtime_has_op` over all codes when the pin changes.
 
 ``ACCELERATED`` lists, per kernel library, the ops that have an optimized

@@ -6,7 +6,7 @@ trial on, and a restarted chief gives a running trial back to its worker), the
 oracle's seed counter and random draw (the evolution oracle), the lock that
 keeps the oracle's state consistent, the gRPC servicer of the oracle, the
 tuner's space-declaration step, and the switch for its traceback printing.
-Each is reached only through this module, and ``tests/test_kt_state.py``
+Each is reached only through this module, and ``tests/search/tuner/test_kt_state.py``
 checks each against the installed version: upgrading the pin means reading
 this file and running that test.
 """

@@ -158,7 +158,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         keras-tuner's default builds the model once per conditional scope to find
         every hyperparameter (20-30 s for mcunas's space); a hypermodel whose
         ``declare_hyperparameters`` declares them all, conditions included, needs
-        one call (the same space: checked by tests/test_space.py).
+        one call (the same space: checked by tests/space/test_space.py).
         """
         if oracle_is_remote():
             return
