@@ -13,7 +13,12 @@ import json
 import math
 from typing import Any
 
-__all__ = ["dumps"]
+__all__ = ["JsonObject", "dumps"]
+
+# A JSON object as mcunas reads and writes it (best.json, a store's meta, a record's
+# to_dict): string keys, JSON values. Only for data that is JSON; a value with a
+# shape of its own gets a type of its own.
+JsonObject = dict[str, Any]
 
 
 def _finite(value: Any) -> Any:
