@@ -92,7 +92,7 @@ def read_folder(path: Path, frontend: Frontend = None, cache_dir: Path | None = 
             x, note, noise = wav_features(paths, noise_paths)
         else:
             from mcunas.data.audio import read_wav
-            from mcunas.frontend.features import graph_wav_features
+            from mcunas.data.clip_features import graph_wav_features
 
             frontend = frontend.at_rate(read_wav(paths[0])[1])
             x, note, noise = graph_wav_features(paths, frontend, noise_paths, cache_dir)

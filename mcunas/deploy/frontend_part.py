@@ -14,8 +14,8 @@ from pathlib import Path
 from string import Template
 from typing import Any
 
-from mcunas.deploy.csource import model_crc32
 from mcunas.paths import package_path
+from mcunas.tflite.csource import model_crc32
 
 __all__ = [
     "CORTEX_M_NOTE",

@@ -4,7 +4,7 @@
 (``pio run -e ENV -t upload``): ``platformio.ini`` with the board's
 environment and the measurement firmware's pinned platform and TFLite Micro
 port; the model as a C array and its exact op resolver
-(:mod:`mcunas.deploy.csource`); ``main.cpp`` with the tensor arena (the measured or
+(:mod:`mcunas.tflite.csource`); ``main.cpp`` with the tensor arena (the measured or
 estimated figure plus a stated margin), the input and output quantisation, a
 documented ``predict()`` (float input, class scores out) and an example loop
 printing the class and the latency; a ``README.md``. For an ESP-IDF board the
@@ -28,7 +28,6 @@ from string import Template
 from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.deploy.csource import model_crc32, write_model_sources
 from mcunas.deploy.frontend_part import (
     EXAMPLE_PLAIN,
     frontend_values,
@@ -39,6 +38,7 @@ from mcunas.deploy.pioenv import env_options, platformio_ini
 from mcunas.errors import ModelError
 from mcunas.files import storage_errors, write_file
 from mcunas.paths import firmware_template_dir, package_path
+from mcunas.tflite.csource import model_crc32, write_model_sources
 from mcunas.tflite.reader import Graph, Tensor, read_graph
 
 __all__ = [

@@ -1,6 +1,6 @@
 """The C sources of ``frontend.tflite`` for a firmware, beside the model's.
 
-The same templates as the model's (:func:`mcunas.deploy.csource.model_sources`), with
+The same templates as the model's (:func:`mcunas.tflite.csource.model_sources`), with
 every name moved from ``model`` to ``frontend`` so both fit in one firmware:
 ``frontend_data.h``/``.cc`` (``g_frontend_data``, ``MCUNAS_FRONTEND_CRC32``,
 ``MCUNAS_FRONTEND_LEN``) and ``frontend_ops.h`` (``McunasFrontendOpResolver``,
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mcunas.deploy.csource import model_sources
 from mcunas.files import write_file
+from mcunas.tflite.csource import model_sources
 
 __all__ = ["frontend_sources", "write_frontend_sources"]
 

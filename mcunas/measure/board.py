@@ -21,7 +21,6 @@ from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.cost.energy import board_power, with_energy, with_frontend_energy
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.figures import Figures, OpTiming
 from mcunas.measure.base import MeasureOptions
@@ -30,6 +29,7 @@ from mcunas.measure.protocol import FrontendResult, Ready, Result
 from mcunas.measure.serial_link import READY_TIMEOUT_S, LinkError, SerialLink
 from mcunas.measure.setup_report import reported_setup
 from mcunas.paths import user_path
+from mcunas.tflite.csource import model_crc32
 
 __all__ = [
     "DEFAULT_TIMEOUT_S",

@@ -29,13 +29,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
 from mcunas.files import output_path, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
 from mcunas.measure.pio_output import build_error, log_tail, upload_hint
 from mcunas.measure.setup_report import runtime_label
 from mcunas.paths import firmware_template_dir
+from mcunas.tflite.csource import model_crc32
 
 __all__ = [
     "BUILD_TIMEOUT_S",
@@ -52,7 +52,7 @@ UPLOAD_TIMEOUT_S = 300
 DEFAULT_RUNS = 20
 DEFAULT_WARMUP_RUNS = 3
 DEFAULT_PROFILE_RUNS = 3
-# Names the generated model sources must define (mcunas.deploy.csource.write_model_sources).
+# Names the generated model sources must define (mcunas.tflite.csource.write_model_sources).
 _REQUIRED_SYMBOLS = {
     "model_data.h": ("MCUNAS_MODEL_CRC32_U32", "g_model_data"),
     "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
@@ -148,7 +148,7 @@ class PioProject:
                 f"for the model ({budget} bytes): not built."
             )
         self._copy_template()
-        from mcunas.deploy.csource import write_model_sources
+        from mcunas.tflite.csource import write_model_sources
 
         if self.generated_dir.exists():
             shutil.rmtree(self.generated_dir)

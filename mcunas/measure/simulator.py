@@ -13,10 +13,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, ModelError
 from mcunas.figures import Figures
 from mcunas.measure.base import MeasureOptions
+from mcunas.tflite.csource import model_crc32
 
 __all__ = ["SimulatorMeasurer"]
 

@@ -5,7 +5,7 @@
 - :func:`convert_int8`: full-integer post-training quantization, int8 input and
   output, calibrated on representative inputs.
 
-The model's C sources are written by :mod:`mcunas.deploy.csource`.
+The model's C sources are written by :mod:`mcunas.tflite.csource`.
 
 TensorFlow is imported inside the functions, never at module import.
 """

@@ -8,9 +8,9 @@ import serial
 from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
 from mcunas.commands.cli import main
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import MeasurementError
 from mcunas.testing.virtual_board.flasher import VirtualProject
+from mcunas.tflite.csource import model_crc32
 from mcunas.tflite.writer import build_model
 from tests.vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 

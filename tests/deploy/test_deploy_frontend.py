@@ -14,10 +14,10 @@ import pytest
 from mcunas.boards.catalog import load_board
 from mcunas.commands.cli import main
 from mcunas.deploy import ArenaFigure, write_project
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import ModelError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
+from mcunas.tflite.csource import model_crc32
 from mcunas.tflite.reader import read_graph
 from tests.deploy.test_deploy import HOST, MODEL, _resolver_double
 

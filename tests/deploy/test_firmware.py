@@ -86,7 +86,7 @@ def test_sources_named_by_the_builds_exist():
 
 
 def test_firmware_uses_the_names_convert_writes(tmp_path):
-    from mcunas.deploy.csource import write_model_sources
+    from mcunas.tflite.csource import write_model_sources
 
     model = (ROOT / "mcunas" / "calibration" / "models" / "kws_ref_model.tflite").read_bytes()
     write_model_sources(model, tmp_path)

@@ -160,8 +160,8 @@ def test_pcan_table_has_the_librarys_size_and_falls() -> None:
 
 
 def test_c_sources_register_the_signal_ops_under_their_own_names() -> None:
-    from mcunas.deploy.csource import model_crc32
     from mcunas.frontend.csource import frontend_sources
+    from mcunas.tflite.csource import model_crc32
 
     model = frontend_model(FrontendConfig(pcan=True))
     texts = frontend_sources(model)

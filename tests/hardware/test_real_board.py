@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from mcunas.boards.catalog import BoardProfile, load_board
-from mcunas.deploy.csource import model_crc32
 from mcunas.measure.board import BoardMeasurer, probe_board
 from mcunas.measure.simulator import SimulatorMeasurer
+from mcunas.tflite.csource import model_crc32
 
 pytestmark = pytest.mark.hardware
 

@@ -19,7 +19,6 @@ import pytest
 from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
 from mcunas.commands.cli import main
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import BoardProfileError, CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
@@ -28,6 +27,7 @@ from mcunas.measure.pio import PioProject
 from mcunas.measure.protocol import ProtocolError, Result, encode_line, parse_line
 from mcunas.testing.virtual_board.figures import fixed_figures
 from mcunas.testing.virtual_board.flasher import VirtualProject
+from mcunas.tflite.csource import model_crc32
 from mcunas.tflite.reader import read_graph
 from tests.repo import REPO
 from tests.vboard_helpers import virtual_board

@@ -2,7 +2,6 @@ import zlib
 
 import pytest
 
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import MeasurementError
 from mcunas.measure.protocol import (
     BoardError,
@@ -14,6 +13,7 @@ from mcunas.measure.protocol import (
     encode_line,
     parse_line,
 )
+from mcunas.tflite.csource import model_crc32
 
 RESULT = (
     'MCUNAS/1 {"event":"result","model_crc32":"8c2f61a0","runs":20,'

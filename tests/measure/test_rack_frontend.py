@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 
 from mcunas.boards.catalog import load_board
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.rack import RackMeasurer, load_rack
 from mcunas.testing.virtual_board.figures import fixed_figures
 from mcunas.testing.virtual_board.flasher import VirtualProject
+from mcunas.tflite.csource import model_crc32
 from tests.repo import REPO
 from tests.vboard_helpers import virtual_board
 

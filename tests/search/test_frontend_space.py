@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from mcunas.boards.catalog import load_board
-from mcunas.frontend import features as features_mod
+from mcunas.data import clip_features as features_mod
+from mcunas.data.clip_features import graph_wav_features
 from mcunas.frontend.config import FrontendConfig
-from mcunas.frontend.features import graph_wav_features
 from mcunas.frontend.graph import config_of_model, frontend_model
 from mcunas.search.frontends.searched import FRONTEND_HPS, FrontendSearch, duration_choices
 from tests.commands.test_search_cli import run

@@ -4,7 +4,6 @@ import sys
 import pytest
 
 from mcunas.boards.catalog import load_board
-from mcunas.deploy.csource import model_crc32
 from mcunas.errors import CandidateError, FatalError, MeasurementError
 from mcunas.measure.base import get_measurer
 from mcunas.measure.board import (
@@ -18,6 +17,7 @@ from mcunas.measure.board import (
 from mcunas.measure.serial_link import BoardCrashed, LinkError, PortVanished
 from mcunas.testing.virtual_board.device import FAULTS, VirtualBoard
 from mcunas.testing.virtual_board.flasher import VirtualProject
+from mcunas.tflite.csource import model_crc32
 from tests.vboard_helpers import MODEL, OTHER_MODEL, virtual_board
 
 ESP = load_board("esp32s3")

@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mcunas.deploy.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.errors import CandidateError
 from mcunas.tflite.convert import convert_int8, to_inference_model
+from mcunas.tflite.csource import model_crc32, resolver_methods, write_model_sources
 from mcunas.tflite.evaluate import int8_accuracy, int8_predict, int8_scores, quantize_inputs
 from mcunas.tflite.kernels import TFLM_OPS
 from mcunas.tflite.reader import read_graph

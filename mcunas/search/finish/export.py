@@ -91,7 +91,7 @@ def export_best(
         DiskFull: the disk filled up while writing.
     """
     model_bytes = trial_model_bytes(best, out_dir) if model is None else model
-    from mcunas.deploy.csource import write_model_sources
+    from mcunas.tflite.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 
     dest = Path(out_dir) / "best"

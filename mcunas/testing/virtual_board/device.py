@@ -36,7 +36,6 @@ import tty
 from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.deploy.csource import model_crc32
 from mcunas.measure.protocol import encode_line
 from mcunas.measure.setup_report import firmware_setup
 from mcunas.testing.virtual_board.figures import (
@@ -47,6 +46,7 @@ from mcunas.testing.virtual_board.figures import (
     simulator_figures,
 )
 from mcunas.testing.virtual_board.power import PowerTimeline
+from mcunas.tflite.csource import model_crc32
 
 __all__ = ["FAULTS", "VirtualBoard", "board_at"]
 

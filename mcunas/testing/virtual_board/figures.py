@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.deploy.csource import model_crc32
+from mcunas.tflite.csource import model_crc32
 
 __all__ = [
     "FiguresProvider",
