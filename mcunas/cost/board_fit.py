@@ -170,6 +170,8 @@ def _scale_without(row: CalibrationRow) -> float:
     return fit_scales(rest).get(row.path, 1.0)
 
 
+# How a fitted profile's [latency] source line starts: read back to tell fitted profiles
+# from hand-written ones, so it keeps the command's former name (profiles on disk carry it).
 FIT_SOURCE = "mcunas predictor fit"
 
 

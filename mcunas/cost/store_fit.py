@@ -1,6 +1,6 @@
 """A board refitted from everything the measurement store holds, as a typed result.
 
-What ``mcunas predictor fit`` and ``mcunas calibrate`` both do: start from the
+What ``mcunas latency-model fit`` and ``mcunas calibrate`` both do: start from the
 board's built-in base, refit its ``[latency]`` table
 (:func:`mcunas.cost.board_fit.refit_board`) and, on request, state the
 error by K-fold cross-validation.

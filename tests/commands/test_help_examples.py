@@ -180,10 +180,13 @@ def test_hardware_examples_end_in_one_line_without_hardware(capsys, workdir, exa
 @pytest.mark.slow
 @pytest.mark.parametrize("example", _by_kind("runs"), ids=_ids(_by_kind("runs")))
 def test_examples_run(capsys, workdir, example: Example) -> None:
-    if example.args[0] == "predictor" and example.args[1] != "import":  # a store to work on
-        assert _run(capsys, ("predictor", "import", "mcunas/calibration/measurements.csv"))[0] == 0
+    if example.args[0] == "latency-model" and example.args[1] != "import":  # a store to work on
         assert (
-            _run(capsys, ("predictor", "import", "my_boards.csv", "--store", "lab.sqlite"))[0] == 0
+            _run(capsys, ("latency-model", "import", "mcunas/calibration/measurements.csv"))[0] == 0
+        )
+        assert (
+            _run(capsys, ("latency-model", "import", "my_boards.csv", "--store", "lab.sqlite"))[0]
+            == 0
         )
     code, err = _run(capsys, example.args)
     assert code == 0, err

@@ -135,7 +135,7 @@ def test_stores_and_the_lock_refuse_special_files(tmp_path: Path, fifo: Path) ->
 @pytest.mark.parametrize("kind", ["device", "fifo"])
 def test_plot_and_trace_refuse_special_files(capsys, fifo: Path, kind: str) -> None:
     path = "/dev/null" if kind == "device" else str(fifo)
-    err = _one_line_exit_2(capsys, "predictor", "report", "--board", "esp32s3", "--plot", path)
+    err = _one_line_exit_2(capsys, "latency-model", "report", "--board", "esp32s3", "--plot", path)
     assert "plot" in err and "not a regular file" in err
     model = str(MODEL / "ad01_int8.tflite")
     args = ["bench", model, "--board", "esp32s3", "--port", "/dev/null", "--no-flash"]

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
-from mcunas.commands.predictor import cli
+from mcunas.commands.latency_model import cli
 from mcunas.cost.board_fit import FIT_SOURCE, fit_base
 from mcunas.cost.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
 from mcunas.cost.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency

@@ -157,13 +157,13 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert len(store.model_rows("esp32s3-virtual")) == len(data["models"])
     assert len(store.op_records("esp32s3-virtual")) >= len(data["models"])
     # the copy says what it is, is never auto-detected as the real board, and a later
-    # `predictor fit` (same store, from the same built-in base) writes the same profile
+    # `latency-model fit` (same store, from the same built-in base) writes the same profile
     assert "virtual test device" in fitted["title"] and fitted["serial"]["hwids"] == []
     assert fitted["latency"]["base"] == "esp32s3"
     text = profile.read_text()
-    from mcunas.commands.predictor import cli as predictor_cli
+    from mcunas.commands.latency_model import cli as model_cli
 
-    refit = CliRunner().invoke(predictor_cli, ["fit", "--board", "esp32s3-virtual"])
+    refit = CliRunner().invoke(model_cli, ["fit", "--board", "esp32s3-virtual"])
     assert refit.exit_code == 0, refit.output
     assert profile.read_text() == text
     from mcunas.commands.boards import cli as boards_cli
@@ -190,7 +190,7 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # every variant is in at least two suite models, so no held-out model loses its
     # variant's cost entirely; the held-out errors are still larger than the in-sample ones
     assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 10
-    report = CliRunner().invoke(predictor_cli, ["report", "--board", "esp32s3-virtual"])
+    report = CliRunner().invoke(model_cli, ["report", "--board", "esp32s3-virtual"])
     assert report.exit_code == 0 and "refitted without each model" in report.output
 
 
