@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("mcunas.commands.bench", "Build, flash and measure one model on a real board."),
     "export": ("mcunas.commands.export", "Write a ready PlatformIO project for a chosen model."),
     "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
-    "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),
+    "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and fit a board."),
     "latency-model": (
         "mcunas.commands.latency_model",
         "Fit, import and report the latency model.",

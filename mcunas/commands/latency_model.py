@@ -85,7 +85,7 @@ def list_cmd(store: str | None) -> None:
 Examples:
   mcunas latency-model forget --board esp32s3 --yes
   mcunas latency-model forget --board esp32s3 --source board:/dev/ttyUSB0
-Then `mcunas latency-model fit --board NAME` refits from what is left.""",
+Then `mcunas latency-model fit --board NAME` fits again from what is left.""",
 )
 @click.option("--board", "board_name", required=True, help="Board whose measurements to delete.")
 @click.option("--source", default=None, help="Only this source (as `latency-model list` shows it).")
@@ -110,14 +110,14 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
 
 @cli.command("fit", epilog="Example: mcunas latency-model fit --board esp32s3")
 @click.option(
-    "--board", "board_name", default=None, help="Refit one board (default: all in the store)."
+    "--board", "board_name", default=None, help="Fit one board (default: all in the store)."
 )
 @_STORE
 def fit_cmd(board_name: str | None, store: str | None) -> None:
-    """Refit boards from the store; write them into the user boards folder."""
+    """Fit boards to the store's measurements; write them into the user boards folder."""
     from mcunas.boards.catalog import load_board
     from mcunas.cost.board_fit import write_user_board
-    from mcunas.cost.store_fit import refit_store
+    from mcunas.cost.store_fit import fit_store
     from mcunas.errors import UnknownBoard
 
     db = _store(store)
@@ -139,9 +139,9 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
             )
             continue
         fitted += 1
-        refit = refit_store(board, db)
-        out = write_user_board(board, refit.table)
-        libs = ", ".join(lib.text() for lib in refit.libraries)
+        fit = fit_store(board, db)
+        out = write_user_board(board, fit.table)
+        libs = ", ".join(lib.text() for lib in fit.libraries)
         click.echo(f"{name}: {libs} -> {out}")
     if not fitted:
         raise UserError(f"None of the boards in {db.path} has a profile to fit.")
@@ -181,7 +181,7 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     stats = summarize(results)
     click.echo(
         f"{board.name}: leave-one-out on {stats['n']} measurement(s)"
-        + (" (models measured op by op: per-op tables refitted without each model)" if ops else "")
+        + (" (models measured op by op: per-op tables fitted without each model)" if ops else "")
     )
     for r in sorted(results, key=lambda r: -abs(r.error_pct)):
         click.echo(

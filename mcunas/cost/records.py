@@ -1,7 +1,7 @@
 """A SQLite store of latency measurements: whole-model and per-op.
 
 Each measurement is keyed by the model's hash (the model bytes are kept, so a
-refit never depends on files that moved), the board profile name, its
+fit never depends on files that moved), the board profile name, its
 kernel library and clock, and says where it came from (``board:/dev/ttyUSB0``,
 ``published:<citation>``, ``virtual:...``).
 

@@ -203,17 +203,17 @@ def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
     assert not (isolated_home / "boards" / "esp32s3.toml").exists()
 
 
-def test_refit_store_returns_a_typed_refit(isolated_home):
-    from mcunas.cost.store_fit import LibraryFit, refit_store
+def test_fit_store_returns_a_typed_fit(isolated_home):
+    from mcunas.cost.store_fit import LibraryFit, fit_store
 
     store = RecordStore()
     store.import_csv(CAL / "measurements.csv")
-    fitted = refit_store(load_board("esp32s3"), store, folds=3)
+    fitted = fit_store(load_board("esp32s3"), store, folds=3)
     assert fitted.board == "esp32s3" and fitted.table["source"].startswith("mcunas predictor fit")
     esp = next(lib for lib in fitted.libraries if lib.kernels == "esp-nn")
     assert esp.error_pct == pytest.approx(13.9) and esp.scale and esp.scale > 0
-    assert fitted.cv == ()  # the K-fold refits per-op tables: these rows have none
+    assert fitted.cv == ()  # the K-fold fits per-op tables: these rows have none
     assert LibraryFit("x", None, None).text() == "x: scale -, error not measured"
     nobody = dataclasses.replace(load_board("esp32s3"), name="nobody")
     with pytest.raises(UserError, match="No measurements for board 'nobody'"):
-        refit_store(nobody, store)
+        fit_store(nobody, store)

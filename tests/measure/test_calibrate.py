@@ -1,4 +1,4 @@
-"""mcunas calibrate: the suite, measuring it, the refit, and recovering a hidden ground truth."""
+"""mcunas calibrate: the suite, measuring it, the fit, and recovering a hidden ground truth."""
 
 from __future__ import annotations
 
@@ -163,14 +163,14 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     text = profile.read_text()
     from mcunas.commands.latency_model import cli as model_cli
 
-    refit = CliRunner().invoke(model_cli, ["fit", "--board", "esp32s3-virtual"])
-    assert refit.exit_code == 0, refit.output
+    again = CliRunner().invoke(model_cli, ["fit", "--board", "esp32s3-virtual"])
+    assert again.exit_code == 0, again.output
     assert profile.read_text() == text
     from mcunas.commands.boards import cli as boards_cli
 
     shown = CliRunner().invoke(boards_cli, ["show", "esp32s3-virtual"]).output
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
-    # the report predicts each suite model from per-op tables refitted without it,
+    # the report predicts each suite model from per-op tables fitted without it,
     # not from the profile's tables (fitted on all of them)
     from mcunas.cost.board_fit import board_loo, report_loo
     from mcunas.cost.scale_fit import cached_graph
@@ -191,7 +191,7 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # variant's cost entirely; the held-out errors are still larger than the in-sample ones
     assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 10
     report = CliRunner().invoke(model_cli, ["report", "--board", "esp32s3-virtual"])
-    assert report.exit_code == 0 and "refitted without each model" in report.output
+    assert report.exit_code == 0 and "per-op tables fitted without each model" in report.output
 
 
 class _FlakyMeasurer:
