@@ -256,12 +256,12 @@ def test_export_examples_run_on_a_finished_search(capsys, workdir, fake_runner) 
 
 def test_predict_examples_run_on_a_best_folder(capsys, workdir) -> None:
     """The examples' best/ holds a KWS model and a front end; their clips are tones."""
-    from tests.commands.test_predict_command import _best
+    from tests.commands.test_predict_command import kws_best_folder
     from tests.frontend.test_frontend_features import make_tones
 
     examples = [e for e in _by_kind("needs a search") if e.args[0] == "predict"]
     best = Path(examples[0].args[1])
-    _best(workdir / best.parent)
+    kws_best_folder(workdir / best.parent)
     make_tones(workdir / "clips", per_class=2)
     for i, wav in enumerate(sorted((workdir / "clips").rglob("*.wav"))[:2]):
         (workdir / f"clip{i + 1}.wav").write_bytes(wav.read_bytes())

@@ -85,7 +85,8 @@ HELD_OUT = [
 ]
 
 
-def _held_out() -> list[tuple[str, bytes]]:
+def held_out_models() -> list[tuple[str, bytes]]:
+    """(name, .tflite bytes): the published calibration models and models no suite holds."""
     models = [(p.name, p.read_bytes()) for p in sorted(CAL_MODELS.glob("*.tflite"))]
     return models + [(name, build_model(name, shape, r)) for name, shape, r in HELD_OUT]
 
@@ -129,7 +130,7 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     """Held-out models (not in the suite) within 10% after calibration, not before."""
     board = load_board("esp32s3")
     truth = GroundTruth.from_seed(0)
-    before = check_models(board, truth, _held_out())
+    before = check_models(board, truth, held_out_models())
     result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -144,12 +145,12 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # the stated error is a 90% band of the k-fold errors, not their median
     assert entry["error_pct"] > data["after"]["median_abs_pct"]
     assert entry["error_method"].startswith("90% band of k-fold cross-validation")
-    after = check_models(load_board("esp32s3-virtual"), truth, _held_out())
+    after = check_models(load_board("esp32s3-virtual"), truth, held_out_models())
     assert _within_10(before) < 0.5, before
     assert _within_10(after) >= 0.9, after
     bands = [
         predict_latency(read_graph(data_), load_board("esp32s3-virtual")).error_pct
-        for _, data_ in _held_out()
+        for _, data_ in held_out_models()
     ]
     held = [abs(p / t - 1) * 100 <= b for (_, p, t), b in zip(after, bands, strict=True)]
     assert sum(held) / len(held) >= 0.85, list(zip(after, bands, strict=True))
