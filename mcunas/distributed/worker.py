@@ -162,7 +162,7 @@ def run_worker(
     try:
         with _wakeable(joined):
             joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF is slow
-            _work(settings, config, board, joined, plan(config), stream)
+            run_trials(settings, config, board, joined, plan(config), stream)
     except KeyboardInterrupt:
         if joined.gone is None:
             raise
@@ -200,7 +200,7 @@ def _wakeable(joined: _Joined) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _work(
+def run_trials(
     settings: WorkerSettings,
     config: SearchConfig,
     board: Any,
