@@ -83,7 +83,7 @@ def _refuse_other_kind(db: sqlite3.Connection, path: Path) -> None:
         db.close()
         raise UserError(
             f"{path} is not an mcunas measurements store (it holds {', '.join(sorted(other))}; "
-            "a search's trials.sqlite?). Give --store a predictor store, or omit --store."
+            "a search's trials.sqlite?). Give --store a measurements store, or omit --store."
         )
 
 
