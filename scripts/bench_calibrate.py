@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 
 def _space_models(count: int) -> list[tuple[str, bytes]]:
@@ -51,8 +50,6 @@ def main() -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--space", type=int, default=0, help="search-space models to add")
     args = parser.parse_args()
-    from test_calibrate import _held_out
-
     from bench.calibrate_check import check_models
     from mcunas.boards.catalog import load_board
     from mcunas.cost.records import RecordStore
@@ -60,8 +57,9 @@ def main() -> int:
     from mcunas.measure.calibrate import calibrate
     from mcunas.measure.opener import open_measurer
     from mcunas.testing.virtual_board.truth import GroundTruth
+    from tests.measure.test_calibrate import held_out_models
 
-    models = _held_out() + (_space_models(args.space) if args.space else [])
+    models = held_out_models() + (_space_models(args.space) if args.space else [])
     if args.suite == "quick":  # the rest of the small suite is held out too
         quick = {m.name for m in load_suite("quick")}
         models += [(m.name, m.model_bytes) for m in load_suite("small") if m.name not in quick]

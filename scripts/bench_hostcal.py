@@ -17,7 +17,7 @@ spread is (max - min) of those minima over their median. The per-invoke cost
 model; a single-op model's op time is its time minus that.
 
 The op fit uses the library's own code (RecordStore, kernel_fit.fit_op_tables,
-board_refit.refit_board, kernel_fit.cross_validate) on the single-op suite models only.
+board_fit.fit_board, kernel_fit.cross_validate) on the single-op suite models only.
 The multi-op suite blocks and the 5 real models are held out: they are
 predicted, never fitted. Figures are host timings (a desktop CPU with caches
 and out-of-order execution, not an MCU): they test whether the predictor's
@@ -122,11 +122,11 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
     """Fit on the single-op models' records only; the library's own fit code.
 
     Returns:
-        ``tables`` (kernel_fit.fit_op_tables, scale 1), ``report``, ``refit`` (the
-        ``[latency]`` table ``mcunas calibrate`` would write, board_refit.refit_board),
+        ``tables`` (kernel_fit.fit_op_tables, scale 1), ``report``, ``fit`` (the
+        ``[latency]`` table ``mcunas calibrate`` would write, board_fit.fit_board),
         ``cv`` (kernel_fit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.cost.board_fit import refit_board
+    from mcunas.cost.board_fit import fit_board
     from mcunas.cost.kernel_fit import cross_validate, fit_op_tables
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
@@ -134,9 +134,9 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
     rows = [r for r in store.model_rows(board.name) if model_hash(r.model.read_bytes()) in single]
     ops = store.op_records(board.name)
     tables, report = fit_op_tables(board, ops, rows, graphs.__getitem__)
-    refit = refit_board(board, rows, ops, graphs.__getitem__)
+    fit = fit_board(board, rows, ops, graphs.__getitem__)
     cv = cross_validate(board, ops, rows, graphs.__getitem__, folds=5)
-    return {"tables": tables, "report": report, "refit": refit, "cv": cv, "graphs": graphs}
+    return {"tables": tables, "report": report, "fit": fit, "cv": cv, "graphs": graphs}
 
 
 def _geomean(values: list[float]) -> float:
@@ -146,7 +146,7 @@ def _geomean(values: list[float]) -> float:
 def predictions(
     board: Any, models: list[HostModel], timings: dict[str, Timing], fitted: dict[str, Any]
 ) -> dict[str, dict[str, float]]:
-    """Predicted ms per model: ``before`` (default tables x one factor), ``opfit``, ``refit``.
+    """Predicted ms per model: ``before`` (default tables x one factor), ``opfit``, ``fit``.
 
     The one factor is the geometric mean of measured / predicted over the
     single-op models, so the default tables are in host units.
@@ -169,11 +169,11 @@ def predictions(
         ]
     )
     opfit = predict(dataclasses.replace(board, latency=fitted["tables"]))
-    refit = predict(dataclasses.replace(board, latency=fitted["refit"]))
+    fit = predict(dataclasses.replace(board, latency=fitted["fit"]))
     return {
         "before": {k: v * factor for k, v in prior.items()},
         "opfit": opfit,
-        "refit": refit,
+        "fit": fit,
         "factor": {"value": factor},
     }
 
@@ -242,8 +242,8 @@ def _equal_clock_fit(
     print(summary_line("cross_validate", [(p, r.latency_ms) for r, p in fitted_eq["cv"]]))
     print(
         summary_line(
-            "held-out, board_refit.refit_board",
-            [(preds_eq["refit"][m.name], timings[m.name].ms) for m in held],
+            "held-out, board_fit.fit_board",
+            [(preds_eq["fit"][m.name], timings[m.name].ms) for m in held],
         )
     )
 

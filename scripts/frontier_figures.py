@@ -149,7 +149,8 @@ def summary(pairs: Sequence[Pair]) -> dict:
     }
 
 
-def _pct(v: float | None, sign: str = "") -> str:
+def pct(v: float | None, sign: str = "") -> str:
+    """A fraction as points to one decimal (``sign="+"``: signed); rounding never shows -0.0."""
     return "-" if v is None else format(100 * v + 0.0, f"{sign}.1f").replace("-0.0", "+0.0")
 
 
@@ -182,9 +183,9 @@ def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
         ratio = "-" if s["geomean_speedup"] is None else f"{s['geomean_speedup']:.2f}"
         lines.append(
             f"| {name} | {s.get('models', '-')} | {s['dominated']} of {s['points']} "
-            f"| {s['not_worse']} of {s['points']} | {_pct(s['mean_gain'], '+')} pt "
+            f"| {s['not_worse']} of {s['points']} | {pct(s['mean_gain'], '+')} pt "
             f"| {ratio} | {b['dominated']} of {b['points']} ({b['models']} models), "
-            f"{_pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} "
+            f"{pct(b['mean_gain'], '+')} pt | {s['hypervolume']:.3f} | {s['wall_s']:.0f} "
             f"| {_yes(s.get('on_front'))} |"
         )
     for name in ("evolution", "supernet"):
@@ -201,7 +202,7 @@ def markdown(task: str, budget: str, result: dict, grid_wall_s: float) -> str:
             ratio = "-" if speedup is None else f"{speedup:.2f}"
             lines.append(
                 f"| {rname} | {100 * acc:.1f} | {ms:.2f} | {at_lat or 'none that fast'} "
-                f"| {_pct(gain, '+')} | {at_acc or 'none'} | {ratio} | {same or '-'} |"
+                f"| {pct(gain, '+')} | {at_acc or 'none'} | {ratio} | {same or '-'} |"
             )
     return "\n".join(lines)
 

@@ -78,12 +78,11 @@ def report(
     cv_worst = sorted(cv, key=lambda rp: -abs(err_pct(rp[1], rp[0].latency_ms)))[:3]
     print("  worst: " + ", ".join(f"{r.id} {err_pct(p, r.latency_ms):+.0f}%" for r, p in cv_worst))
     _variant_table(board, fitted, factor)
-    worst = sorted(held, key=lambda m: -abs(err_pct(preds["refit"][m.name], timings[m.name].ms)))
+    worst = sorted(held, key=lambda m: -abs(err_pct(preds["fit"][m.name], timings[m.name].ms)))
     print(
         "\nWorst 3 held-out after the fit: "
         + ", ".join(
-            f"{m.name} {err_pct(preds['refit'][m.name], timings[m.name].ms):+.1f}%"
-            for m in worst[:3]
+            f"{m.name} {err_pct(preds['fit'][m.name], timings[m.name].ms):+.1f}%" for m in worst[:3]
         )
     )
     _model_table(board, models if show_all else held, timings, fitted, preds)
@@ -104,12 +103,12 @@ def _error_summaries(
     held = by_kind["block"] + by_kind["real"]
     print(
         f"\nWhole-model error (one factor on the default tables: x{factor:.4f}; "
-        f"refit scale {fitted['refit'].get('reference', {}).get('scale', 1.0)}):"
+        f"fit scale {fitted['fit'].get('reference', {}).get('scale', 1.0)}):"
     )
     for label, key in (
         ("before: default tables x factor", "before"),
         ("after: kernel_fit.fit_op_tables", "opfit"),
-        ("after: board_refit.refit_board (calibrate)", "refit"),
+        ("after: board_fit.fit_board (calibrate)", "fit"),
     ):
         print(f" {label}")
         for group, ms in (
@@ -131,7 +130,7 @@ def _model_table(
     preds: dict[str, dict[str, float]],
 ) -> None:
     """One line per model: host time, spread, error before and after, top variants."""
-    fitted_board = dataclasses.replace(board, latency=fitted["refit"])
+    fitted_board = dataclasses.replace(board, latency=fitted["fit"])
     print(
         f"\n  {'model':<30} {'kind':<6} {'host ms':>9} {'spread':>7} {'before':>8} "
         f"{'after':>8}  fitted prediction's top variants"
@@ -143,7 +142,7 @@ def _model_table(
         print(
             f"  {m.name[:30]:<30} {m.kind:<6} {t.ms:9.4f} {t.spread_pct:6.1f}% "
             f"{err_pct(preds['before'][m.name], t.ms):+7.1f}% "
-            f"{err_pct(preds['refit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}"
+            f"{err_pct(preds['fit'][m.name], t.ms):+7.1f}%  {_breakdown(fitted_board, m)}"
         )
 
 
@@ -158,7 +157,7 @@ def op_report(
     """Real models op by op: additivity of isolated op times, fitted per-op error by variant."""
     from mcunas.cost.latency import predict_latency
 
-    fitted_board = dataclasses.replace(board, latency=fitted["refit"])
+    fitted_board = dataclasses.replace(board, latency=fitted["fit"])
     print(
         "\nReal models op by op (each op timed alone with the model's own tensors; "
         "op time = time - per-invoke overhead):"

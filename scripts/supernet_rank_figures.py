@@ -103,14 +103,14 @@ def rank_line(task: str, r: dict) -> str:
         f"the search's key (validation) tau {r['tau_search_key']:.2f}, validation "
         f"loss alone {r['tau_val_loss']:.2f}, fine-tuned {r['finetune_epochs']} epochs "
         f"as the search's finalists {r['tau_finetuned']:.2f}; "
-        f"within one input resolution {_within_text(r)}; "
+        f"within one input resolution {within_text(r)}; "
         f"{r['inherited_s_per_subnet']:.2f} s inherited vs "
         f"{r['standalone_s_per_subnet']:.1f} s trained per subnet; supernet "
         f"{r['supernet_s']:.0f} s"
     )
 
 
-def _within_text(r: dict) -> str:
+def within_text(r: dict) -> str:
     """``r2 0.22 (5 subnets)``-style figures of the rank check's per-resolution taus."""
     within = r.get("tau_within_resolution") or {}
     counts: dict[str, int] = {}

@@ -10,12 +10,12 @@ import pytest
 
 from mcunas.boards.catalog import load_board
 from mcunas.commands import Ranged
-from mcunas.commands.cli import main
 from mcunas.commands.search import cli as search_cli
 from mcunas.errors import BoardProfileError, ImplausibleFigure, UserError
 from mcunas.figures import Figures
 from mcunas.limits import LIMITS, Limit, check_input_shape, check_number
 from mcunas.search.config import SearchConfig
+from tests.cli_helpers import one_line_exit_2
 
 PROFILE = """name = "mine"
 core = "cortex-m33"
@@ -24,15 +24,6 @@ sram_bytes = 262_144
 flash_bytes = 1_048_576
 kernels = "cmsis-nn"
 """
-
-
-def _one_line_exit_2(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
 
 
 @pytest.mark.parametrize(
@@ -46,18 +37,18 @@ def _one_line_exit_2(capsys: pytest.CaptureFixture[str], *args: str) -> str:
 )
 def test_space_reference_refuses_absurd_sizes(capsys, tmp_path, args, words) -> None:
     out = str(tmp_path / "m.tflite")
-    err = _one_line_exit_2(capsys, "space", "reference", "kws-dscnn", *args, "--out", out)
+    err = one_line_exit_2(capsys, "space", "reference", "kws-dscnn", *args, "--out", out)
     assert words in err and not (tmp_path / "m.tflite").exists()
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "0", "1e9"])
 def test_worker_timeout_must_be_finite_and_bounded(capsys, value) -> None:
     args = ["search", "--board", "esp32s3", "--serve", "127.0.0.1:0", "--worker-timeout", value]
-    assert "--worker-timeout" in _one_line_exit_2(capsys, *args)
+    assert "--worker-timeout" in one_line_exit_2(capsys, *args)
 
 
 def test_a_clock_above_the_profile_needs_overclock(capsys) -> None:
-    err = _one_line_exit_2(capsys, "search", "--board", "esp32s3", "--clock-mhz", "5000")
+    err = one_line_exit_2(capsys, "search", "--board", "esp32s3", "--clock-mhz", "5000")
     assert "above esp32s3's 240 MHz" in err and "--overclock" in err
     board = load_board("esp32s3")
     assert board.at_clock(300, above_profile=True).clock_hz == 300_000_000

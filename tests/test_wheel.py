@@ -153,9 +153,9 @@ def _pio_config(project: Path, env: dict, cwd: Path) -> dict[str, dict]:
 
 
 def test_installed_wheel_exports_a_deployable_project(installed: dict, tmp_path: Path) -> None:
-    from tests.deploy.test_deploy import _search_out
+    from tests.deploy.test_deploy import search_out
 
-    out = _search_out(tmp_path, "esp32s3")
+    out = search_out(tmp_path, "esp32s3")
     shutil.rmtree(out / "best" / "project")
     mcunas = str(installed["venv"] / "bin" / "mcunas")
     text = _run([mcunas, "export", str(out), "--json"], installed["work"], installed["env"])

@@ -135,7 +135,7 @@ def check_keys(data: dict[str, Any], known: tuple[str, ...], where: str, table: 
         raise BoardProfileError(f"{where}: unknown key {table}{key!r}{hint}")
 
 
-# [latency] is read by mcunas/cost/latency.py and written by `predictor fit`/`calibrate`
+# [latency] is read by mcunas/cost/latency.py and written by `latency-model fit`/`calibrate`
 _LATENCYTOP_KEYS = ("source", "runtime", "base")  # base: the built-in a fit started from
 _LATENCY_NUMBERS = {  # key -> smallest allowed value (scale must be above it)
     "scale": 0.0,

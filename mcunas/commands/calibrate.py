@@ -1,4 +1,4 @@
-"""``mcunas calibrate``: measure the calibration suite on a board, refit its latency model."""
+"""``mcunas calibrate``: measure the calibration suite on a board, fit its latency model."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ Examples:
   mcunas calibrate --board esp32s3 --rack rack.toml   # every esp32s3 of the rack in parallel
   mcunas calibrate --board esp32s3 --virtual          # end to end on the virtual test device
   mcunas calibrate --board nucleo_f746zg --quick      # few-shot: 3 models
-The refitted profile goes to $MCUNAS_HOME/boards/NAME.toml; profile, search and the
+The fitted profile goes to $MCUNAS_HOME/boards/NAME.toml; profile, search and the
 simulator use it from then on. Every measurement is kept in $MCUNAS_HOME/predictor.sqlite."""
 )
 @click.option("--board", "board_name", required=True, help="Board profile name or .toml path.")
@@ -98,7 +98,7 @@ def cli(
     store: str | None,
     as_json: bool,
 ) -> None:
-    """Measure the calibration suite on a board, refit its latency model, write the profile."""
+    """Measure the calibration suite on a board, fit its latency model, write the profile."""
     from pathlib import Path
 
     from mcunas.boards.catalog import load_board

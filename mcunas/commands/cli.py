@@ -30,8 +30,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("mcunas.commands.bench", "Build, flash and measure one model on a real board."),
     "export": ("mcunas.commands.export", "Write a ready PlatformIO project for a chosen model."),
     "rack": ("mcunas.commands.rack", "Manage a rack of boards for hardware-in-the-loop."),
-    "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and refit a board."),
-    "predictor": ("mcunas.commands.predictor", "Fit, import and report the latency predictor."),
+    "calibrate": ("mcunas.commands.calibrate", "Measure a kernel suite and fit a board."),
+    "latency-model": (
+        "mcunas.commands.latency_model",
+        "Fit, import and report the latency model.",
+    ),
     "predict": ("mcunas.commands.predict", "Run WAV clips, folders or .npz through best/."),
     "space": ("mcunas.commands.space", "Show the search space; write its reference designs."),
     "make-dataset": (
@@ -39,6 +42,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "Write a dataset made offline (spoken words: espeak-ng, sox).",
     ),
 }
+
+# former name -> command: still run, hidden from the help, with a notice on stderr
+# (kept for one release after the rename)
+ALIASES: dict[str, str] = {"predictor": "latency-model"}
 
 
 class LazyGroup(click.Group):
@@ -49,7 +56,12 @@ class LazyGroup(click.Group):
         return [n for n, (mod, _) in COMMANDS.items() if importlib.util.find_spec(mod)]
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        """Import the command's module and return its ``cli``."""
+        """Import the command's module and return its ``cli``; a former name warns first."""
+        if cmd_name in ALIASES:
+            former, cmd_name = cmd_name, ALIASES[cmd_name]
+            click.echo(
+                f"Warning: `mcunas {former}` is deprecated; use `mcunas {cmd_name}`.", err=True
+            )
         if cmd_name not in COMMANDS or cmd_name not in self.list_commands(ctx):
             return None
         return importlib.import_module(COMMANDS[cmd_name][0]).cli

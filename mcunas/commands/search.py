@@ -57,20 +57,20 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
         return  # this process was a worker of a distributed search
 
     try:  # run_search checks the settings before TensorFlow loads or a folder exists
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             result = run_search(config, debug=debug_wanted(), overwrite=overwrite)
     except KeyboardInterrupt:
         if Path(config.out or "").is_dir():
             click.secho(
                 f"Interrupted. Finished trials are kept; continue with: "
-                f"mcunas search --out {config.out} --resume" + _workers_wait(config),
+                f"mcunas search --out {config.out} --resume" + workers_wait(config),
                 err=True,
                 fg="yellow",
             )
         else:
             click.secho(
                 "Interrupted before the first trial; nothing was kept"
-                + (_workers_wait(config) or "."),
+                + (workers_wait(config) or "."),
                 err=True,
                 fg="yellow",
             )
@@ -83,7 +83,7 @@ def cli(ctx: click.Context, as_json: bool, overwrite: bool, **options: Any) -> N
         raise UserError(result.message or "No feasible candidate.")
 
 
-def _workers_wait(config: SearchConfig) -> str:
+def workers_wait(config: SearchConfig) -> str:
     """A chief's workers wait for it: the words that say so (empty for a local search)."""
     if not config.serve:
         return ""
@@ -130,7 +130,7 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
 
 
 @contextlib.contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
+def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (a batch system's stop, ``kill``) stops the search as Ctrl-C does.
 
     Both signals also leave a note (:mod:`mcunas.search.stop`), so a stop whose

@@ -1,15 +1,15 @@
-"""Board profiles refitted from their measurements, and their honest error.
+"""Board profiles fitted to their measurements, and their honest error.
 
 A board's ``[latency]`` table comes from what the measurement store holds for
 it: per-op records of a calibration run (a joint per-op fit, see
 :mod:`mcunas.cost.kernel_fit`) and whole-model rows (the scale, the sum
-constraint). Every refit starts from the built-in profile (:func:`fit_base`),
-so refitting twice gives the same profile; the stated errors are
+constraint). Every fit starts from the built-in profile (:func:`fit_base`),
+so fitting twice gives the same profile; the stated errors are
 out-of-sample (leave-one-out, K-fold, leave-one-model-out).
 
 Example::
 
-    table = refit_board(load_board("esp32s3"), rows, op_records, graph_of)
+    table = fit_board(load_board("esp32s3"), rows, op_records, graph_of)
     write_user_board(load_board("esp32s3"), table)
 """
 
@@ -42,7 +42,7 @@ __all__ = [
     "board_loo",
     "fit_base",
     "fit_op_costs",
-    "refit_board",
+    "fit_board",
     "report_loo",
     "write_user_board",
 ]
@@ -64,7 +64,7 @@ def fit_op_costs(
     For each measured op, the cycles left after its requantization, byte and
     dispatch terms (from the board's current table) divided by its units give
     one estimate of its variant's cost; the median is kept. Returns the costs
-    and, per variant, the median absolute % error of the refitted model on
+    and, per variant, the median absolute % error of the fitted model on
     those ops (its uncertainty).
     """
     from mcunas.cost.latency import resolve, work_cycles
@@ -140,8 +140,8 @@ def report_loo(
 
     Rows whose models were also measured op by op (a calibration run) were what
     the profile's per-op tables were fitted on, so they are predicted by a
-    leave-one-model-out refit of those tables (from the built-in base, as
-    :func:`refit_board` does); the other rows (published figures) by
+    leave-one-model-out fit of those tables (from the built-in base, as
+    :func:`fit_board` does); the other rows (published figures) by
     :func:`board_loo`.
     """
     from mcunas.cost.kernel_fit import cross_validate
@@ -170,14 +170,16 @@ def _scale_without(row: CalibrationRow) -> float:
     return fit_scales(rest).get(row.path, 1.0)
 
 
+# How a fitted profile's [latency] source line starts: read back to tell fitted profiles
+# from hand-written ones, so it keeps the command's former name (profiles on disk carry it).
 FIT_SOURCE = "mcunas predictor fit"
 
 
 def fit_base(board: BoardProfile) -> BoardProfile:
-    """The profile a refit starts from: never the output of an earlier refit.
+    """The profile a fit starts from: never the output of an earlier fit.
 
-    A refit uses every measurement in the store, so starting from a profile an
-    earlier refit wrote would count those measurements twice (and a K-fold
+    A fit uses every measurement in the store, so starting from a profile an
+    earlier fit wrote would count those measurements twice (and a K-fold
     held-out model would leak into its own prediction). A profile whose
     ``[latency]`` table mcunas wrote gets back the table of the built-in profile
     that fit started from (its ``base``, e.g. ``esp32s3`` for ``esp32s3-virtual``;
@@ -206,7 +208,7 @@ def _base_name(board: BoardProfile) -> str | None:
     return (board.latency or {}).get("base")
 
 
-def refit_board(
+def fit_board(
     board: BoardProfile,
     rows: Sequence[CalibrationRow],
     op_records: Sequence[OpRecord],
@@ -258,7 +260,7 @@ def refit_board(
             entry["rows"] = [r.id for r in mine]
             entry["checked_variants"] = checked_variants(mine).get(mine[0].path, [])
         table[kernels] = entry
-    for lib, entry in (board.latency or {}).items():  # libraries no measurement refits
+    for lib, entry in (board.latency or {}).items():  # libraries no measurement fits
         if isinstance(entry, dict) and lib not in table:
             table[lib] = entry
     return table
@@ -274,7 +276,7 @@ def _op_level_scale_and_error(
 ) -> None:
     """Scale from the rows measured with per-op times; error by K-fold over their models.
 
-    The K-fold refits start from ``prior`` (the profile before this fit), so a
+    The K-fold fits start from ``prior`` (the profile before this fit), so a
     held-out model never leaks into the costs it is predicted with.
     """
     from mcunas.cost.kernel_fit import cross_validate
@@ -382,5 +384,5 @@ def write_user_board(board: BoardProfile, latency: LatencyTable) -> Path:
             lines += ["", f"[latency.{lib}]"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
     out = user_boards_dir() / f"{board.name}.toml"
-    check_latency(latency, f"refit of {board.name} (not written to {out})")
+    check_latency(latency, f"fit of {board.name} (not written to {out})")
     return write_file(out, "\n".join(lines).rstrip() + "\n")

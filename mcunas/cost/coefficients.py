@@ -126,7 +126,7 @@ CORE_FACTORS: dict[str, dict[str, float]] = {
 }
 
 # Variants the ESP-NN microbenchmarks do not cover, as a multiple of a
-# measured variant of the same path (estimates; refit with `mcunas calibrate`).
+# measured variant of the same path (estimates; fit with `mcunas calibrate`).
 MICROBENCH_DERIVED: dict[str, dict[str, tuple[str, float]]] = {
     "esp-nn-ansi": {
         "conv_kxk": ("conv_1x1", 1.15),
@@ -211,7 +211,7 @@ PRIOR_TABLES: dict[str, PathTable] = {
 # Fitted path scales (measured / model) from the built-in calibration rows
 # in mcunas/calibration (measurements.csv and measurements_extra.csv),
 # written by `python scripts/bench_predictor.py --emit-defaults`; the test suite
-# refits and checks these stay in step with the data and the tables above.
+# fits them again and checks these stay in step with the data and the tables above.
 DEFAULT_SCALES: dict[str, float] = {
     "cmsis-nn-c": 0.9304,  # one board: RP2040 (Cortex-M0+), pico-tflmicro 2024
     # runtimes from 2021 on (calibration_rows.RECENT_RUNTIME_YEAR): EK-RA6M4 with TF 2.5's TFLM

@@ -251,7 +251,7 @@ def cross_validate(
     graph_of: GraphOf,
     folds: int = 5,
 ) -> list[tuple[Any, float]]:
-    """K-fold over models: refit without a fold, predict its whole-model rows.
+    """K-fold over models: fit without a fold, predict its whole-model rows.
 
     Returns:
         ``(row, predicted_ms)`` for every whole-model row whose model has op

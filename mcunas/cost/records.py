@@ -1,7 +1,7 @@
 """A SQLite store of latency measurements: whole-model and per-op.
 
 Each measurement is keyed by the model's hash (the model bytes are kept, so a
-refit never depends on files that moved), the board profile name, its
+fit never depends on files that moved), the board profile name, its
 kernel library and clock, and says where it came from (``board:/dev/ttyUSB0``,
 ``published:<citation>``, ``virtual:...``).
 
@@ -83,7 +83,7 @@ def _refuse_other_kind(db: sqlite3.Connection, path: Path) -> None:
         db.close()
         raise UserError(
             f"{path} is not an mcunas measurements store (it holds {', '.join(sorted(other))}; "
-            "a search's trials.sqlite?). Give --store a predictor store, or omit --store."
+            "a search's trials.sqlite?). Give --store a measurements store, or omit --store."
         )
 
 

@@ -4,7 +4,7 @@ With few whole-model rows (10 in ``mcunas/calibration/measurements*.csv``) the
 model keeps one free parameter per kernel code path: a ``scale`` on cycles
 whose relative per-variant costs come from kernel microbenchmarks and priors.
 The scale is the geometric mean of measured / modelled cycles over the rows
-of that path (least squares in log space). Leave-one-out refits without
+of that path (least squares in log space). Leave-one-out fits without
 each row and predicts it; a path left with no rows falls back to scale 1
 (the microbenchmarks or priors taken as they are) -- a genuine out-of-sample
 test of the kernel tables. The rows themselves are read and checked by

@@ -1,13 +1,13 @@
-"""A board refitted from everything the measurement store holds, as a typed result.
+"""A board fitted to everything the measurement store holds, as a typed result.
 
-What ``mcunas predictor fit`` and ``mcunas calibrate`` both do: start from the
-board's built-in base, refit its ``[latency]`` table
-(:func:`mcunas.cost.board_fit.refit_board`) and, on request, state the
+What ``mcunas latency-model fit`` and ``mcunas calibrate`` both do: start from the
+board's built-in base, fit its ``[latency]`` table
+(:func:`mcunas.cost.board_fit.fit_board`) and, on request, state the
 error by K-fold cross-validation.
 
 Example::
 
-    fitted = refit_store(load_board("esp32s3"), RecordStore(), folds=5)
+    fitted = fit_store(load_board("esp32s3"), RecordStore(), folds=5)
     write_user_board(load_board("esp32s3"), fitted.table)
     [lib.text() for lib in fitted.libraries]
 """
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcunas.cost.board_fit import LatencyTable, fit_base, refit_board
+from mcunas.cost.board_fit import LatencyTable, fit_base, fit_board
 from mcunas.cost.scale_fit import CalibrationRow, cached_graph
 from mcunas.errors import UserError
 
@@ -26,12 +26,12 @@ if TYPE_CHECKING:
     from mcunas.cost.kernel_fit import GraphOf
     from mcunas.cost.records import RecordStore
 
-__all__ = ["BoardRefit", "LibraryFit", "refit_store", "store_graphs"]
+__all__ = ["BoardFit", "LibraryFit", "fit_store", "store_graphs"]
 
 
 @dataclass(frozen=True)
 class LibraryFit:
-    """One kernel library of a refit: its scale and stated error (None: not measured)."""
+    """One kernel library of a fit: its scale and stated error (None: not measured)."""
 
     kernels: str
     scale: float | None
@@ -44,8 +44,8 @@ class LibraryFit:
 
 
 @dataclass(frozen=True)
-class BoardRefit:
-    """A board refitted from a measurement store.
+class BoardFit:
+    """A board fitted to a measurement store.
 
     Attributes:
         board: the profile's name.
@@ -73,11 +73,11 @@ def store_graphs(store: RecordStore) -> GraphOf:
     return lambda key: cached_graph(store.model_path(key))
 
 
-def refit_store(board: BoardProfile, store: RecordStore, *, folds: int = 0) -> BoardRefit:
-    """Refit ``board`` from everything ``store`` holds for it (from its built-in base).
+def fit_store(board: BoardProfile, store: RecordStore, *, folds: int = 0) -> BoardFit:
+    """Fit ``board`` to everything ``store`` holds for it (from its built-in base).
 
     Args:
-        board: the profile refitted.
+        board: the profile fitted.
         store: the measurement store.
         folds: K of a K-fold cross-validation of the board's kernel library over its
             whole-model rows (0: none).
@@ -92,10 +92,10 @@ def refit_store(board: BoardProfile, store: RecordStore, *, folds: int = 0) -> B
     if not rows and not ops:
         raise UserError(f"No measurements for board '{board.name}' in {store.path}")
     graph_of = store_graphs(store)
-    table = refit_board(board, rows, ops, graph_of)
+    table = fit_board(board, rows, ops, graph_of)
     cv: tuple[tuple[CalibrationRow, float], ...] = ()
     if folds:
         mine = [r for r in rows if r.kernels == board.kernels]
         own_ops = [o for o in ops if o.kernels == board.kernels]
         cv = tuple(cross_validate(board, own_ops, mine, graph_of, folds=folds))
-    return BoardRefit(board.name, table, cv)
+    return BoardFit(board.name, table, cv)

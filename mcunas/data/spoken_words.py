@@ -47,6 +47,7 @@ __all__ = [
     "check_out",
     "check_tools",
     "make",
+    "run_tool",
 ]
 
 WORDS = ("yes", "no", "up", "down", "left", "right", "on", "off", "stop", "go")
@@ -104,11 +105,11 @@ def check_out(out: Path) -> None:
 
 def speak(word: str, voice: str, speed: int, pitch: int, amplitude: int) -> np.ndarray:
     """One word spoken by espeak-ng, resampled to 16 kHz mono by sox, as float32 in [-1, 1]."""
-    spoken = _run(
+    spoken = run_tool(
         ["espeak-ng", "--stdout", "-v", voice, "-s", str(speed), "-p", str(pitch),
          "-a", str(amplitude), word],
     )  # fmt: skip
-    pcm = _run(
+    pcm = run_tool(
         ["sox", "-R", "-D", "-t", "wav", "-", "-t", "raw", "-r", str(RATE), "-c", "1", "-b", "16",
          "-e", "signed-integer", "-"],
         spoken,
@@ -116,8 +117,8 @@ def speak(word: str, voice: str, speed: int, pitch: int, amplitude: int) -> np.n
     return np.frombuffer(pcm, "<i2").astype(np.float32) / 32768.0
 
 
-def _run(cmd: list[str], data: bytes | None = None) -> bytes:
-    """A tool's standard output; its failure as one line naming the tool and its last words."""
+def run_tool(cmd: list[str], data: bytes | None = None) -> bytes:
+    """Run ``cmd`` (``data`` on its stdin): its stdout, or one UserError line naming the tool."""
     try:
         return subprocess.run(cmd, input=data, check=True, capture_output=True).stdout
     except subprocess.CalledProcessError as exc:

@@ -39,7 +39,7 @@ from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
 from mcunas.search.run import Executor, SearchRun, Strategy
 
-__all__ = ["DEFAULT_WAIT_S", "WorkerSettings", "default_name", "run_worker"]
+__all__ = ["DEFAULT_WAIT_S", "ChiefConnection", "WorkerSettings", "default_name", "run_worker"]
 
 DEFAULT_WAIT_S = 60.0  # joining: how long to wait for a chief that does not answer
 CHIEF_RESTART_WAIT_S = 900.0  # a joined worker waits this long for a restarting chief
@@ -74,7 +74,7 @@ class WorkerSettings:
             raise UserError(f"--name {self.name}: Keras Tuner reserves names containing 'chief'")
 
 
-class _Joined:
+class ChiefConnection:
     """The connection to the chief: join, rejoin after a chief restart, heartbeats.
 
     Every join carries this process's token, so the chief tells a rejoin
@@ -104,6 +104,7 @@ class _Joined:
         return call(self.channel, request, timeout_s=timeout_s, address=self.settings.connect)
 
     def start_heartbeat(self, every_s: float, note: Callable[[str], None]) -> None:
+        """Beat every ``every_s`` s in a thread; a chief gone past ``wait_s`` interrupts main."""
         absence = ChiefAbsence(self.settings.name, self.settings.connect, self.wait_s, note)
 
         def beat() -> None:
@@ -129,6 +130,7 @@ class _Joined:
         self._thread.start()
 
     def leave(self) -> None:
+        """Stop the heartbeat and tell the chief (a chief already gone is not waited for)."""
         self._stop.set()
         with contextlib.suppress(RemoteError, ChiefUnreachable):
             call(self.channel, {"op": "leave", "worker": self.settings.name}, timeout_s=5)
@@ -156,13 +158,13 @@ def run_worker(
     config = settings.config or SearchConfig.from_dict(hello["config"])
     config = _local(config, settings)
     board = check_search(config)
-    joined = _Joined(settings, config, config.dataset_sha256())
+    joined = ChiefConnection(settings, config, config.dataset_sha256())
     reply = joined.join()
     say = Progress(config.max_trials, None, stream=stream).note
     try:
         with _wakeable(joined):
             joined.start_heartbeat(float(reply.get("heartbeat_s", 2.0)), say)  # TF is slow
-            _work(settings, config, board, joined, plan(config), stream)
+            run_trials(settings, config, board, joined, plan(config), stream)
     except KeyboardInterrupt:
         if joined.gone is None:
             raise
@@ -172,7 +174,7 @@ def run_worker(
 
 
 @contextlib.contextmanager
-def _wakeable(joined: _Joined) -> Iterator[None]:
+def _wakeable(joined: ChiefConnection) -> Iterator[None]:
     """Let the heartbeat's wake-up reach the main thread even where SIGINT is not Python's.
 
     The heartbeat ends the main thread's wait with ``_thread.interrupt_main``, which
@@ -200,11 +202,11 @@ def _wakeable(joined: _Joined) -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-def _work(
+def run_trials(
     settings: WorkerSettings,
     config: SearchConfig,
     board: Any,
-    joined: _Joined,
+    joined: ChiefConnection,
     parts: tuple[Strategy, Executor],
     stream: Any,
 ) -> None:

@@ -175,7 +175,7 @@ class BoardMeasurer:
         self._meter_stack.close()
         self._meter = None
 
-    def _power_meter(self) -> Any:
+    def power_meter(self) -> Any:
         """The power meter, opened on first use (None without ``power``)."""
         if self.power and self._meter is None:
             from mcunas.measure.power.meter import open_meter
@@ -229,7 +229,7 @@ class BoardMeasurer:
             # The firmware names its model in `ready` too: fail before running the wrong one.
             self._check_crc(port, str(ready.raw.get("model_crc32", expected)), expected)
             remaining = self.timeout_s - (time.monotonic() - start)
-            meter = self._power_meter()
+            meter = self.power_meter()
             if meter is not None:
                 meter.start()
             result = link.run(max(remaining, 0.1))

@@ -1,11 +1,11 @@
-"""Calibrate a board's latency model: measure the suite, store, refit, write the profile.
+"""Calibrate a board's latency model: measure the suite, store, fit, write the profile.
 
 ``calibrate`` measures every model of the calibration suite
 (:mod:`mcunas.cost.suite`) through any :class:`~mcunas.measure.base.Measurer`
 (a board on a port, a rack, the virtual board), stores each whole-model and
-per-op time in the :class:`~mcunas.cost.records.RecordStore`, refits the
+per-op time in the :class:`~mcunas.cost.records.RecordStore`, fits the
 board's kernel tables from the per-op times (:mod:`mcunas.cost.kernel_fit`),
-states the refitted model's error by K-fold cross-validation over the suite's
+states the fitted model's error by K-fold cross-validation over the suite's
 models, and writes the profile into the user boards folder, where every
 later ``profile``, ``search`` and simulator run picks it up.
 
@@ -216,15 +216,15 @@ def measure_suite(
     return outcomes
 
 
-def refit(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, float]]:
-    """Refit ``board`` from everything the store holds for it; cross-validated error.
+def fit_latency(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[str, float]]:
+    """Fit ``board``'s latency model to everything the store holds for it; cross-validated error.
 
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.cost.store_fit import refit_store
+    from mcunas.cost.store_fit import fit_store
 
-    fitted = refit_store(board, store, folds=CV_FOLDS)
+    fitted = fit_store(board, store, folds=CV_FOLDS)
     return fitted.table, error_summary([(p, r.latency_ms) for r, p in fitted.cv])
 
 
@@ -237,7 +237,7 @@ def calibrate(
     write: bool = True,
     source: str | None = None,
 ) -> CalibrationResult:
-    """Measure the suite on ``board``, store it, refit and (by default) write the profile.
+    """Measure the suite on ``board``, store it, fit and (by default) write the profile.
 
     Raises:
         UserError: no model could be measured.
@@ -258,7 +258,7 @@ def calibrate(
             if o.predicted_ms is not None and o.measured_ms is not None
         ]
     )
-    table, after = refit(board, store)
+    table, after = fit_latency(board, store)
     path = write_user_board(board, table) if write else None
     stable = next((o.calibration_source for o in measured if o.calibration_source), "")
     source = source or stable or str(getattr(measurer, "name", type(measurer).__name__))

@@ -20,6 +20,7 @@ __all__ = [
     "detect_port",
     "matching_ports",
     "port_hwid",
+    "serial_ports",
 ]
 
 Lister = Callable[[], Iterable[Any]]
@@ -29,7 +30,8 @@ class NoPortFound(FatalError):
     """Auto-detection found no port, or several, for the board."""
 
 
-def _comports() -> list[Any]:
+def serial_ports() -> list[Any]:
+    """The machine's serial ports (pyserial's ``ListPortInfo``): what detection looks at."""
     from serial.tools import list_ports
 
     return list(list_ports.comports())
@@ -67,7 +69,7 @@ def detect_port(board: BoardProfile, *, lister: Lister | None = None) -> str:
     Raises:
         NoPortFound: zero or several ports match; the message lists what was found.
     """
-    ports = list((lister or _comports)())
+    ports = list((lister or serial_ports)())
     found = matching_ports(board, ports)
     seen = ", ".join(describe_port(p) for p in ports) or "no serial ports at all"
     if not board.hwids:

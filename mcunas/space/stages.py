@@ -54,6 +54,7 @@ __all__ = [
     "build_stages",
     "declare_stages",
     "describe_stages",
+    "fitting_dilation",
     "pooled_head",
 ]
 
@@ -123,7 +124,7 @@ def _downsample(inputs: keras.KerasTensor, factor: int) -> keras.KerasTensor:
     return layers.AveragePooling2D(pool_size=pool, strides=pool, padding="same")(inputs)
 
 
-def _dilation(size: tuple[int, int], kernel: tuple[int, int], want: int) -> tuple[int, int]:
+def fitting_dilation(size: tuple[int, int], kernel: tuple[int, int], want: int) -> tuple[int, int]:
     """The dilation per side: ``want`` where the dilated kernel still fits the side, else less."""
 
     def side(n: int, k: int) -> int:
@@ -139,7 +140,7 @@ def _conv(
     x: keras.KerasTensor, width: int, kernel: Any, stride: int, act: str | None, dilation: int = 1
 ) -> Any:
     k = _kernel(_hw(x), kernel)
-    dil = _dilation(_hw(x), k, dilation if stride == 1 else 1)
+    dil = fitting_dilation(_hw(x), k, dilation if stride == 1 else 1)
     return blocks.conv_bn(x, width, k, _side_stride(_hw(x), stride), act, dil)
 
 
@@ -161,7 +162,7 @@ def _block(x: keras.KerasTensor, v: dict[str, Any], i: int, stride: int) -> kera
     kernel = _kernel(_hw(x), v[f"st_kernel_{i}"])
     strides = _side_stride(_hw(x), stride)
     want = int(v.get(f"st_dilation_{i}", 1)) if strides == (1, 1) else 1
-    dilation = _dilation(_hw(x), kernel, want)
+    dilation = fitting_dilation(_hw(x), kernel, want)
     if kind == "ds":
         return blocks.ds_block(x, width, kernel, strides, act, dilation)
     if kind == "mb":

@@ -49,6 +49,7 @@ __all__ = [
     "checkpoint_epochs",
     "elastic_dims",
     "read_checkpoint",
+    "within_dims",
 ]
 
 CHECKPOINT_FIX = "delete it to train the supernet again from its first epoch, or restore a copy"
@@ -153,23 +154,24 @@ class SupernetTrainer:
         """Run the epochs left; ``report(epoch, mean loss, seconds)`` after each."""
         while self.epochs_done < self.epochs:
             start = time.perf_counter()
-            loss = self._epoch(self.epochs_done)
+            loss = self.train_epoch(self.epochs_done)
             self.epochs_done += 1
             self.save()
             if report is not None:
                 report(self.epochs_done, loss, time.perf_counter() - start)
 
-    def _epoch(self, epoch: int) -> float:
+    def train_epoch(self, epoch: int) -> float:
+        """One epoch (seed and elastic phase from ``epoch``); its mean loss. Not saved here."""
         rng = random.Random(self.seed * 1_000_003 + epoch)
         losses = []
         data = training_data(self.dataset, self.recipe, self.seed + epoch)
         dims = elastic_dims(self.schedule, epoch, self.epochs)
         top = largest(self.spec)
-        bottom = _within(top, smallest(self.spec), dims)
+        bottom = within_dims(top, smallest(self.spec), dims)
         for x, y, w in data.take(self.steps):
             nets = [top, bottom]
             drawn = [random_subnet(self.spec, rng) for _ in range(RANDOM_PER_STEP)]
-            nets += [_within(top, net, dims) for net in drawn]
+            nets += [within_dims(top, net, dims) for net in drawn]
             losses.append(self._step(x, y, w, nets))
         return float(np.mean(losses)) if losses else float("nan")
 
@@ -208,7 +210,7 @@ def elastic_dims(schedule: str, epoch: int, epochs: int) -> frozenset[str]:
     return frozenset(ELASTIC_ORDER[: phase + 1])
 
 
-def _within(top: Subnet, net: Subnet, dims: frozenset[str]) -> Subnet:
+def within_dims(top: Subnet, net: Subnet, dims: frozenset[str]) -> Subnet:
     """``net`` with every dimension not in ``dims`` set to ``top``'s (the largest's)."""
     return Subnet(
         net.resolution if "resolution" in dims else top.resolution,

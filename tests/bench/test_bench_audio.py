@@ -55,9 +55,9 @@ def test_table_and_reuse_of_an_earlier_wall_time(bench, tmp_path):
 
 
 def test_shares_take_the_searchs_own_split_when_it_has_one(bench, tmp_path):
-    from tests.measure.test_frontend_bench import _best
+    from tests.measure.test_frontend_bench import frontend_best_folder
 
-    best = _best(tmp_path / "run")
+    best = frontend_best_folder(tmp_path / "run")
     trial = {"latency_ms": 60.0, "peak_sram_bytes": 100_000}
     (best / "best.json").write_text(json.dumps({"trial": trial}))
     alone = bench.shares(best, "esp32s3")  # model-only figures: the estimate is added beside

@@ -151,7 +151,7 @@ def test_accuracies_equal_but_for_float_rounding_count_as_equal(ff):
     M = ff.Model
     (p,) = ff.pair([M("r", 364 / 370, 2.0)], [M("s", float(np.float32(364 / 370)) - 1e-8, 1.0)])
     assert p.dominated and p.speedup == pytest.approx(2.0)
-    assert ff._pct(-1e-9, "+") == "+0.0"
+    assert ff.pct(-1e-9, "+") == "+0.0"
 
 
 @pytest.fixture(scope="module")

@@ -60,8 +60,8 @@ def test_records_reach_the_store_and_the_fit_runs(hostcal, tiny, tmp_path):
     store.close()
     assert fitted["report"].op_rows == 3
     assert {"conv_1x1", "dw_3x3_s2", "fc"} <= set(fitted["report"].variants["reference"])
-    assert fitted["refit"]["reference"]["scale"] > 0
+    assert fitted["fit"]["reference"]["scale"] > 0
     assert len(fitted["cv"]) == 3  # K-fold covers the models with op records only
     preds = hostcal.predictions(board, tiny, timings, fitted)
-    assert set(preds["refit"]) == {m.name for m in tiny}
-    assert all(v > 0 for key in ("before", "opfit", "refit") for v in preds[key].values())
+    assert set(preds["fit"]) == {m.name for m in tiny}
+    assert all(v > 0 for key in ("before", "opfit", "fit") for v in preds[key].values())

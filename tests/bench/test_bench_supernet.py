@@ -24,9 +24,9 @@ def test_tau_inside_each_resolution_with_three_or_more(figures):
     within = figures.within_resolution(nets, inherited, alone)
     assert within == pytest.approx({"r2": 1.0, "r4": -1.0})  # r1 has one subnet: left out
     pairs = [[n.key(), i, a] for n, i, a in zip(nets, inherited, alone, strict=True)]
-    text = figures._within_text({"tau_within_resolution": within, "pairs": pairs})
+    text = figures.within_text({"tau_within_resolution": within, "pairs": pairs})
     assert text == "r2 1.00 (3 subnets), r4 -1.00 (3 subnets)"
-    assert "no resolution" in figures._within_text({"pairs": pairs[:2]})
+    assert "no resolution" in figures.within_text({"pairs": pairs[:2]})
 
 
 def test_noise_ceiling_and_one_training(figures):

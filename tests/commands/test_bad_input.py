@@ -7,34 +7,26 @@ from pathlib import Path
 import pytest
 
 from mcunas.commands.cli import main
+from tests.cli_helpers import one_line_exit_2
 from tests.repo import REPO
 
 MODEL = REPO / "mcunas" / "calibration" / "models"
 
 
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
-
-
 def test_resume_without_a_search(tmp_path, capsys):
-    err = _run(capsys, "search", "--out", str(tmp_path / "empty"), "--resume")
+    err = one_line_exit_2(capsys, "search", "--out", str(tmp_path / "empty"), "--resume")
     assert "Nothing to resume" in err
 
 
 def test_resume_on_a_corrupt_store(tmp_path, capsys):
     (tmp_path / "trials.sqlite").write_bytes(b"this is not sqlite" * 100)
-    err = _run(capsys, "search", "--out", str(tmp_path), "--resume")
+    err = one_line_exit_2(capsys, "search", "--out", str(tmp_path), "--resume")
     assert "not an mcunas trial store" in err
 
 
 def test_trace_into_a_missing_folder(tmp_path, capsys):
     model = str(MODEL / "ad01_int8.tflite")
-    err = _run(
+    err = one_line_exit_2(
         capsys,
         "bench",
         model,
@@ -57,7 +49,7 @@ def test_trace_into_a_missing_folder(tmp_path, capsys):
 def test_malformed_rack_file(tmp_path, capsys, text):
     rack = tmp_path / "rack.toml"
     rack.write_text(text)
-    err = _run(capsys, "rack", "list", "--rack", str(rack))
+    err = one_line_exit_2(capsys, "rack", "list", "--rack", str(rack))
     assert str(rack) in err
 
 
@@ -71,7 +63,7 @@ def test_malformed_rack_file(tmp_path, capsys, text):
     ],
 )
 def test_click_usage_errors_are_one_line(capsys, args, expected):
-    err = _run(capsys, *args)
+    err = one_line_exit_2(capsys, *args)
     assert expected in err and "--help" in err
 
 
@@ -85,7 +77,7 @@ def test_click_usage_errors_are_one_line(capsys, args, expected):
 )
 def test_a_missing_serial_port_is_named_before_any_build(tmp_path, capsys, args):
     missing = str(tmp_path / "ttyUSB9")
-    err = _run(
+    err = one_line_exit_2(
         capsys,
         *args,
         "--port",

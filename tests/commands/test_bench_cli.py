@@ -151,7 +151,7 @@ def test_bench_port_problems(model_file, capsys, monkeypatch):
             fails_with([*base, "--port", vb.port], capsys, "is busy")
         finally:
             holder.close()
-    monkeypatch.setattr("mcunas.measure.ports._comports", lambda: [])
+    monkeypatch.setattr("mcunas.measure.ports.serial_ports", lambda: [])
     fails_with(base, capsys, "no serial port matches esp32s3's USB ids (303A:1001")
 
 

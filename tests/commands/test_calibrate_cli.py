@@ -53,7 +53,7 @@ def test_no_flash_on_virtual_board(capsys):
 def test_no_board_attached_is_one_line_before_the_header(capsys, monkeypatch, isolated_home):
     from mcunas.measure import ports
 
-    monkeypatch.setattr(ports, "_comports", lambda: [])
+    monkeypatch.setattr(ports, "serial_ports", lambda: [])
     err = _refused(capsys)  # --port auto by default
     assert "no serial port matches esp32s3's USB ids" in err
     assert not (isolated_home / "predictor.sqlite").exists()

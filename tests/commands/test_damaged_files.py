@@ -125,7 +125,7 @@ def test_a_damaged_measurements_store_is_one_line(capsys, tmp_path: Path, how: s
     RecordStore(path).close()
     damage(path, how)
     with pytest.raises(SystemExit) as exc:
-        main(["predictor", "list", "--store", str(path)])
+        main(["latency-model", "list", "--store", str(path)])
     err = capsys.readouterr().err
     if exc.value.code != 0:  # an empty file is an empty store, and lists nothing
         assert exc.value.code == 2

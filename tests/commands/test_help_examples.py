@@ -180,10 +180,13 @@ def test_hardware_examples_end_in_one_line_without_hardware(capsys, workdir, exa
 @pytest.mark.slow
 @pytest.mark.parametrize("example", _by_kind("runs"), ids=_ids(_by_kind("runs")))
 def test_examples_run(capsys, workdir, example: Example) -> None:
-    if example.args[0] == "predictor" and example.args[1] != "import":  # a store to work on
-        assert _run(capsys, ("predictor", "import", "mcunas/calibration/measurements.csv"))[0] == 0
+    if example.args[0] == "latency-model" and example.args[1] != "import":  # a store to work on
         assert (
-            _run(capsys, ("predictor", "import", "my_boards.csv", "--store", "lab.sqlite"))[0] == 0
+            _run(capsys, ("latency-model", "import", "mcunas/calibration/measurements.csv"))[0] == 0
+        )
+        assert (
+            _run(capsys, ("latency-model", "import", "my_boards.csv", "--store", "lab.sqlite"))[0]
+            == 0
         )
     code, err = _run(capsys, example.args)
     assert code == 0, err
@@ -253,12 +256,12 @@ def test_export_examples_run_on_a_finished_search(capsys, workdir, fake_runner) 
 
 def test_predict_examples_run_on_a_best_folder(capsys, workdir) -> None:
     """The examples' best/ holds a KWS model and a front end; their clips are tones."""
-    from tests.commands.test_predict_command import _best
+    from tests.commands.test_predict_command import kws_best_folder
     from tests.frontend.test_frontend_features import make_tones
 
     examples = [e for e in _by_kind("needs a search") if e.args[0] == "predict"]
     best = Path(examples[0].args[1])
-    _best(workdir / best.parent)
+    kws_best_folder(workdir / best.parent)
     make_tones(workdir / "clips", per_class=2)
     for i, wav in enumerate(sorted((workdir / "clips").rglob("*.wav"))[:2]):
         (workdir / f"clip{i + 1}.wav").write_bytes(wav.read_bytes())

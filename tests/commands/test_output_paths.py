@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.commands.cli import main
 from mcunas.cost.records import RecordStore
 from mcunas.errors import UserError
 from mcunas.files import FolderLock, output_path, write_file
 from mcunas.search.results.store import TrialStore
+from tests.cli_helpers import one_line_exit_2
 from tests.repo import REPO
 
 MODEL = REPO / "mcunas" / "calibration" / "models"
@@ -40,18 +40,9 @@ def unix_socket(tmp_path: Path) -> Iterator[Path]:
     sock.close()
 
 
-def _one_line_exit_2(capsys: pytest.CaptureFixture[str], *args: str) -> str:
-    with pytest.raises(SystemExit) as exc:
-        main(list(args))
-    err = capsys.readouterr().err
-    assert exc.value.code == 2, err
-    assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
-    return err
-
-
 def test_dev_null_is_refused_before_any_write(capsys) -> None:
     assert _is_char_device("/dev/null")
-    err = _one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", "/dev/null")
+    err = one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", "/dev/null")
     assert "/dev/null" in err and "character device" in err
     assert _is_char_device("/dev/null")
 
@@ -66,13 +57,13 @@ def test_the_refusal_comes_before_the_file_writer() -> None:
 
 
 def test_a_named_pipe_is_refused(capsys, fifo: Path) -> None:
-    err = _one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", str(fifo))
+    err = one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", str(fifo))
     assert "named pipe" in err
     assert stat.S_ISFIFO(os.lstat(fifo).st_mode)
 
 
 def test_a_socket_is_refused(capsys, unix_socket: Path) -> None:
-    err = _one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", str(unix_socket))
+    err = one_line_exit_2(capsys, "space", "reference", "kws-dscnn", "--out", str(unix_socket))
     assert "socket" in err
     assert stat.S_ISSOCK(os.lstat(unix_socket).st_mode)
 
@@ -116,7 +107,7 @@ def test_a_symlink_to_a_special_file_or_a_loop_is_refused(tmp_path, fifo, specia
 
 
 def test_search_out_on_a_device_is_one_line(capsys) -> None:
-    err = _one_line_exit_2(capsys, "search", "--board", "esp32s3", "--out", "/dev/null")
+    err = one_line_exit_2(capsys, "search", "--board", "esp32s3", "--out", "/dev/null")
     assert "character device" in err
 
 
@@ -135,10 +126,10 @@ def test_stores_and_the_lock_refuse_special_files(tmp_path: Path, fifo: Path) ->
 @pytest.mark.parametrize("kind", ["device", "fifo"])
 def test_plot_and_trace_refuse_special_files(capsys, fifo: Path, kind: str) -> None:
     path = "/dev/null" if kind == "device" else str(fifo)
-    err = _one_line_exit_2(capsys, "predictor", "report", "--board", "esp32s3", "--plot", path)
+    err = one_line_exit_2(capsys, "latency-model", "report", "--board", "esp32s3", "--plot", path)
     assert "plot" in err and "not a regular file" in err
     model = str(MODEL / "ad01_int8.tflite")
     args = ["bench", model, "--board", "esp32s3", "--port", "/dev/null", "--no-flash"]
-    err = _one_line_exit_2(capsys, *args, "--timeout", "1", "--trace", path)
+    err = one_line_exit_2(capsys, *args, "--timeout", "1", "--trace", path)
     assert "serial trace" in err and "not a regular file" in err
     assert _is_char_device("/dev/null")

@@ -36,7 +36,8 @@ NAMES = [
 CFG = FrontendConfig(mel_bands=10, pcan=True)
 
 
-def _best(root: Path, frontend: bool = True) -> Path:
+def kws_best_folder(root: Path, frontend: bool = True) -> Path:
+    """``root/best`` with a keyword-spotting model, its class names and (optionally) front end."""
     best = root / "best"
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS.read_bytes())
@@ -47,7 +48,7 @@ def _best(root: Path, frontend: bool = True) -> Path:
 
 
 def test_wav_files_and_a_class_folder_run_as_on_the_board(tmp_path: Path) -> None:
-    best = _best(tmp_path)
+    best = kws_best_folder(tmp_path)
     make_tones(tmp_path / "clips", per_class=2)
     out = CliRunner().invoke(cli, ["predict", str(best), str(tmp_path / "clips"), "--json"])
     assert out.exit_code == 0, out.output
@@ -76,7 +77,7 @@ def test_wav_files_and_a_class_folder_run_as_on_the_board(tmp_path: Path) -> Non
 
 
 def test_a_best_without_front_end_runs_npz_features(tmp_path: Path) -> None:
-    best = _best(tmp_path, frontend=False)
+    best = kws_best_folder(tmp_path, frontend=False)
     rng = np.random.default_rng(0)
     x = rng.normal(0, 1, (6, 49, 10)).astype(np.float32)
     np.savez(tmp_path / "f.npz", x_test=x, y_test=np.arange(6))
@@ -97,8 +98,8 @@ def _run_main(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int,
 
 
 def test_bad_inputs_are_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    best = _best(tmp_path / "a")
-    plain = _best(tmp_path / "b", frontend=False)
+    best = kws_best_folder(tmp_path / "a")
+    plain = kws_best_folder(tmp_path / "b", frontend=False)
     write_wav(tmp_path / "other" / "meow" / "0.wav", np.zeros(16000))
     write_wav(tmp_path / "slow.wav", np.zeros(8000), rate=8000)
     (tmp_path / "notes.txt").write_text("x")
@@ -121,7 +122,7 @@ def test_predict_inputs_are_the_training_features_bit_for_bit(tmp_path: Path) ->
     from mcunas.deploy.inference import BestModel
 
     cfg = FrontendConfig(mel_bands=10)
-    best = _best(tmp_path)
+    best = kws_best_folder(tmp_path)
     (best / "frontend.tflite").write_bytes(frontend_model(cfg))
     make_tones(tmp_path / "clips", per_class=3, seconds=1.0)
     trained = read_folder(tmp_path / "clips", frontend=cfg).x

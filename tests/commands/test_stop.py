@@ -8,7 +8,7 @@ import signal
 
 import pytest
 
-from mcunas.commands.search import _sigterm_as_interrupt
+from mcunas.commands.search import sigterm_as_interrupt
 from mcunas.search import stop
 from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord, TrialStatus
@@ -32,7 +32,7 @@ def _done(progress: Progress) -> str:
 def test_a_sigterm_lost_in_a_finalizer_stops_at_the_next_progress_line() -> None:
     out = io.StringIO()
     progress = Progress(3, None, stream=out)
-    with _sigterm_as_interrupt():
+    with sigterm_as_interrupt():
         obj = _SignalsInDel()
         del obj  # the handler's KeyboardInterrupt is raised inside __del__ and ignored
         assert stop.asked()
@@ -47,11 +47,11 @@ def test_handlers_are_restored_and_an_ignored_ctrl_c_stays_ignored() -> None:
     before_int, before_term = signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM)
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # a background job of a script
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
             assert signal.getsignal(signal.SIGTERM) not in (before_term, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        with _sigterm_as_interrupt():
+        with sigterm_as_interrupt():
             assert signal.getsignal(signal.SIGINT) is not signal.default_int_handler
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
         assert signal.getsignal(signal.SIGTERM) == before_term

@@ -235,7 +235,7 @@ def test_virtual_meter_needs_a_virtual_board():
     board = load_board("esp32s3")
     with pytest.raises(MeterError, match="needs a virtual board"):
         with BoardMeasurer(board, port="/dev/nonexistent-port", power="virtual") as m:
-            m._power_meter()
+            m.power_meter()
 
 
 def test_firmware_config_names_the_marker_pin(tmp_path):

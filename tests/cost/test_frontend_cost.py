@@ -21,7 +21,7 @@ from mcunas.search.results.summary import cost_split, split_text
 from mcunas.search.trial.pipeline import TrialPipeline
 from tests.commands.test_search_cli import MODEL, fake_runner_fixture, run
 from tests.frontend.test_frontend_features import make_tones
-from tests.search.trial.test_pipeline import Runner, _train
+from tests.search.trial.test_pipeline import Runner, fake_train
 
 fake_runner = pytest.fixture(fake_runner_fixture)
 FRAMES = 24  # half a second at the default 30 ms frame / 20 ms hop
@@ -96,7 +96,7 @@ def test_a_budget_only_the_front_end_breaks_refuses_the_trial(tmp_path: Path, fr
     for name, fe in (("without", None), ("with", front)):
         pipeline, store = _pipeline(tmp_path / name, fe, budget)
         pipeline.begin("t1", {"ms": 5.0}, family="stages", origin=None)
-        outcome = pipeline.run("t1", lambda: {"ms": 5.0}, _train)
+        outcome = pipeline.run("t1", lambda: {"ms": 5.0}, fake_train)
         rec = store.get("t1")
         if fe is None:
             assert outcome.status == TrialStatus.OK and rec.frontend_latency_ms is None
@@ -115,7 +115,7 @@ def test_a_budget_only_the_front_end_breaks_refuses_the_trial(tmp_path: Path, fr
 def test_the_record_keeps_the_split(tmp_path: Path, front) -> None:
     pipeline, store = _pipeline(tmp_path, front, Budgets())
     pipeline.begin("t1", {"ms": 5.0}, family="stages", origin=None)
-    assert pipeline.run("t1", lambda: {"ms": 5.0}, _train).status == TrialStatus.OK
+    assert pipeline.run("t1", lambda: {"ms": 5.0}, fake_train).status == TrialStatus.OK
     rec = store.get("t1")
     split = cost_split(rec)
     assert rec.frontend_latency_ms == pytest.approx(front.latency_ms)

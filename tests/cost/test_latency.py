@@ -66,7 +66,7 @@ def test_microbench_tables_reproduce_the_1x1_convolutions():
     assert ansi.mac["conv_1x1"] > 10 * table.mac["conv_1x1"]  # SIMD vs portable C
 
 
-def test_default_scales_match_a_refit_of_the_calibration_rows():
+def test_default_scales_match_a_fit_of_the_calibration_rows():
     rows = load_calibration()
     scales = fit_scales(rows)
     assert set(scales) == set(DEFAULT_SCALES)
@@ -267,7 +267,7 @@ def test_a_288_mac_model_is_mostly_overhead_and_within_30_percent_of_every_board
     assert len({r.core for r in rows}) == 5  # M0+, M4, M4F, M7, LX6
     for r in leave_one_board_out(load_calibration()):
         if r.row.id.startswith("hello"):
-            assert abs(r.error_pct) <= 30, r.row.id  # invoke refitted without the board
+            assert abs(r.error_pct) <= 30, r.row.id  # invoke fitted without the board
             assert r.fixed_ms / r.predicted_ms > 0.99  # no kernel scale touches it
 
 

@@ -1,4 +1,4 @@
-"""Per-op uncertainty, the refit's starting profile, and the measurement store's upkeep."""
+"""Per-op uncertainty, the fit's starting profile, and the measurement store's upkeep."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
-from mcunas.commands.predictor import cli
+from mcunas.commands.latency_model import cli
 from mcunas.cost.board_fit import FIT_SOURCE, fit_base
 from mcunas.cost.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
 from mcunas.cost.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency
@@ -72,7 +72,7 @@ def test_a_hand_set_scale_without_an_error_is_unchecked(tmp_path, suite):
     assert est.error_pct == pytest.approx(unchecked, abs=0.5)
 
 
-def test_refit_never_starts_from_an_earlier_refit(isolated_home, tmp_path):
+def test_a_fit_never_starts_from_an_earlier_fit(isolated_home, tmp_path):
     builtin = load_board("esp32s3")
     assert fit_base(builtin) is builtin
     folder = isolated_home / "boards"

@@ -52,9 +52,9 @@ def test_missing_tools_give_the_install_line(monkeypatch, capsys, tmp_path):
 
 def test_a_failing_tool_is_one_line():
     with pytest.raises(spoken_words.UserError, match=r"^sh failed \(exit 3\): broken$"):
-        spoken_words._run(["sh", "-c", "echo first >&2; echo broken >&2; exit 3"])
+        spoken_words.run_tool(["sh", "-c", "echo first >&2; echo broken >&2; exit 3"])
     with pytest.raises(spoken_words.UserError, match="^no-such-tool-here could not run"):
-        spoken_words._run(["no-such-tool-here"])
+        spoken_words.run_tool(["no-such-tool-here"])
 
 
 def test_settings_that_leave_a_split_empty_are_refused(tmp_path):

@@ -31,7 +31,8 @@ HOST = REPO / "tests" / "deploy_host"
 CLASSES = [f"word {i}" for i in range(11)] + ['odd "name"']
 
 
-def _search_out(tmp_path: Path, board: str, arena: int = 30000, estimated: bool = True) -> Path:
+def search_out(tmp_path: Path, board: str, arena: int = 30000, estimated: bool = True) -> Path:
+    """A finished search's folder under ``tmp_path`` (one trial, ``t7``, exported for ``board``)."""
     out = tmp_path / "out"
     (out / "models").mkdir(parents=True)
     shutil.copy(MODEL, out / "models" / "t7.tflite")
@@ -70,7 +71,7 @@ def test_arena_margin_is_stated_and_capped_at_the_budget() -> None:
 
 
 def test_search_export_writes_a_project_for_the_board(tmp_path: Path) -> None:
-    out = _search_out(tmp_path, "nucleo_f746zg")
+    out = search_out(tmp_path, "nucleo_f746zg")
     info = json.loads((out / "best" / "best.json").read_text())
     assert "project/" in info["files"] and "project_error" not in info
     project = out / "best" / "project"
@@ -103,7 +104,7 @@ def test_search_export_writes_a_project_for_the_board(tmp_path: Path) -> None:
 
 
 def test_espidf_board_gets_an_idf_project(tmp_path: Path) -> None:
-    project = _search_out(tmp_path, "esp32c3", estimated=False) / "best" / "project"
+    project = search_out(tmp_path, "esp32c3", estimated=False) / "best" / "project"
     for name in ("CMakeLists.txt", "main/CMakeLists.txt", "main/main.cpp", "partitions.csv"):
         assert (project / name).is_file(), name
     manifest = (project / "main" / "idf_component.yml").read_text()
@@ -118,7 +119,7 @@ def test_espidf_board_gets_an_idf_project(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("board", ["esp32s3", "rp2040"])
 def test_project_config_parses_offline(tmp_path: Path, board) -> None:
-    project = _search_out(tmp_path, board) / "best" / "project"
+    project = search_out(tmp_path, board) / "best" / "project"
     pio = Path(sys.executable).with_name("pio")
     env = dict(os.environ, PLATFORMIO_CORE_DIR=str(tmp_path / "pio-core"))
     proc = subprocess.run(
@@ -139,7 +140,7 @@ def test_project_config_parses_offline(tmp_path: Path, board) -> None:
 
 
 def test_export_command_for_another_board_estimates_its_arena(tmp_path: Path, capsys) -> None:
-    out = _search_out(tmp_path, "nucleo_f746zg")
+    out = search_out(tmp_path, "nucleo_f746zg")
     code, text, err = _cli(
         ["export", str(out / "best"), "--board", "nucleo_h743zi", "--json"], capsys
     )
@@ -157,13 +158,14 @@ def test_export_command_for_another_board_estimates_its_arena(tmp_path: Path, ca
 def test_export_refuses_a_folder_without_best_and_a_changed_model(tmp_path: Path, capsys) -> None:
     code, _, err = _cli(["export", str(tmp_path)], capsys)
     assert code == 2 and "No best.json" in err and len(err.strip().splitlines()) == 1
-    out = _search_out(tmp_path, "nucleo_f746zg")
+    out = search_out(tmp_path, "nucleo_f746zg")
     (out / "best" / "model.tflite").write_bytes(MODEL.read_bytes()[:-4] + b"XXXX")
     code, _, err = _cli(["export", str(out)], capsys)
     assert code == 2 and "changed since" in err and "Traceback" not in err
 
 
-def _resolver_double(include: Path) -> None:
+def resolver_double(include: Path) -> None:
+    """A stand-in ``micro_mutable_op_resolver.h`` under ``include``: each Add method returns ok."""
     methods = "".join(
         f"  TfLiteStatus {m}() {{ return kTfLiteOk; }}\n"
         for m in sorted(set(RESOLVER_METHODS.values()))
@@ -202,11 +204,11 @@ int main() {
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host g++")
 def test_main_cpp_compiles_and_predicts_on_the_host(tmp_path: Path) -> None:
-    out = _search_out(tmp_path, "nucleo_f746zg")
+    out = search_out(tmp_path, "nucleo_f746zg")
     src = out / "best" / "project" / "src"
     graph = read_graph(MODEL.read_bytes())
     inp, outp = graph.inputs[0], graph.outputs[0]
-    _resolver_double(tmp_path / "inc")
+    resolver_double(tmp_path / "inc")
     (tmp_path / "driver.cc").write_text(DRIVER)
     exe = tmp_path / "host"
     sizes = [f"-DHOST_INPUT_BYTES={inp.elements}", f"-DHOST_OUTPUT_BYTES={outp.elements}"]
@@ -237,8 +239,8 @@ def test_main_cpp_compiles_and_predicts_on_the_host(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs the host g++")
 def test_espidf_main_cpp_compiles_on_the_host(tmp_path: Path) -> None:
-    src = _search_out(tmp_path, "esp32s3") / "best" / "project" / "main"
-    _resolver_double(tmp_path / "inc")
+    src = search_out(tmp_path, "esp32s3") / "best" / "project" / "main"
+    resolver_double(tmp_path / "inc")
     graph = read_graph(MODEL.read_bytes())
     sizes = [f"-DHOST_INPUT_BYTES={graph.inputs[0].elements}", "-DHOST_OUTPUT_BYTES=12"]
     cmd = ["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", *sizes]

@@ -19,7 +19,7 @@ from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.tflite.csource import model_crc32
 from mcunas.tflite.reader import read_graph
-from tests.deploy.test_deploy import HOST, MODEL, _resolver_double
+from tests.deploy.test_deploy import HOST, MODEL, resolver_double
 
 KWS = MODEL.read_bytes()  # input (49, 10, 1)
 FRONT = frontend_model(FrontendConfig(mel_bands=10, pcan=True))
@@ -69,7 +69,7 @@ def test_a_front_end_of_other_bands_is_refused(tmp_path):
 @pytest.mark.parametrize("board,src", [("nucleo_f746zg", "src"), ("esp32s3", "main")])
 def test_main_cpp_with_front_end_compiles_on_the_host(tmp_path, board, src):
     out = _project(tmp_path, board) / src
-    _resolver_double(tmp_path / "inc")
+    resolver_double(tmp_path / "inc")
     sizes = ["-DHOST_INPUT_BYTES=490", "-DHOST_OUTPUT_BYTES=12"]
     cmd = ["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", *sizes]
     cmd += ["-I", str(tmp_path / "inc"), "-I", str(HOST), "-I", str(out), str(out / "main.cpp")]

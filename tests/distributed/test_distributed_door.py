@@ -276,7 +276,7 @@ def ctrl_c():
 
     pytest started as a background job of a script inherits SIGINT ignored, and
     ``_thread.interrupt_main`` then does nothing (``run_worker`` handles this itself,
-    see tests/distributed/test_worker_wakeup.py; these tests drive ``_Joined`` directly).
+    see tests/distributed/test_worker_wakeup.py; these tests drive ``ChiefConnection`` directly).
     """
     previous = signal.getsignal(signal.SIGINT)
     signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -285,10 +285,10 @@ def ctrl_c():
 
 
 def test_a_worker_whose_chief_stops_says_it_waits_then_stops(chief, ctrl_c):
-    from mcunas.distributed.worker import WorkerSettings, _Joined
+    from mcunas.distributed.worker import ChiefConnection, WorkerSettings
 
     service = chief(Door(TOKEN, None, ""))
-    joined = _Joined(WorkerSettings(service.address, "w1", token=TOKEN), CONFIG, "digits")
+    joined = ChiefConnection(WorkerSettings(service.address, "w1", token=TOKEN), CONFIG, "digits")
     assert joined.join()["ok"]
     joined.wait_s, notes = 8.0, []
     joined.start_heartbeat(0.5, notes.append)
@@ -321,7 +321,7 @@ def test_a_chief_that_stops_mid_heartbeat_is_not_waited_for_beyond_the_workers_w
 ):
     """A heartbeat the stopping chief answers with an error: the rejoin is short, not 15 min."""
     import mcunas.distributed.worker as worker
-    from mcunas.distributed.worker import WorkerSettings, _Joined
+    from mcunas.distributed.worker import ChiefConnection, WorkerSettings
 
     def call(channel, payload, *, timeout_s, address="chief"):
         if payload["op"] == "heartbeat":  # the chief is shutting down: an error, not silence
@@ -331,7 +331,7 @@ def test_a_chief_that_stops_mid_heartbeat_is_not_waited_for_beyond_the_workers_w
         raise ChiefUnreachable("no mcunas chief answers at h:1")
 
     monkeypatch.setattr(worker, "call", call)
-    joined = _Joined(WorkerSettings("127.0.0.1:1", "w1", token=TOKEN), CONFIG, "digits")
+    joined = ChiefConnection(WorkerSettings("127.0.0.1:1", "w1", token=TOKEN), CONFIG, "digits")
     joined.wait_s, notes = 1.0, []
     joined.start_heartbeat(0.1, notes.append)
     with pytest.raises(KeyboardInterrupt):  # the heartbeat ends the main thread's wait

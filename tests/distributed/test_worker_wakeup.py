@@ -61,7 +61,7 @@ def test_a_worker_whose_sigint_is_not_pythons_stops_when_its_chief_is_gone(
         for _ in range(300):
             time.sleep(0.1)
 
-    monkeypatch.setattr(worker, "_work", work)
+    monkeypatch.setattr(worker, "run_trials", work)
     inherited(handler)
     start = time.monotonic()
     with pytest.raises(ChiefUnreachable, match="did not come back within 1 s"):
@@ -79,7 +79,7 @@ def test_a_worker_keeps_a_python_handler_it_finds(monkeypatch, inherited, gone_c
         for _ in range(300):
             time.sleep(0.1)
 
-    monkeypatch.setattr(worker, "_work", work)
+    monkeypatch.setattr(worker, "run_trials", work)
     inherited(signal.default_int_handler)
     with pytest.raises(ChiefUnreachable):
         run_worker(gone_chief, lambda config: None)

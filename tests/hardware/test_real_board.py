@@ -47,7 +47,7 @@ def test_flash_and_measure_kws(real_board: tuple[BoardProfile, str]) -> None:
     assert measured.latency_ms > 0 and measured.arena_bytes > 0
     assert measured.peak_sram_bytes <= board.usable_sram_bytes
     simulated = SimulatorMeasurer(board).measure(model)
-    # A sanity bound, not the predictor's accuracy: that is `mcunas predictor report`.
+    # A sanity bound, not the predictor's accuracy: that is `mcunas latency-model report`.
     assert simulated.latency_ms / 3 < measured.latency_ms < simulated.latency_ms * 3
 
 

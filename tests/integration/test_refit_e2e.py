@@ -8,12 +8,12 @@ import json
 from pathlib import Path
 
 import pytest
-from test_search_e2e import _series_search
 
 from mcunas.engine import run_search
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.refit import REFIT_META, same_graph
 from mcunas.search.results.store import TrialStore
+from tests.integration.test_search_e2e import series_search
 
 pytestmark = pytest.mark.slow
 
@@ -21,7 +21,7 @@ pytestmark = pytest.mark.slow
 def test_the_exported_model_is_the_refit_and_a_resume_keeps_it(tmp_path: Path) -> None:
     # 60 training series: --refit auto refits; --distill adds the teacher; resumed with
     # --ensemble 2 (and no teacher) the refit is redone as an average of two
-    config = dataclasses.replace(_series_search(tmp_path, "r"), distill=True)
+    config = dataclasses.replace(series_search(tmp_path, "r"), distill=True)
     stream = io.StringIO()
     result = run_search(config, stream=stream)
     assert result.best is not None and result.refit is not None
@@ -75,7 +75,7 @@ def _average_of_two(config: SearchConfig) -> None:
 
 
 def test_refit_off_exports_the_trials_own_model(tmp_path: Path) -> None:
-    config = dataclasses.replace(_series_search(tmp_path, "n"), refit="off", distill=False)
+    config = dataclasses.replace(series_search(tmp_path, "n"), refit="off", distill=False)
     result = run_search(config, stream=None)
     assert result.best is not None and result.refit is None
     exported = (Path(result.paths["best_dir"]) / "model.tflite").read_bytes()

@@ -85,7 +85,7 @@ def test_real_search_with_injected_convert_failure(tmp_path: Path, monkeypatch) 
     assert f"Deploy: cd {best_dir / 'project'} && pio run -t upload" in result.text()
 
 
-def _series_search(tmp_path: Path, out: str) -> SearchConfig:
+def series_search(tmp_path: Path, out: str) -> SearchConfig:
     """A one-trial search on two-channel sine series with a test split."""
     import numpy as np
 
@@ -114,8 +114,8 @@ def _series_search(tmp_path: Path, out: str) -> SearchConfig:
 
 
 def test_series_with_a_test_split_reports_it_and_a_seed_repeats_it(tmp_path: Path) -> None:
-    result = run_search(_series_search(tmp_path, "o"), stream=None)
-    again = run_search(_series_search(tmp_path, "b"), stream=None).best
+    result = run_search(series_search(tmp_path, "o"), stream=None)
+    again = run_search(series_search(tmp_path, "b"), stream=None).best
     assert result.best is not None and again is not None
     first = result.best  # the same seed trains the same model
     assert (first.int8_accuracy, first.int8_loss) == (again.int8_accuracy, again.int8_loss)

@@ -68,7 +68,7 @@ def test_a_stopped_supernet_search_resumes_without_redoing_work(tmp_path, monkey
     assert reference[-1].status == TrialStatus.FAILED or reference[-1].epochs_run
 
     monkeypatch.setattr(SubnetScorer, "score", real_score)
-    monkeypatch.setattr(SupernetTrainer, "_epoch", lambda *a: pytest.fail("retrained"))
+    monkeypatch.setattr(SupernetTrainer, "train_epoch", lambda *a: pytest.fail("retrained"))
     cfg.resume = True
     result = run_search(cfg, stream=None)
     assert result.best is not None and result.best.origin in ("supernet", "seed")

@@ -1,4 +1,4 @@
-"""mcunas calibrate: the suite, measuring it, the refit, and recovering a hidden ground truth."""
+"""mcunas calibrate: the suite, measuring it, the fit, and recovering a hidden ground truth."""
 
 from __future__ import annotations
 
@@ -85,7 +85,8 @@ HELD_OUT = [
 ]
 
 
-def _held_out() -> list[tuple[str, bytes]]:
+def held_out_models() -> list[tuple[str, bytes]]:
+    """(name, .tflite bytes): the published calibration models and models no suite holds."""
     models = [(p.name, p.read_bytes()) for p in sorted(CAL_MODELS.glob("*.tflite"))]
     return models + [(name, build_model(name, shape, r)) for name, shape, r in HELD_OUT]
 
@@ -129,7 +130,7 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     """Held-out models (not in the suite) within 10% after calibration, not before."""
     board = load_board("esp32s3")
     truth = GroundTruth.from_seed(0)
-    before = check_models(board, truth, _held_out())
+    before = check_models(board, truth, held_out_models())
     result = CliRunner().invoke(cli, ["--board", "esp32s3", "--virtual", "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
@@ -144,12 +145,12 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # the stated error is a 90% band of the k-fold errors, not their median
     assert entry["error_pct"] > data["after"]["median_abs_pct"]
     assert entry["error_method"].startswith("90% band of k-fold cross-validation")
-    after = check_models(load_board("esp32s3-virtual"), truth, _held_out())
+    after = check_models(load_board("esp32s3-virtual"), truth, held_out_models())
     assert _within_10(before) < 0.5, before
     assert _within_10(after) >= 0.9, after
     bands = [
         predict_latency(read_graph(data_), load_board("esp32s3-virtual")).error_pct
-        for _, data_ in _held_out()
+        for _, data_ in held_out_models()
     ]
     held = [abs(p / t - 1) * 100 <= b for (_, p, t), b in zip(after, bands, strict=True)]
     assert sum(held) / len(held) >= 0.85, list(zip(after, bands, strict=True))
@@ -157,20 +158,20 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert len(store.model_rows("esp32s3-virtual")) == len(data["models"])
     assert len(store.op_records("esp32s3-virtual")) >= len(data["models"])
     # the copy says what it is, is never auto-detected as the real board, and a later
-    # `predictor fit` (same store, from the same built-in base) writes the same profile
+    # `latency-model fit` (same store, from the same built-in base) writes the same profile
     assert "virtual test device" in fitted["title"] and fitted["serial"]["hwids"] == []
     assert fitted["latency"]["base"] == "esp32s3"
     text = profile.read_text()
-    from mcunas.commands.predictor import cli as predictor_cli
+    from mcunas.commands.latency_model import cli as model_cli
 
-    refit = CliRunner().invoke(predictor_cli, ["fit", "--board", "esp32s3-virtual"])
-    assert refit.exit_code == 0, refit.output
+    again = CliRunner().invoke(model_cli, ["fit", "--board", "esp32s3-virtual"])
+    assert again.exit_code == 0, again.output
     assert profile.read_text() == text
     from mcunas.commands.boards import cli as boards_cli
 
     shown = CliRunner().invoke(boards_cli, ["show", "esp32s3-virtual"]).output
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
-    # the report predicts each suite model from per-op tables refitted without it,
+    # the report predicts each suite model from per-op tables fitted without it,
     # not from the profile's tables (fitted on all of them)
     from mcunas.cost.board_fit import board_loo, report_loo
     from mcunas.cost.scale_fit import cached_graph
@@ -190,8 +191,8 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     # every variant is in at least two suite models, so no held-out model loses its
     # variant's cost entirely; the held-out errors are still larger than the in-sample ones
     assert med(honest) > med(in_sample) and max(abs(r.error_pct) for r in honest) > 10
-    report = CliRunner().invoke(predictor_cli, ["report", "--board", "esp32s3-virtual"])
-    assert report.exit_code == 0 and "refitted without each model" in report.output
+    report = CliRunner().invoke(model_cli, ["report", "--board", "esp32s3-virtual"])
+    assert report.exit_code == 0 and "per-op tables fitted without each model" in report.output
 
 
 class _FlakyMeasurer:

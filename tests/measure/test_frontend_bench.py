@@ -152,7 +152,8 @@ def test_a_board_without_the_front_end_is_caught(tmp_path):
             reader.measure(KWS, FRONT)
 
 
-def _best(root: Path) -> Path:
+def frontend_best_folder(root: Path) -> Path:
+    """``root/best`` with a model and its audio front end, searched for the esp32s3."""
     best = root / "best"
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
@@ -163,7 +164,7 @@ def _best(root: Path) -> Path:
 
 def test_bench_of_a_best_folder_measures_front_end_and_model(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(bench, "PROJECT_FACTORY", VirtualProject)
-    best = _best(tmp_path / "run")
+    best = frontend_best_folder(tmp_path / "run")
     with virtual_board(model=KWS, figures=FAST, time_scale=1000) as vb:
         with pytest.raises(SystemExit) as exc:
             main(["bench", str(tmp_path / "run"), "--board", "esp32s3", "--port", vb.port])
@@ -184,12 +185,12 @@ def test_frontend_stage_compiles_with_the_generated_sources(tmp_path):
     """frontend_stage.cc against its generated headers and the TFLM API doubles of
     tests/deploy_host (the real build is PlatformIO's; firmware/README.md says which
     TFLM headers it was checked against)."""
-    from tests.deploy.test_deploy import HOST, _resolver_double
+    from tests.deploy.test_deploy import HOST, resolver_double
 
     project = PioProject(ESP, tmp_path / "fw")
     project.generate(KWS, frontend=FRONT)
     src = tmp_path / "fw" / "firmware" / "src"
-    _resolver_double(tmp_path / "inc")
+    resolver_double(tmp_path / "inc")
     cmd = ["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only"]
     cmd += ["-DHOST_INPUT_BYTES=490", "-DHOST_OUTPUT_BYTES=12", "-I", str(tmp_path / "inc")]
     cmd += ["-I", str(HOST), "-I", str(src), str(src / "frontend_stage.cc")]

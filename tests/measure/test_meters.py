@@ -27,6 +27,7 @@ class FakePpk2:
     """ppk2_api.ppk2_api.PPK2_API as far as mcunas uses it (modes, voltage, samples)."""
 
     silent = False  # a meter that sends no calibration metadata
+    opened: list[FakePpk2] = []  # every instance, newest last (the fixture gives a fresh list)
 
     def __init__(self, port: str, **serial_kwargs: Any) -> None:
         if port == "/dev/none":
@@ -36,6 +37,7 @@ class FakePpk2:
         self.measuring = False
         self.calls: list[str] = []
         self.ser = types.SimpleNamespace(close=lambda: self.calls.append("close"))
+        self.opened.append(self)
         self._chunks = [bytes(40)] * 20
 
     def get_modifiers(self) -> bool | None:
@@ -76,7 +78,7 @@ class FakePpk2:
 def ppk2(monkeypatch: pytest.MonkeyPatch) -> type[FakePpk2]:
     package = types.ModuleType("ppk2_api")
     module = types.ModuleType("ppk2_api.ppk2_api")
-    fake = type("PPK2_API", (FakePpk2,), {"silent": False})
+    fake = type("PPK2_API", (FakePpk2,), {"silent": False, "opened": []})
     module.PPK2_API = fake
     package.ppk2_api = module
     monkeypatch.setitem(sys.modules, "ppk2_api", package)
@@ -93,14 +95,15 @@ def test_the_fake_ppk2_refuses_to_start_without_a_voltage(ppk2) -> None:
 
 def test_ppk2_sets_the_profile_supply_before_measuring(ppk2) -> None:
     meter = Ppk2Meter("/dev/ttyACM1", supply_v=1.8)
-    assert meter._ppk.calls[:2] == ["get_modifiers", "vdd 1800"]
+    driver = ppk2.opened[-1]
+    assert driver.calls[:2] == ["get_modifiers", "vdd 1800"]
     meter.start()
     time.sleep(0.05)
     trace = meter.stop()
     meter.close()
     assert len(trace.t_s) > 0 and np.allclose(trace.current_a, 2e-3)
     assert np.allclose(trace.voltage_v, 1.8) and trace.marker is not None
-    assert not meter._ppk.measuring and meter._ppk.calls[-1] == "close"
+    assert not driver.measuring and driver.calls[-1] == "close"
 
 
 @pytest.mark.parametrize(
@@ -124,7 +127,7 @@ def test_a_driver_exception_while_measuring_is_one_line(ppk2, monkeypatch) -> No
     def unplugged() -> None:
         raise Exception("device reports readiness to read but returned no data")
 
-    monkeypatch.setattr(meter._ppk, "start_measuring", unplugged)
+    monkeypatch.setattr(ppk2.opened[-1], "start_measuring", unplugged)
     with pytest.raises(MeterError, match="could not start measuring: device reports"):
         meter.start()
 

@@ -53,13 +53,19 @@ def test_result_timeout_keeps_deadline_and_restores_port_timeout():
     from mcunas.testing.virtual_board.figures import fixed_figures
 
     slow = fixed_figures(latency_ms=5000.0, arena_bytes=1)
-    with virtual_board(figures=slow) as vb, SerialLink(vb.port) as link:
+    opened: list[serial.Serial] = []
+
+    def keep(*args, **kwargs) -> serial.Serial:  # noqa: ANN002, ANN003
+        opened.append(serial.Serial(*args, **kwargs))
+        return opened[-1]
+
+    with virtual_board(figures=slow) as vb, SerialLink(vb.port, serial_factory=keep) as link:
         link.wait_ready(2)
         start = time.monotonic()
         with pytest.raises(LinkError, match="sent no result within 0.3 s"):
             link.run(0.3)
         assert time.monotonic() - start < 1.5
-        assert link._ser.timeout == READ_POLL_S
+        assert opened[0].timeout == READ_POLL_S
 
 
 def test_timeout_error_carries_unread_tail():

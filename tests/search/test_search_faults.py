@@ -133,9 +133,9 @@ def test_an_absurd_measurement_is_a_failed_trial(capsys, tmp_path, fake_runner) 
 
 
 def test_sigterm_stops_like_ctrl_c() -> None:
-    from mcunas.commands.search import _sigterm_as_interrupt
+    from mcunas.commands.search import sigterm_as_interrupt
 
-    with pytest.raises(KeyboardInterrupt), _sigterm_as_interrupt():
+    with pytest.raises(KeyboardInterrupt), sigterm_as_interrupt():
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL

@@ -66,11 +66,15 @@ def test_series_choices_are_declared_for_series_only() -> None:
     series = McuSearchSpace(SHAPE, CLASSES, families=("stages",)).hyperparameters()
     image = McuSearchSpace((32, 32, 3), CLASSES, families=("stages",)).hyperparameters()
     assert series.values["st_head"] == "avg" and image.values["st_head"] == "avg"
-    assert [4, 2, 1] == sorted(series._hps["st_stem_stride"][0].values, reverse=True)
-    assert sorted(series._hps["st_dilation_0"][0].values) == [1, 2, 4]
-    assert image._hps["st_dilation_0"][0].values == [1]  # images: the space as before
-    assert image._hps["st_head"][0].values == ["avg"]
-    assert image._hps["st_stem_stride"][0].values == [2, 1]
+
+    def choices(hps, name: str) -> list:  # noqa: ANN001
+        return next(hp for hp in hps.space if hp.name == name).values
+
+    assert [4, 2, 1] == sorted(choices(series, "st_stem_stride"), reverse=True)
+    assert sorted(choices(series, "st_dilation_0")) == [1, 2, 4]
+    assert choices(image, "st_dilation_0") == [1]  # images: the space as before
+    assert choices(image, "st_head") == ["avg"]
+    assert choices(image, "st_stem_stride") == [2, 1]
 
 
 @pytest.mark.slow
@@ -105,12 +109,12 @@ def test_dilated_blocks_and_avgmax_head_run_on_tflite_micro() -> None:
 
 
 def test_dilation_shrinks_to_fit_a_short_map() -> None:
-    from mcunas.space.stages import _dilation
+    from mcunas.space.stages import fitting_dilation
 
-    assert _dilation((100, 1), (7, 1), 4) == (4, 1)
-    assert _dilation((12, 1), (7, 1), 4) == (1, 1)  # (7-1)*2+1 = 13 > 12
-    assert _dilation((14, 1), (7, 1), 4) == (2, 1)
-    assert _dilation((3, 3), (1, 1), 4) == (1, 1)
+    assert fitting_dilation((100, 1), (7, 1), 4) == (4, 1)
+    assert fitting_dilation((12, 1), (7, 1), 4) == (1, 1)  # (7-1)*2+1 = 13 > 12
+    assert fitting_dilation((14, 1), (7, 1), 4) == (2, 1)
+    assert fitting_dilation((3, 3), (1, 1), 4) == (1, 1)
 
 
 @pytest.mark.slow

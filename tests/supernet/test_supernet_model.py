@@ -156,7 +156,7 @@ def test_inherited_scores_and_extraction(supernet) -> None:
 
 
 def test_progressive_shrinking_opens_one_dimension_per_phase() -> None:
-    from mcunas.supernet.train import _within, elastic_dims
+    from mcunas.supernet.train import elastic_dims, within_dims
 
     phases = [elastic_dims("progressive", e, 8) for e in range(8)]
     assert phases[0] == {"resolution"} == phases[1]
@@ -168,7 +168,7 @@ def test_progressive_shrinking_opens_one_dimension_per_phase() -> None:
     top, rng = largest(spec), random.Random(1)
     drawn = [random_subnet(spec, rng) for _ in range(50)]
     for dims in phases:
-        nets = [_within(top, n, dims) for n in drawn]
+        nets = [within_dims(top, n, dims) for n in drawn]
         for n in nets:
             assert "kernel" in dims or n.kernels == top.kernels
             assert "depth" in dims or n.depths == top.depths
@@ -176,6 +176,6 @@ def test_progressive_shrinking_opens_one_dimension_per_phase() -> None:
         varied = {n.resolution for n in nets}, {n.kernels for n in nets}
         assert len(varied[0]) == len(spec.resolutions)
         assert ("kernel" in dims) == (len(varied[1]) > 1)
-    assert _within(top, smallest(spec), phases[0]) == dataclasses.replace(
+    assert within_dims(top, smallest(spec), phases[0]) == dataclasses.replace(
         top, resolution=max(spec.resolutions)
     )

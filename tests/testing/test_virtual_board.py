@@ -63,7 +63,7 @@ def test_every_fault_mode_gives_a_clear_error(fault, error, text):
 
 def test_crc_in_ready_line_fails_before_running():
     with virtual_board() as vb:
-        vb._ready_line = lambda: (
+        vb.ready_line = lambda: (
             '{"event":"ready","board":"esp32s3","fw":"x","model_crc32":"00000000"}'.join(
                 ["MCUNAS/1 ", "\n"]
             )
@@ -181,9 +181,8 @@ def test_module_prints_pty_path_for_demos(tmp_path):
 
 def test_real_firmware_lines_are_not_estimates():
     with virtual_board() as vb:
-        line = vb._ready_line()
-        vb._ready_line = lambda: line.replace(',"virtual":true', "")
-        vb._result_line_orig = vb._result_line
-        vb._result_line = lambda f: vb._result_line_orig(f).replace(',"virtual":true', "")
+        line, result_line = vb.ready_line(), vb.result_line
+        vb.ready_line = lambda: line.replace(',"virtual":true', "")
+        vb.result_line = lambda f: result_line(f).replace(',"virtual":true', "")
         m = reader(vb.port).measure(MODEL)
     assert not m.estimated and not m.details["virtual"]

@@ -170,7 +170,7 @@ class VirtualBoard:
         self._write(self._boot_banner())
         if self.fault == "garbage":
             self._write(self._garbage())
-        self._write(self._ready_line())
+        self._write(self.ready_line())
 
     def _serve(self) -> None:
         pending = b""
@@ -190,7 +190,7 @@ class VirtualBoard:
             return
         if command == "hello":
             with self._lock:
-                self._write(self._ready_line())
+                self._write(self.ready_line())
         elif command == "run":
             self._run()
         elif command:
@@ -232,7 +232,7 @@ class VirtualBoard:
             code, message = figures.error or default
             self._write(encode_line({"event": "error", "code": code, "message": message}))
             return
-        line = self._result_line(figures)
+        line = self.result_line(figures)
         if fault == "reset" and self._resets_done == 0:
             self._resets_done += 1
             self._write(line[: len(line) // 2])
@@ -254,10 +254,11 @@ class VirtualBoard:
 
     def _boot_after_reset(self) -> None:
         self._write(self._boot_banner())
-        self._write(self._ready_line())
+        self._write(self.ready_line())
 
     # -- lines -------------------------------------------------------------------
-    def _ready_line(self) -> str:
+    def ready_line(self) -> str:
+        """The ``ready`` event line the device sends (replace it to act as other firmware)."""
         return encode_line(
             {
                 "event": "ready",
@@ -271,7 +272,8 @@ class VirtualBoard:
             }
         )
 
-    def _result_line(self, f: FirmwareFigures) -> str:
+    def result_line(self, f: FirmwareFigures) -> str:
+        """The ``result`` event line for figures ``f`` (replace it to act as other firmware)."""
         assert self._model is not None
         crc = self._crc()
         median = round(f.latency_ms * 1000)

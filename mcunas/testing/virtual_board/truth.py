@@ -18,7 +18,7 @@ predictor must recover from measurements:
 
 Memory figures stay the simulator's. The base costs are the built-in defaults
 of the board's core and kernel library (its profile's ``[latency]`` table is
-ignored), so refitting the profile never moves the truth.
+ignored), so fitting the profile never moves the truth.
 
 Example::
 

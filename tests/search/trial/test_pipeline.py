@@ -47,7 +47,8 @@ class Runner:
         return _figures(self.measured if self.measured is not None else ms)
 
 
-def _train(model: dict, check) -> TrainResult:
+def fake_train(model: dict, check) -> TrainResult:
+    """A training that ends at once at 90% (raises for a ``broken`` model), checking its row."""
     if check is not None:  # while it trains, its row shows the check done
         rec = model["store"].get("t1") if "store" in model else None
         assert rec is None or (rec.check_s and rec.params == 10 and rec.description == "d")
@@ -60,7 +61,7 @@ def _run(tmp_path: Path, runner: Runner, model: dict, **options) -> tuple:
     store = TrialStore.open(tmp_path)
     pipeline = TrialPipeline(runner, store, Budgets(max_latency_ms=10.0), tmp_path / "models")
     pipeline.begin("t1", {"ms": model["ms"]}, family="stages", origin=None)
-    outcome = pipeline.run("t1", lambda: {**model, "store": store}, _train, **options)
+    outcome = pipeline.run("t1", lambda: {**model, "store": store}, fake_train, **options)
     return outcome, store.get("t1")
 
 

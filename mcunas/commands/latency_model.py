@@ -1,4 +1,7 @@
-"""``mcunas predictor``: import measurements, refit boards, report the error."""
+"""``mcunas latency-model``: import measurements, fit boards' latency models, report the error.
+
+``mcunas predictor`` is its former name, kept as a hidden alias for one release.
+"""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ def _store(path: str | None, create: bool = False):  # noqa: ANN202
     where = Path(path) if path else predictor_store_path()
     if not create and not where.is_file():
         raise UserError(
-            f"No measurements store at {where}: run `mcunas predictor import CSV` "
+            f"No measurements store at {where}: run `mcunas latency-model import CSV` "
             "or `mcunas calibrate` first, or check --store"
         )
     return RecordStore(where)
@@ -32,20 +35,22 @@ _STORE = click.option(
 @click.group(
     epilog="""\b
 Examples:
-  mcunas predictor import mcunas/calibration/measurements.csv
-  mcunas predictor fit --board esp32s3
-  mcunas predictor report --board nucleo_l4r5zi --plot l4r5.png
-  mcunas predictor list
-  mcunas predictor forget --board esp32s3 --source board:/dev/ttyUSB0
+  mcunas latency-model import mcunas/calibration/measurements.csv
+  mcunas latency-model fit --board esp32s3
+  mcunas latency-model report --board nucleo_l4r5zi --plot l4r5.png
+  mcunas latency-model list
+  mcunas latency-model forget --board esp32s3 --source board:/dev/ttyUSB0
 \b
 CSV columns: id, model_file, core, clock_mhz, kernels, latency_ms (board,
 runtime, source optional); model_file is looked up in models/ beside the CSV.""",
 )
 def cli() -> None:
-    """Fit, import and report the latency predictor."""
+    """Fit, import and report the latency model."""
 
 
-@cli.command("import", epilog="Example: mcunas predictor import my_boards.csv --store lab.sqlite")
+@cli.command(
+    "import", epilog="Example: mcunas latency-model import my_boards.csv --store lab.sqlite"
+)
 @click.argument("csv_path", type=click.Path(dir_okay=False))
 @_STORE
 def import_cmd(csv_path: str, store: str | None) -> None:
@@ -55,7 +60,7 @@ def import_cmd(csv_path: str, store: str | None) -> None:
     click.echo(f"Imported {count} measurement(s) into {db.path}")
 
 
-@cli.command("list", epilog="Example: mcunas predictor list --store lab.sqlite")
+@cli.command("list", epilog="Example: mcunas latency-model list --store lab.sqlite")
 @_STORE
 def list_cmd(store: str | None) -> None:
     """What the store holds: measurements per board, kernel library and source."""
@@ -78,12 +83,12 @@ def list_cmd(store: str | None) -> None:
     "forget",
     epilog="""\b
 Examples:
-  mcunas predictor forget --board esp32s3 --yes
-  mcunas predictor forget --board esp32s3 --source board:/dev/ttyUSB0
-Then `mcunas predictor fit --board NAME` refits from what is left.""",
+  mcunas latency-model forget --board esp32s3 --yes
+  mcunas latency-model forget --board esp32s3 --source board:/dev/ttyUSB0
+Then `mcunas latency-model fit --board NAME` fits again from what is left.""",
 )
 @click.option("--board", "board_name", required=True, help="Board whose measurements to delete.")
-@click.option("--source", default=None, help="Only this source (as `predictor list` shows it).")
+@click.option("--source", default=None, help="Only this source (as `latency-model list` shows it).")
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @_STORE
 def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None) -> None:
@@ -94,7 +99,7 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
         what = f" from source {source!r}" if source else ""
         raise UserError(
             f"No measurements for board '{board_name}'{what} in {db.path} "
-            "(see `mcunas predictor list`)"
+            "(see `mcunas latency-model list`)"
         )
     total = sum(g[3] + g[4] for g in groups)
     if not yes:
@@ -103,22 +108,24 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
     click.echo(f"Deleted {count} measurement(s) of {board_name} from {db.path}")
 
 
-@cli.command("fit", epilog="Example: mcunas predictor fit --board esp32s3")
+@cli.command("fit", epilog="Example: mcunas latency-model fit --board esp32s3")
 @click.option(
-    "--board", "board_name", default=None, help="Refit one board (default: all in the store)."
+    "--board", "board_name", default=None, help="Fit one board (default: all in the store)."
 )
 @_STORE
 def fit_cmd(board_name: str | None, store: str | None) -> None:
-    """Refit boards from the store; write them into the user boards folder."""
+    """Fit boards to the store's measurements; write them into the user boards folder."""
     from mcunas.boards.catalog import load_board
     from mcunas.cost.board_fit import write_user_board
-    from mcunas.cost.store_fit import refit_store
+    from mcunas.cost.store_fit import fit_store
     from mcunas.errors import UnknownBoard
 
     db = _store(store)
     names = [board_name] if board_name else db.boards()
     if not names:
-        raise UserError(f"No measurements in {db.path}: run `mcunas predictor import CSV` first.")
+        raise UserError(
+            f"No measurements in {db.path}: run `mcunas latency-model import CSV` first."
+        )
     fitted = 0
     for name in names:
         try:
@@ -132,15 +139,15 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
             )
             continue
         fitted += 1
-        refit = refit_store(board, db)
-        out = write_user_board(board, refit.table)
-        libs = ", ".join(lib.text() for lib in refit.libraries)
+        fit = fit_store(board, db)
+        out = write_user_board(board, fit.table)
+        libs = ", ".join(lib.text() for lib in fit.libraries)
         click.echo(f"{name}: {libs} -> {out}")
     if not fitted:
         raise UserError(f"None of the boards in {db.path} has a profile to fit.")
 
 
-@cli.command("report", epilog="Example: mcunas predictor report --board esp32s3 --plot s3.png")
+@cli.command("report", epilog="Example: mcunas latency-model report --board esp32s3 --plot s3.png")
 @click.option("--board", "board_name", required=True, help="Board profile name or path.")
 @click.option(
     "--plot", type=click.Path(dir_okay=False), default=None, help="Predicted-vs-measured PNG."
@@ -174,7 +181,7 @@ def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     stats = summarize(results)
     click.echo(
         f"{board.name}: leave-one-out on {stats['n']} measurement(s)"
-        + (" (models measured op by op: per-op tables refitted without each model)" if ops else "")
+        + (" (models measured op by op: per-op tables fitted without each model)" if ops else "")
     )
     for r in sorted(results, key=lambda r: -abs(r.error_pct)):
         click.echo(

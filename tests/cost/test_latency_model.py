@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
-from mcunas.commands.predictor import cli
+from mcunas.commands.latency_model import cli
 from mcunas.cost.board_fit import fit_op_costs
 from mcunas.cost.latency import predict_latency
 from mcunas.cost.op_features import op_features
@@ -172,10 +172,24 @@ def test_a_search_store_is_not_taken_for_a_measurements_store(isolated_home, tmp
     db = tmp_path / "trials.sqlite"
     before = sorted(sqlite3.connect(db).execute("SELECT name FROM sqlite_master"))
     with pytest.raises(SystemExit) as info:
-        main(["predictor", "list", "--store", str(db)])
+        main(["latency-model", "list", "--store", str(db)])
     err = capsys.readouterr().err
     assert info.value.code == 2 and "not an mcunas measurements store" in err
     assert sorted(sqlite3.connect(db).execute("SELECT name FROM sqlite_master")) == before
+
+
+def test_the_former_name_still_runs_with_a_notice_and_is_hidden(isolated_home, capsys):
+    from mcunas.commands.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["predictor", "list"])
+    out, err = capsys.readouterr()
+    assert info.value.code == 0 and "No measurements yet" in out
+    assert err.strip() == "Warning: `mcunas predictor` is deprecated; use `mcunas latency-model`."
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = capsys.readouterr().out
+    assert "latency-model" in listed and "predictor" not in listed
 
 
 def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
@@ -189,17 +203,17 @@ def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
     assert not (isolated_home / "boards" / "esp32s3.toml").exists()
 
 
-def test_refit_store_returns_a_typed_refit(isolated_home):
-    from mcunas.cost.store_fit import LibraryFit, refit_store
+def test_fit_store_returns_a_typed_fit(isolated_home):
+    from mcunas.cost.store_fit import LibraryFit, fit_store
 
     store = RecordStore()
     store.import_csv(CAL / "measurements.csv")
-    fitted = refit_store(load_board("esp32s3"), store, folds=3)
+    fitted = fit_store(load_board("esp32s3"), store, folds=3)
     assert fitted.board == "esp32s3" and fitted.table["source"].startswith("mcunas predictor fit")
     esp = next(lib for lib in fitted.libraries if lib.kernels == "esp-nn")
     assert esp.error_pct == pytest.approx(13.9) and esp.scale and esp.scale > 0
-    assert fitted.cv == ()  # the K-fold refits per-op tables: these rows have none
+    assert fitted.cv == ()  # the K-fold fits per-op tables: these rows have none
     assert LibraryFit("x", None, None).text() == "x: scale -, error not measured"
     nobody = dataclasses.replace(load_board("esp32s3"), name="nobody")
     with pytest.raises(UserError, match="No measurements for board 'nobody'"):
-        refit_store(nobody, store)
+        fit_store(nobody, store)
