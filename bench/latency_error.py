@@ -21,7 +21,7 @@ from collections.abc import Sequence
 
 # The product's own prediction from a set of rows, so a bare profile here is predicted
 # exactly as leave_one_out predicts a row.
-from mcunas.cost.scale_fit import CalibrationRow, LooResult, _predicted_from, path_band
+from mcunas.cost.fit.scale import CalibrationRow, LooResult, _predicted_from, path_band
 
 __all__ = ["coverage", "leave_one_board_out", "path_bands"]
 
@@ -36,7 +36,7 @@ def leave_one_board_out(rows: Sequence[CalibrationRow]) -> list[LooResult]:
 
 
 def path_bands(results: Sequence[LooResult]) -> dict[str, float]:
-    """:func:`~mcunas.cost.scale_fit.path_band` of every path in ``results``."""
+    """:func:`~mcunas.cost.fit.scale.path_band` of every path in ``results``."""
     return {p: path_band(p, results) for p in sorted({r.row.path for r in results})}
 
 

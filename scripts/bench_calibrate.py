@@ -52,8 +52,8 @@ def main() -> int:
     args = parser.parse_args()
     from bench.calibrate_check import check_models
     from mcunas.boards.catalog import load_board
-    from mcunas.cost.records import RecordStore
-    from mcunas.cost.suite import load_suite
+    from mcunas.cost.fit.records import RecordStore
+    from mcunas.cost.fit.suite import load_suite
     from mcunas.measure.calibrate import calibrate
     from mcunas.measure.opener import open_measurer
     from mcunas.testing.virtual_board.truth import GroundTruth

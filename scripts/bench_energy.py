@@ -35,8 +35,8 @@ sys.path.insert(0, str(ROOT))
 from bench.latency_error import leave_one_board_out  # noqa: E402
 from mcunas.boards.catalog import BoardProfile  # noqa: E402
 from mcunas.cost.energy import BAND_Z, core_default_ma, estimate_energy  # noqa: E402
+from mcunas.cost.fit.scale import load_calibration  # noqa: E402
 from mcunas.cost.latency import predict_latency  # noqa: E402
-from mcunas.cost.scale_fit import load_calibration  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 ENERGY_CSV = ROOT / "mcunas" / "calibration" / "energy.csv"

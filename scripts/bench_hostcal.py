@@ -56,7 +56,7 @@ from hostcal_models import (  # noqa: E402
 from hostcal_report import op_report, report, summary_line  # noqa: E402
 from hostcal_timing import ARENA_BYTES, Timing, measure_all, time_model  # noqa: E402
 
-from mcunas.cost.records import RecordStore, model_hash  # noqa: E402
+from mcunas.cost.fit.records import RecordStore, model_hash  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 SOURCE = "host:tflite-micro-python"
@@ -126,8 +126,8 @@ def fit_host(board: Any, store: RecordStore, models: list[HostModel]) -> dict[st
         ``[latency]`` table ``mcunas calibrate`` would write, board_fit.fit_board),
         ``cv`` (kernel_fit.cross_validate, 5 folds: (row, predicted ms)) and ``graphs``.
     """
-    from mcunas.cost.board_fit import fit_board
-    from mcunas.cost.kernel_fit import cross_validate, fit_op_tables
+    from mcunas.cost.fit.board import fit_board
+    from mcunas.cost.fit.kernels import cross_validate, fit_op_tables
 
     graphs = {model_hash(m.model_bytes): read_graph(m.model_bytes) for m in models}
     single = {model_hash(m.model_bytes) for m in models if m.kind == "single"}

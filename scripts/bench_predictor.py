@@ -26,8 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.core_fit import core_cycle_ratios, load_runs  # noqa: E402
 from bench.latency_error import coverage, leave_one_board_out, path_bands  # noqa: E402
 from mcunas.boards.catalog import BoardProfile  # noqa: E402
-from mcunas.cost.latency import predict_latency  # noqa: E402
-from mcunas.cost.scale_fit import (  # noqa: E402
+from mcunas.cost.fit.scale import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     checked_variants,
@@ -39,6 +38,7 @@ from mcunas.cost.scale_fit import (  # noqa: E402
     predict_row_ms,
     summarize,
 )
+from mcunas.cost.latency import predict_latency  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 

@@ -54,7 +54,7 @@ def reshape_model() -> bytes:
 
 def host_models(suite_size: str = "full") -> list[HostModel]:
     """The calibration suite (single-op and block models) and the 5 calibration models."""
-    from mcunas.cost.suite import build_suite
+    from mcunas.cost.fit.suite import build_suite
 
     out = []
     for m in build_suite(suite_size):

@@ -102,8 +102,8 @@ def cli(
     from pathlib import Path
 
     from mcunas.boards.catalog import load_board
-    from mcunas.cost.records import RecordStore
-    from mcunas.cost.suite import load_suite
+    from mcunas.cost.fit.records import RecordStore
+    from mcunas.cost.fit.suite import load_suite
     from mcunas.measure.calibrate import calibrate, calibration_board
     from mcunas.measure.opener import open_measurer
 

@@ -16,7 +16,7 @@ from mcunas.paths import predictor_store_path
 
 def _store(path: str | None, create: bool = False):  # noqa: ANN202
     """Open the store; only ``import`` creates one (a mistyped --store must not)."""
-    from mcunas.cost.records import RecordStore
+    from mcunas.cost.fit.records import RecordStore
 
     where = Path(path) if path else predictor_store_path()
     if not create and not where.is_file():
@@ -116,8 +116,8 @@ def forget_cmd(board_name: str, source: str | None, yes: bool, store: str | None
 def fit_cmd(board_name: str | None, store: str | None) -> None:
     """Fit boards to the store's measurements; write them into the user boards folder."""
     from mcunas.boards.catalog import load_board
-    from mcunas.cost.board_fit import write_user_board
-    from mcunas.cost.store_fit import fit_store
+    from mcunas.cost.fit.board import write_user_board
+    from mcunas.cost.fit.store import fit_store
     from mcunas.errors import UnknownBoard
 
     db = _store(store)
@@ -156,10 +156,10 @@ def fit_cmd(board_name: str | None, store: str | None) -> None:
 def report_cmd(board_name: str, plot: str | None, store: str | None) -> None:
     """Leave-one-out error on every measurement of a board (store + calibration data)."""
     from mcunas.boards.catalog import load_board
-    from mcunas.cost.board_fit import report_loo
-    from mcunas.cost.records import board_for_row
-    from mcunas.cost.scale_fit import load_calibration, summarize
-    from mcunas.cost.store_fit import store_graphs
+    from mcunas.cost.fit.board import report_loo
+    from mcunas.cost.fit.records import board_for_row
+    from mcunas.cost.fit.scale import load_calibration, summarize
+    from mcunas.cost.fit.store import store_graphs
 
     board = load_board(board_name)
     if plot:

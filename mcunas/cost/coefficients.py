@@ -5,7 +5,7 @@ reference C kernels, ESP-NN's portable C, ESP-NN's ESP32-S3 SIMD assembly,
 CMSIS-NN's DSP-extension (Cortex-M4/M7/M33), Helium (M55/M85) or plain C
 (M0+) builds. Each path has per-variant cycles per unit of work on its
 *anchor core*; another core scales them by a core factor. A path's ``scale``
-(fitted to whole-model measurements, see :mod:`mcunas.cost.scale_fit`) multiplies
+(fitted to whole-model measurements, see :mod:`mcunas.cost.fit.scale`) multiplies
 the lot. Where the figures come from is in each table's ``source``.
 """
 

@@ -17,7 +17,7 @@ FULLY_CONNECTED, not 4-D indexed ones, as CONV_2D) run at their table cost.
 
 The tables come from :mod:`mcunas.cost.coefficients` (priors) and
 :mod:`mcunas.cost.microbench` (ESP-NN kernel cycles); ``scale`` is fitted
-to whole-model measurements (:mod:`mcunas.cost.scale_fit`). A board profile's
+to whole-model measurements (:mod:`mcunas.cost.fit.scale`). A board profile's
 ``[latency.<kernels>]`` table overrides ``scale``, ``error_pct``,
 ``requant``, ``op_overhead``, ``invoke_overhead``, ``byte`` and, in a
 ``mac`` sub-table, any variant's cycles.

@@ -1,10 +1,10 @@
 """Calibrate a board's latency model: measure the suite, store, fit, write the profile.
 
 ``calibrate`` measures every model of the calibration suite
-(:mod:`mcunas.cost.suite`) through any :class:`~mcunas.measure.base.Measurer`
+(:mod:`mcunas.cost.fit.suite`) through any :class:`~mcunas.measure.base.Measurer`
 (a board on a port, a rack, the virtual board), stores each whole-model and
-per-op time in the :class:`~mcunas.cost.records.RecordStore`, fits the
-board's kernel tables from the per-op times (:mod:`mcunas.cost.kernel_fit`),
+per-op time in the :class:`~mcunas.cost.fit.records.RecordStore`, fits the
+board's kernel tables from the per-op times (:mod:`mcunas.cost.fit.kernels`),
 states the fitted model's error by K-fold cross-validation over the suite's
 models, and writes the profile into the user boards folder, where every
 later ``profile``, ``search`` and simulator run picks it up.
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.cost.suite import SuiteModel
+from mcunas.cost.fit.suite import SuiteModel
 from mcunas.errors import CandidateError, MeasurementError, UserError
 from mcunas.figures import Figures
 
@@ -222,7 +222,7 @@ def fit_latency(board: BoardProfile, store: Any) -> tuple[dict[str, Any], dict[s
     Returns:
         The new ``[latency]`` table and the K-fold whole-model error summary.
     """
-    from mcunas.cost.store_fit import fit_store
+    from mcunas.cost.fit.store import fit_store
 
     fitted = fit_store(board, store, folds=CV_FOLDS)
     return fitted.table, error_summary([(p, r.latency_ms) for r, p in fitted.cv])
@@ -243,7 +243,7 @@ def calibrate(
         UserError: no model could be measured.
         FatalError: the setup broke.
     """
-    from mcunas.cost.board_fit import write_user_board
+    from mcunas.cost.fit.board import write_user_board
 
     setups: list[dict[str, Any]] = []
     outcomes = measure_suite(board, measurer, suite, store, progress, source, setups)

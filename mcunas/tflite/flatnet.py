@@ -3,7 +3,7 @@
 Int8 activations, per-channel int8 conv weights and int32 biases with random
 values: the layout the TFLite converter produces, so the runtime plans,
 sizes and dispatches these models as it does converted ones. Used by the
-calibration suite (:mod:`mcunas.cost.suite`) and the supernet's cost check
+calibration suite (:mod:`mcunas.cost.fit.suite`) and the supernet's cost check
 (:mod:`mcunas.supernet.costgraph`).
 """
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from mcunas.cost.records import RecordStore
-from mcunas.cost.suite import build_suite
+from mcunas.cost.fit.records import RecordStore
+from mcunas.cost.fit.suite import build_suite
 from tests.script_helpers import loaded_script
 
 

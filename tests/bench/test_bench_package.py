@@ -12,7 +12,7 @@ from bench.core_fit import core_cycle_ratios, load_runs
 from bench.latency_error import coverage, leave_one_board_out, path_bands
 from bench.rescore_check import rescored_stand_ins
 from mcunas.boards.catalog import load_board
-from mcunas.cost.scale_fit import load_calibration, path_band
+from mcunas.cost.fit.scale import load_calibration, path_band
 from mcunas.search.results.store import TrialRecord, TrialStatus
 
 

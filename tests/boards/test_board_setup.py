@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from mcunas.boards.catalog import load_board
 from mcunas.boards.checks import runtime_year
 from mcunas.commands.cli import cli, main
+from mcunas.cost.fit.scale import CALIBRATION_CSV, load_calibration
 from mcunas.cost.latency import predict_latency
-from mcunas.cost.scale_fit import CALIBRATION_CSV, load_calibration
 from mcunas.cost.setup import OLD_RUNTIME_FACTOR, combined, setup_effects
 from mcunas.errors import BoardProfileError
 from mcunas.tflite.reader import read_graph

@@ -96,7 +96,7 @@ def test_damaged_search_state_files_are_one_line(capsys, tmp_path, fake_runner, 
 
 
 def test_the_suite_cache_is_rebuilt_when_damaged(tmp_path, monkeypatch) -> None:
-    from mcunas.cost import suite
+    from mcunas.cost.fit import suite
 
     first = suite.load_suite("small")
     folder = suite.suite_dir("small")
@@ -119,7 +119,7 @@ def test_unreadable_names_the_file_and_the_fix(tmp_path: Path) -> None:
 @pytest.mark.parametrize("how", DAMAGES)
 def test_a_damaged_measurements_store_is_one_line(capsys, tmp_path: Path, how: str) -> None:
     from mcunas.commands.cli import main
-    from mcunas.cost.records import RecordStore
+    from mcunas.cost.fit.records import RecordStore
 
     path = tmp_path / "lab.sqlite"
     RecordStore(path).close()

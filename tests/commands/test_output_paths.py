@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.cost.records import RecordStore
+from mcunas.cost.fit.records import RecordStore
 from mcunas.errors import UserError
 from mcunas.files import FolderLock, output_path, write_file
 from mcunas.search.results.store import TrialStore

@@ -18,10 +18,7 @@ from mcunas.cost.coefficients import (
     PRIOR_TABLES,
     path_for,
 )
-from mcunas.cost.latency import op_cycles, predict_latency
-from mcunas.cost.microbench import load_microbench, microbench_tables
-from mcunas.cost.op_features import op_features
-from mcunas.cost.scale_fit import (
+from mcunas.cost.fit.scale import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     LooResult,
@@ -34,6 +31,9 @@ from mcunas.cost.scale_fit import (
     predict_row_ms,
     summarize,
 )
+from mcunas.cost.latency import op_cycles, predict_latency
+from mcunas.cost.microbench import load_microbench, microbench_tables
+from mcunas.cost.op_features import op_features
 from mcunas.errors import BoardProfileError, UserError
 from mcunas.tflite.reader import read_graph
 from tests.repo import REPO

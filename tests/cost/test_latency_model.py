@@ -9,10 +9,10 @@ from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
 from mcunas.commands.latency_model import cli
-from mcunas.cost.board_fit import fit_op_costs
+from mcunas.cost.fit.board import fit_op_costs
+from mcunas.cost.fit.records import RecordStore
 from mcunas.cost.latency import predict_latency
 from mcunas.cost.op_features import op_features
-from mcunas.cost.records import RecordStore
 from mcunas.errors import UserError
 from mcunas.tflite.reader import read_graph
 from tests.repo import REPO
@@ -116,8 +116,8 @@ def test_import_refuses_bad_rows_and_stores_nothing(isolated_home, tmp_path, bod
 
 
 def test_a_copy_of_a_board_does_not_take_its_published_rows(isolated_home):
-    from mcunas.cost.records import board_for_row
-    from mcunas.cost.scale_fit import load_calibration
+    from mcunas.cost.fit.records import board_for_row
+    from mcunas.cost.fit.scale import load_calibration
 
     folder = isolated_home / "boards"
     folder.mkdir(parents=True)
@@ -193,7 +193,7 @@ def test_the_former_name_still_runs_with_a_notice_and_is_hidden(isolated_home, c
 
 
 def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
-    from mcunas.cost.board_fit import write_user_board
+    from mcunas.cost.fit.board import write_user_board
     from mcunas.errors import BoardProfileError
 
     board = load_board("esp32s3")
@@ -204,7 +204,7 @@ def test_a_fit_never_writes_an_absurd_coefficient(isolated_home):
 
 
 def test_fit_store_returns_a_typed_fit(isolated_home):
-    from mcunas.cost.store_fit import LibraryFit, fit_store
+    from mcunas.cost.fit.store import LibraryFit, fit_store
 
     store = RecordStore()
     store.import_csv(CAL / "measurements.csv")

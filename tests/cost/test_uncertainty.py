@@ -10,11 +10,11 @@ from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
 from mcunas.commands.latency_model import cli
-from mcunas.cost.board_fit import FIT_SOURCE, fit_base
 from mcunas.cost.coefficients import DEFAULT_CHECKED, DEFAULT_ERRORS
+from mcunas.cost.fit.board import FIT_SOURCE, fit_base
+from mcunas.cost.fit.records import RecordStore
+from mcunas.cost.fit.suite import build_suite
 from mcunas.cost.latency import NO_DATA_ERROR_PCT, OVERHEAD_ERROR_PCT, predict_latency
-from mcunas.cost.records import RecordStore
-from mcunas.cost.suite import build_suite
 from mcunas.errors import BoardProfileError
 from mcunas.tflite.reader import read_graph
 from tests.repo import REPO
@@ -165,7 +165,7 @@ def test_report_checks_the_plot_folder_before_any_work(tmp_path):
     ],
 )
 def test_calibration_csv_rows_name_what_is_wrong(tmp_path, row, message):
-    from mcunas.cost.scale_fit import load_calibration
+    from mcunas.cost.fit.scale import load_calibration
     from mcunas.errors import UserError
 
     header = (CAL / "measurements.csv").read_text().splitlines()[0]

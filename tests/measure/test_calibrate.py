@@ -12,11 +12,11 @@ from click.testing import CliRunner
 from bench.calibrate_check import check_models
 from mcunas.boards.catalog import load_board
 from mcunas.commands.calibrate import cli
-from mcunas.cost import suite as suite_mod
+from mcunas.cost.fit import suite as suite_mod
+from mcunas.cost.fit.records import RecordStore
+from mcunas.cost.fit.suite import build_model, build_suite, load_suite
 from mcunas.cost.latency import predict_latency
 from mcunas.cost.op_features import op_features
-from mcunas.cost.records import RecordStore
-from mcunas.cost.suite import build_model, build_suite, load_suite
 from mcunas.errors import CandidateError, UserError
 from mcunas.figures import Figures, OpTiming
 from mcunas.measure.calibrate import calibrate
@@ -173,8 +173,8 @@ def test_virtual_calibration_recovers_the_ground_truth(isolated_home):
     assert "esp-nn          scale" in shown and "k-fold cross-validation" in shown
     # the report predicts each suite model from per-op tables fitted without it,
     # not from the profile's tables (fitted on all of them)
-    from mcunas.cost.board_fit import board_loo, report_loo
-    from mcunas.cost.scale_fit import cached_graph
+    from mcunas.cost.fit.board import board_loo, report_loo
+    from mcunas.cost.fit.scale import cached_graph
 
     board, rows, ops = (
         load_board("esp32s3-virtual"),
@@ -258,9 +258,9 @@ def test_cli_rejects_conflicting_targets():
 def test_an_unfitted_requantization_is_written_as_the_fit_used_it(isolated_home):
     """One MAC variant on a path: its requantization is not fitted, and the table the
     fit writes must carry the value the fit assumed (not one rescaled afterwards)."""
-    from mcunas.cost.kernel_fit import fit_op_tables
+    from mcunas.cost.fit.kernels import fit_op_tables
+    from mcunas.cost.fit.store import store_graphs
     from mcunas.cost.latency import resolve
-    from mcunas.cost.store_fit import store_graphs
 
     board = load_board("esp32s3")
     suite = [m for m in load_suite("small") if m.name.startswith(("bmm_", "transpose_"))]
@@ -277,7 +277,7 @@ def test_an_unfitted_requantization_is_written_as_the_fit_used_it(isolated_home)
 
 
 def test_cv_band_is_a_90_percent_interval_never_below_the_median():
-    from mcunas.cost.calibrated_error import cv_band
+    from mcunas.cost.fit.error import cv_band
 
     assert cv_band([(1.0, 1.0)] * 4) == 0.0
     spread = [(1.1, 1.0), (0.9, 1.0), (1.02, 1.0), (0.98, 1.0), (1.3, 1.0)]
@@ -287,8 +287,8 @@ def test_cv_band_is_a_90_percent_interval_never_below_the_median():
 
 
 def test_leave_one_op_out_holds_out_only_variants_measured_twice(isolated_home):
-    from mcunas.cost.kernel_fit import op_cross_validate
-    from mcunas.cost.store_fit import store_graphs
+    from mcunas.cost.fit.kernels import op_cross_validate
+    from mcunas.cost.fit.store import store_graphs
 
     board = load_board("nucleo_f746zg")
     names = ("conv1x1_24x16to32", "conv1x1_12x32to64", "fc_256to64")  # fc measured once

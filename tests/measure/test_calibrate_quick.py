@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
 from mcunas.commands.calibrate import cli
+from mcunas.cost.fit.suite import QUICK_MODELS, load_suite
 from mcunas.cost.latency import predict_latency
 from mcunas.cost.op_features import op_features
-from mcunas.cost.suite import QUICK_MODELS, load_suite
 from mcunas.errors import UserError
 from mcunas.testing.virtual_board.truth import GroundTruth
 from mcunas.tflite.reader import read_graph

@@ -7,8 +7,8 @@ import dataclasses
 from click.testing import CliRunner
 
 from mcunas.boards.catalog import load_board
-from mcunas.cost.records import RecordStore
-from mcunas.cost.suite import load_suite
+from mcunas.cost.fit.records import RecordStore
+from mcunas.cost.fit.suite import load_suite
 from mcunas.measure.calibrate import calibrate
 from mcunas.measure.opener import open_measurer
 from mcunas.measure.protocol import parse_line

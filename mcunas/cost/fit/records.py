@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mcunas.cost.scale_fit import CalibrationRow, load_calibration
+from mcunas.cost.fit.scale import CalibrationRow, load_calibration
 from mcunas.errors import UserError
 from mcunas.files import output_path, write_file
 from mcunas.paths import predictor_store_path

@@ -2,7 +2,7 @@
 
 A board's ``[latency]`` table comes from what the measurement store holds for
 it: per-op records of a calibration run (a joint per-op fit, see
-:mod:`mcunas.cost.kernel_fit`) and whole-model rows (the scale, the sum
+:mod:`mcunas.cost.fit.kernels`) and whole-model rows (the scale, the sum
 constraint). Every fit starts from the built-in profile (:func:`fit_base`),
 so fitting twice gives the same profile; the stated errors are
 out-of-sample (leave-one-out, K-fold, leave-one-model-out).
@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from mcunas.cost.calibrated_error import FEW_MODELS, cv_band, few_model_band
-from mcunas.cost.scale_fit import (
+from mcunas.cost.fit.error import FEW_MODELS, cv_band, few_model_band
+from mcunas.cost.fit.scale import (
     CalibrationRow,
     LooResult,
     cached_graph,
@@ -33,8 +33,8 @@ from mcunas.cost.scale_fit import (
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
-    from mcunas.cost.kernel_fit import GraphOf
-    from mcunas.cost.records import OpRecord
+    from mcunas.cost.fit.kernels import GraphOf
+    from mcunas.cost.fit.records import OpRecord
 
 __all__ = [
     "FIT_SOURCE",
@@ -144,8 +144,8 @@ def report_loo(
     :func:`fit_board` does); the other rows (published figures) by
     :func:`board_loo`.
     """
-    from mcunas.cost.kernel_fit import cross_validate
-    from mcunas.cost.records import model_hash
+    from mcunas.cost.fit.kernels import cross_validate
+    from mcunas.cost.fit.records import model_hash
 
     keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
     hashes = {r.id: model_hash(r.model.read_bytes()) for r in rows}
@@ -218,7 +218,7 @@ def fit_board(
 
     Per kernel library: the kernel tables from per-op records (if any; a joint
     fit of every variant, requantization and dispatch cost, see
-    :mod:`mcunas.cost.kernel_fit`), then the scale from whole-model rows (the sum
+    :mod:`mcunas.cost.fit.kernels`), then the scale from whole-model rows (the sum
     constraint), and the stated error from a leave-one-out over those rows.
     A library fitted from per-op records takes its scale only from the
     whole-model rows of the same runs (models with op records) and states the
@@ -227,7 +227,7 @@ def fit_board(
     """
     from dataclasses import replace
 
-    from mcunas.cost.kernel_fit import fit_op_tables
+    from mcunas.cost.fit.kernels import fit_op_tables
 
     board = fit_base(board)
     table: LatencyTable = {
@@ -279,8 +279,8 @@ def _op_level_scale_and_error(
     The K-fold fits start from ``prior`` (the profile before this fit), so a
     held-out model never leaks into the costs it is predicted with.
     """
-    from mcunas.cost.kernel_fit import cross_validate
-    from mcunas.cost.records import model_hash
+    from mcunas.cost.fit.kernels import cross_validate
+    from mcunas.cost.fit.records import model_hash
 
     keys = {r.model_hash for r in op_records}
     same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]

@@ -142,7 +142,7 @@ def fit_op_tables(
 
     Args:
         board: BoardProfile (its current tables give priors and core factors).
-        op_records: per-op :class:`mcunas.cost.records.OpRecord` of this board.
+        op_records: per-op :class:`mcunas.cost.fit.records.OpRecord` of this board.
         model_rows: whole-model rows (:class:`CalibrationRow`) of this board; those
             whose model has op records give the per-invoke overhead.
         graph_of: model hash -> :class:`mcunas.tflite.reader.Graph`.
@@ -218,8 +218,8 @@ def _add_invoke_overhead(
     model_rows: Sequence[Any],
     graph_of: GraphOf,
 ) -> None:
+    from mcunas.cost.fit.records import model_hash
     from mcunas.cost.latency import resolve
-    from mcunas.cost.records import model_hash
 
     sums: dict[tuple[str, str, int], float] = {}
     for rec in op_records:
@@ -257,8 +257,8 @@ def cross_validate(
         ``(row, predicted_ms)`` for every whole-model row whose model has op
         records (the others are not part of an op-level calibration).
     """
+    from mcunas.cost.fit.records import model_hash
     from mcunas.cost.latency import predict_latency
-    from mcunas.cost.records import model_hash
 
     keyed = [(model_hash(r.model.read_bytes()), r) for r in model_rows]
     with_ops = sorted({k for k, _ in keyed} & {r.model_hash for r in op_records})

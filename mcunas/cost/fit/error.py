@@ -2,7 +2,7 @@
 
 After ``mcunas calibrate`` a library's ``error_pct`` is :func:`cv_band` of its K-fold
 cross-validation over the suite's models, the same form as a bare profile's band
-(:func:`mcunas.cost.scale_fit.path_band`). With fewer than :data:`FEW_MODELS`
+(:func:`mcunas.cost.fit.scale.path_band`). With fewer than :data:`FEW_MODELS`
 models (``--quick``), each fold leaves out every variant only its model ran, so the
 band comes from held-out ops of measured variants instead (:func:`few_model_band`).
 
@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
-    from mcunas.cost.kernel_fit import GraphOf
-    from mcunas.cost.records import OpRecord
+    from mcunas.cost.fit.kernels import GraphOf
+    from mcunas.cost.fit.records import OpRecord
 
 __all__ = ["FEW_MODELS", "cv_band", "few_model_band"]
 
@@ -39,7 +39,7 @@ def few_model_band(
     kfold_median: float,
 ) -> None:
     """The band of a few-model calibration: leave-one-op-out over measured variants."""
-    from mcunas.cost.kernel_fit import op_cross_validate
+    from mcunas.cost.fit.kernels import op_cross_validate
 
     pairs = op_cross_validate(prior, ops, graph_of)
     if len(pairs) >= FEW_MODELS:
@@ -54,11 +54,11 @@ def cv_band(pairs: Sequence[tuple[float, float]]) -> float:
     """A 90% prediction interval (in %) from cross-validated ``(predicted, measured)`` pairs.
 
     exp(1.645 x the root mean square log error) - 1, the form of the bare profiles'
-    bands (:func:`mcunas.cost.scale_fit.path_band`), never below the median error.
+    bands (:func:`mcunas.cost.fit.scale.path_band`), never below the median error.
     The median alone, stated before, held 56-89% of held-out models on the virtual
     board after a full calibration.
     """
-    from mcunas.cost.scale_fit import BAND_Z
+    from mcunas.cost.fit.scale import BAND_Z
 
     logs = [math.log(p / m) for p, m in pairs if p > 0 and m > 0]
     if not logs:

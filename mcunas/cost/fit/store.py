@@ -2,7 +2,7 @@
 
 What ``mcunas latency-model fit`` and ``mcunas calibrate`` both do: start from the
 board's built-in base, fit its ``[latency]`` table
-(:func:`mcunas.cost.board_fit.fit_board`) and, on request, state the
+(:func:`mcunas.cost.fit.board.fit_board`) and, on request, state the
 error by K-fold cross-validation.
 
 Example::
@@ -17,14 +17,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mcunas.cost.board_fit import LatencyTable, fit_base, fit_board
-from mcunas.cost.scale_fit import CalibrationRow, cached_graph
+from mcunas.cost.fit.board import LatencyTable, fit_base, fit_board
+from mcunas.cost.fit.scale import CalibrationRow, cached_graph
 from mcunas.errors import UserError
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
-    from mcunas.cost.kernel_fit import GraphOf
-    from mcunas.cost.records import RecordStore
+    from mcunas.cost.fit.kernels import GraphOf
+    from mcunas.cost.fit.records import RecordStore
 
 __all__ = ["BoardFit", "LibraryFit", "fit_store", "store_graphs"]
 
@@ -85,7 +85,7 @@ def fit_store(board: BoardProfile, store: RecordStore, *, folds: int = 0) -> Boa
     Raises:
         UserError: the store holds no measurement of the board.
     """
-    from mcunas.cost.kernel_fit import cross_validate
+    from mcunas.cost.fit.kernels import cross_validate
 
     board = fit_base(board)  # the store holds every earlier run: start from the priors
     rows, ops = store.model_rows(board.name), store.op_records(board.name)

@@ -8,7 +8,7 @@ of that path (least squares in log space). Leave-one-out fits without
 each row and predicts it; a path left with no rows falls back to scale 1
 (the microbenchmarks or priors taken as they are) -- a genuine out-of-sample
 test of the kernel tables. The rows themselves are read and checked by
-:mod:`mcunas.cost.calibration_rows` (its names are re-exported here).
+:mod:`mcunas.cost.fit.rows` (its names are re-exported here).
 
 Example::
 
@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from mcunas.cost.calibration_rows import (
+from mcunas.cost.coefficients import DISPATCH_CYCLES
+from mcunas.cost.fit.rows import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
     RECENT_RUNTIME_YEAR,
@@ -33,7 +34,6 @@ from mcunas.cost.calibration_rows import (
     cached_graph,
     load_calibration,
 )
-from mcunas.cost.coefficients import DISPATCH_CYCLES
 
 __all__ = [
     "CALIBRATION_CSV",

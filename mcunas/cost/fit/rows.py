@@ -2,7 +2,7 @@
 
 A measurements CSV (the form of ``mcunas/calibration/measurements.csv``) holds one
 row per model measured on a core, clock and kernel library. This module reads and
-checks such a file into :class:`CalibrationRow` values; :mod:`mcunas.cost.scale_fit`
+checks such a file into :class:`CalibrationRow` values; :mod:`mcunas.cost.fit.scale`
 fits the latency model to them and states its error.
 
 Example::
