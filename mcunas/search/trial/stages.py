@@ -35,8 +35,8 @@ __all__ = [
     "training_seed",
 ]
 
-# One hyperparameter's value (Keras Tuner's choices, ints, floats, booleans).
-HpValue = str | int | float | bool | None
+# One hyperparameter's value (Keras Tuner's choices: strings, ints, floats, booleans).
+HpValue = str | int | float | bool
 
 
 class SearchSpace(Protocol):
