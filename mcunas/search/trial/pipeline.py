@@ -19,11 +19,9 @@ stop signals (``passes``) leave it as exceptions.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
@@ -45,7 +43,9 @@ from mcunas.search.trial.stages import (
     EvalResult,
     HpValue,
     Outcome,
+    Train,
     TrainResult,
+    TrialUnderWay,
     training_seed,
 )
 from mcunas.search.trial_store import Store
@@ -68,29 +68,6 @@ __all__ = [
 
 # The origin of the --seed-arch design's rows, in every strategy.
 REFERENCE_ORIGIN = TrialOrigin.SEED
-
-
-# Trains a model in place: (model, its cost check or None) -> what training gave.
-Train = Callable[["keras.Model", "CheckResult | None"], TrainResult]
-
-
-@dataclass
-class _Trial:
-    """One trial on its way through the pipeline: its id, timings, notes."""
-
-    tid: str
-    timings: dict[str, float] = field(default_factory=dict)
-    notes: list[str | None] = field(default_factory=list)
-    stage: str = "build"
-
-    @contextlib.contextmanager
-    def stage_of(self, name: str, key: str) -> Iterator[None]:
-        """Time stage ``name`` into ``timings[key]`` (a failure inside names the stage)."""
-        self.stage, start = name, time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
 
 
 class TrialPipeline:
@@ -167,7 +144,7 @@ class TrialPipeline:
             notes: notes for the ``ok`` row's reason, added to by ``train`` meanwhile.
             passes: exceptions that leave the pipeline as they are (the caller's stop signals).
         """
-        trial = _Trial(tid, notes=notes if notes is not None else [])
+        trial = TrialUnderWay(tid, notes=notes if notes is not None else [])
         try:
             done = self._stages(trial, make, train, check, names)
         except (FatalError, TrialTakenAway):
@@ -183,7 +160,7 @@ class TrialPipeline:
 
     def _stages(
         self,
-        trial: _Trial,
+        trial: TrialUnderWay,
         make: Callable[[], keras.Model],
         train: Train,
         check: bool,
@@ -216,7 +193,7 @@ class TrialPipeline:
 
     def _record(
         self,
-        trial: _Trial,
+        trial: TrialUnderWay,
         model: keras.Model,
         model_bytes: bytes,
         cost: Figures,

@@ -10,10 +10,12 @@ at run time: this module loads without TensorFlow).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
@@ -31,7 +33,9 @@ __all__ = [
     "HpValue",
     "Outcome",
     "SearchSpace",
+    "Train",
     "TrainResult",
+    "TrialUnderWay",
     "training_seed",
 ]
 
@@ -152,3 +156,26 @@ class CandidateRunner(Protocol):
     def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
         """Measure; ``promising`` says whether a simulated result deserves a board run."""
         ...
+
+
+# Trains a model in place: (model, its cost check or None) -> what training gave.
+Train = Callable[["keras.Model", "CheckResult | None"], TrainResult]
+
+
+@dataclass
+class TrialUnderWay:
+    """One trial on its way through the pipeline: its id, timings, notes, current stage."""
+
+    tid: str
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str | None] = field(default_factory=list)
+    stage: str = "build"
+
+    @contextlib.contextmanager
+    def stage_of(self, name: str, key: str) -> Iterator[None]:
+        """Time stage ``name`` into ``timings[key]`` (a failure inside names the stage)."""
+        self.stage, start = name, time.perf_counter()
+        try:
+            yield
+        finally:
+            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
