@@ -108,7 +108,8 @@ class Jobs(Protocol[J_in, R]):
         self,
         jobs: Sequence[J_in],
         *,
-        on_done: Callable[[Any, Any], None] | None = None,  # (job, result): J_in is contravariant
+        # (job, result): typing the job here would make J_in invariant, and Jobs with it
+        on_done: Callable[[Any, Any], None] | None = None,
         on_epoch: Callable[[Epoch], bool] | None = None,
         progress: Progress | None = None,
     ) -> list[R | None]:

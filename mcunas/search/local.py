@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mcunas.search.job_protocols import Epoch
 from mcunas.search.progress import Progress
@@ -37,7 +37,7 @@ class LocalJobs(Generic[J, R]):
         self,
         jobs: Sequence[J],
         *,
-        on_done: Callable[[Any, Any], None] | None = None,  # (job, result), as Jobs.run
+        on_done: Callable[[J, R | None], None] | None = None,
         on_epoch: Callable[[Epoch], bool] | None = None,
         progress: Progress | None = None,
     ) -> list[R | None]:

@@ -1,7 +1,9 @@
 """One search run: what every strategy and executor shares, and the two roles' protocols.
 
 A :class:`SearchRun` is one search in one folder: its settings, board, store,
-data, search space and measurers, and how it ends (result, report, ``best/``).
+data, search space and measurers (set up by :class:`~mcunas.search.run_setup.RunSetup`,
+which it extends), and how it ends (result, report, ``best/``:
+:class:`~mcunas.search.run_end.RunEnd`).
 What is *tried* is a :class:`Strategy` (Keras Tuner trials under an oracle, or
 the supernet's stages); *where* the work runs is an :class:`Executor` (this
 process, a chief serving workers, or a worker of a chief). Both are chosen by
