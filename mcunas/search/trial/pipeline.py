@@ -164,7 +164,7 @@ class TrialPipeline:
         make: Callable[[], keras.Model],
         train: Train,
         check: bool,
-        names: tuple,
+        names: tuple[str, str],
     ) -> Outcome | tuple[keras.Model, bytes, Figures, TrainResult, EvalResult]:
         """The stages up to the measurement; an Outcome if the cost check refused the model."""
         with trial.stage_of(names[0], "build_s"):

@@ -27,6 +27,7 @@ from mcunas.search.training.recipe import (
     training_data,
 )
 from mcunas.search.trial.isolate import TflmWorker
+from mcunas.search.trial.retrain import RetrainRunner
 from mcunas.search.trial.stages import CheckResult, EvalResult, SearchSpace, TrainResult
 from mcunas.tflite.convert import convert_int8, tensorflow_chatter_dropped, to_inference_model
 
@@ -279,3 +280,6 @@ class KerasRunner:
         from mcunas.frontend.port import graph_of
 
         return hardware.measure(model_bytes, frontend=graph_of(self.dataset.frontend))
+
+
+_: type[RetrainRunner] = KerasRunner  # checked against the protocol by type checkers
