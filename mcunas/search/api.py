@@ -16,7 +16,7 @@ import sqlite3
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from mcunas.boards.catalog import BoardProfile, load_board
 from mcunas.errors import DatasetError, McunasError, UserError
@@ -26,6 +26,7 @@ from mcunas.files import (
     ensure_writable,
     first_missing,
 )
+from mcunas.jsontext import JsonObject
 from mcunas.measure.ports import check_port
 from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.progress import Progress
@@ -220,7 +221,7 @@ def _open_store(out_dir: Path, config: SearchConfig, threads: bool = False) -> T
     return store
 
 
-def _check_same_search(stored: dict[str, Any], config: SearchConfig) -> None:
+def _check_same_search(stored: JsonObject, config: SearchConfig) -> None:
     now = config.to_dict()
     diffs = [
         f"{k}: {stored.get(k)!r} then, {now.get(k)!r} now"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
 
 from mcunas.errors import UserError
+from mcunas.jsontext import JsonObject
 from mcunas.limits import LIMITS, check_number
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, check_objectives
@@ -143,7 +143,7 @@ class SearchConfig:
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
     # a registered strategy's own options that have no field above (mcunas.search.plugins)
-    options: dict[str, Any] = field(default_factory=dict)
+    options: JsonObject = field(default_factory=dict)
 
     @property
     def supernet_plan(self) -> tuple[int, int]:
@@ -180,7 +180,7 @@ class SearchConfig:
 
         return content_sha256(Path(self.dataset).expanduser())
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready dict (kept in the store for ``--resume``)."""
         data = asdict(self)
         data["families"] = list(self.families) if self.families else None
@@ -188,7 +188,7 @@ class SearchConfig:
         return data
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SearchConfig:
+    def from_dict(cls, data: JsonObject) -> SearchConfig:
         """Inverse of :meth:`to_dict` (unknown keys ignored)."""
         names = {f.name for f in fields(cls)}
         clean = {k: v for k, v in data.items() if k in names}
@@ -200,7 +200,7 @@ class SearchConfig:
         return cls(**clean)
 
     @classmethod
-    def resumed(cls, out: str, given: dict[str, Any]) -> SearchConfig:
+    def resumed(cls, out: str, given: JsonObject) -> SearchConfig:
         """The settings of the search in ``out``, with the ``given`` options over them.
 
         ``given`` holds only the options the user set (the rest keep the stored
@@ -211,7 +211,7 @@ class SearchConfig:
         """
         from mcunas.search.results.store import STORE_NAME, TrialStore
 
-        stored: dict[str, Any] = {}
+        stored: JsonObject = {}
         if TrialStore.exists_in(Path(out)):
             store = TrialStore.open(Path(out))
             stored = store.get_meta("config") or {}

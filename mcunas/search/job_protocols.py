@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from mcunas.jsontext import JsonObject
 from mcunas.search.progress import Progress
 
 __all__ = ["Epoch", "Jobs", "Wire", "Work"]
@@ -59,19 +60,19 @@ class Wire(Protocol[J, R]):
 
     checkpoint: str
 
-    def job_to_wire(self, job: J) -> dict[str, Any]:
+    def job_to_wire(self, job: J) -> JsonObject:
         """The job as JSON, with its ``kind``."""
         ...
 
-    def job_from_wire(self, data: dict[str, Any]) -> J:
+    def job_from_wire(self, data: JsonObject) -> J:
         """The typed job back."""
         ...
 
-    def result_to_wire(self, result: R) -> dict[str, Any]:
+    def result_to_wire(self, result: R) -> JsonObject:
         """The result as JSON."""
         ...
 
-    def result_from_wire(self, data: dict[str, Any]) -> R:
+    def result_from_wire(self, data: JsonObject) -> R:
         """The typed result back."""
         ...
 
@@ -107,6 +108,7 @@ class Jobs(Protocol[J_in, R]):
         self,
         jobs: Sequence[J_in],
         *,
+        # (job, result): typing the job here would make J_in invariant, and Jobs with it
         on_done: Callable[[Any, Any], None] | None = None,
         on_epoch: Callable[[Epoch], bool] | None = None,
         progress: Progress | None = None,

@@ -4,34 +4,45 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Generic, TypeVar
 
+from mcunas.search.job_protocols import Epoch
 from mcunas.search.progress import Progress
 from mcunas.search.run import Planner, SearchRun, Strategy, Wire, Work
+from mcunas.search.trial.pipeline import CandidateRunner
+
+if TYPE_CHECKING:
+    import keras_tuner as kt
+
+    from mcunas.search.tuner.tuner import HardwareAwareTuner
+    from mcunas.space.hypermodel import McuSearchSpace
 
 __all__ = ["LocalExecutor", "LocalJobs"]
 
+J = TypeVar("J")  # a strategy's job
+R = TypeVar("R")  # a job's result
 
-class LocalJobs:
+
+class LocalJobs(Generic[J, R]):
     """Runs a strategy's jobs one after the other with this process's :class:`Work`.
 
     Args:
         work: does each job.
     """
 
-    def __init__(self, work: Work) -> None:
+    def __init__(self, work: Work[J, R]) -> None:
         self.work = work
 
     def run(
         self,
-        jobs: Sequence[Any],
+        jobs: Sequence[J],
         *,
-        on_done: Callable[[Any, Any], None] | None = None,
-        on_epoch: Callable[[Any], bool] | None = None,
+        on_done: Callable[[J, R | None], None] | None = None,
+        on_epoch: Callable[[Epoch], bool] | None = None,
         progress: Progress | None = None,
-    ) -> list[Any]:
+    ) -> list[R | None]:
         """Each job's result, in order (see :class:`mcunas.search.run.Jobs`)."""
-        results = []
+        results: list[R | None] = []
         for job in jobs:
             if progress is not None and progress.time_up():
                 result = None  # cancelled: the time budget ran out before it
@@ -52,16 +63,16 @@ class LocalExecutor:
         """The strategy's search, here."""
         return strategy.search(run, self, progress)
 
-    def candidates(self, run: SearchRun) -> tuple[Any, Any]:
+    def candidates(self, run: SearchRun) -> tuple[McuSearchSpace, CandidateRunner | None]:
         """Every candidate trains here: the run's space and runner, open until the run ends."""
         return run.trial_components()
 
-    def tuner_options(self) -> dict[str, Any]:
+    def tuner_options(self) -> dict[str, object]:
         """A local search keeps Keras Tuner's defaults."""
         return {}
 
     def drive_tuner(
-        self, run: SearchRun, tuner: Any, oracle: Any, progress: Progress
+        self, run: SearchRun, tuner: HardwareAwareTuner, oracle: kt.Oracle, progress: Progress
     ) -> str | None:
         """Keras Tuner's own loop in this process."""
         tuner.search()
@@ -84,12 +95,12 @@ class LocalExecutor:
 
     def retraining(
         self, run: SearchRun, families: tuple[str, ...] | None
-    ) -> contextlib.AbstractContextManager[tuple[Any, Any]]:
+    ) -> contextlib.AbstractContextManager[tuple[McuSearchSpace, CandidateRunner]]:
         """Here: with the trials' own runner when the search left it open, else a new one."""
         return run.retraining_here(families)
 
 
-def _never_stop(epoch: Any) -> bool:
+def _never_stop(epoch: Epoch) -> bool:
     return False
 
 

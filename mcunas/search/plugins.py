@@ -108,7 +108,7 @@ def plugin_for(name: str) -> StrategyPlugin:
     return plugin
 
 
-def option_fields() -> Iterator[Field[Any]]:
+def option_fields() -> Iterator[Field[object]]:
     """Every registered strategy's option fields, once each, in registration order."""
     seen: set[str] = set()
     for plugin in plugins():
@@ -118,7 +118,7 @@ def option_fields() -> Iterator[Field[Any]]:
                 yield each
 
 
-def default_of(each: Field[Any]) -> Any:
+def default_of(each: Field[object]) -> object:
     """An option field's default value (None when it has none)."""
     if each.default is not MISSING:
         return each.default

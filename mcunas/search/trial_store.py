@@ -10,18 +10,24 @@ wherever they run.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from mcunas.figures import Figures
 from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
+from mcunas.search.trial.stages import HpValue
 
 __all__ = ["Store"]
 
 
 class Store(Protocol):
-    """Where trials are written and read (this process's store, or the chief's)."""
+    """Where trials are written and read (this process's store, or the chief's).
 
-    def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
+    ``values`` are further columns of the trial's row (numbers, text, flags).
+    """
+
+    def start_trial(
+        self, trial_id: str, hyperparameters: dict[str, HpValue], **values: object
+    ) -> None:
         """Start (or restart) a trial."""
         ...
 
@@ -29,7 +35,7 @@ class Store(Protocol):
         """Start the clock of a trial's wall time here."""
         ...
 
-    def update(self, trial_id: str, **values: Any) -> None:
+    def update(self, trial_id: str, **values: object) -> None:
         """Set some columns of one trial."""
         ...
 
@@ -40,12 +46,17 @@ class Store(Protocol):
         ...
 
     def record_model(
-        self, trial_id: str, models_dir: Path, model_bytes: bytes, figures: Figures, **values: Any
+        self,
+        trial_id: str,
+        models_dir: Path,
+        model_bytes: bytes,
+        figures: Figures,
+        **values: object,
     ) -> Path:
         """Keep a trained model and its figures; where the file is."""
         ...
 
-    def finish_trial(self, trial_id: str, status: TrialStatus, **values: Any) -> None:
+    def finish_trial(self, trial_id: str, status: TrialStatus, **values: object) -> None:
         """End a trial."""
         ...
 

@@ -30,11 +30,24 @@ from __future__ import annotations
 
 import dataclasses
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import UserError
 from mcunas.figures import Figures
+from mcunas.search.config import SearchConfig
+from mcunas.search.trial.stages import HpValue
+
+if TYPE_CHECKING:
+    import keras_tuner as kt
+    import numpy as np
+
+    from mcunas.cost.frontend import FrontendCost
+    from mcunas.data.datasets import Dataset
+    from mcunas.frontend.config import FrontendConfig
+    from mcunas.frontend.port import Frontend
 
 __all__ = [
     "BANDS",
@@ -61,7 +74,7 @@ def duration_choices(clip_ms: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys(cuts))
 
 
-def declare_frontend(hp: Any, durations: tuple[int, ...]) -> None:
+def declare_frontend(hp: kt.HyperParameters, durations: tuple[int, ...]) -> None:
     """Declare the front end's hyperparameters (defaults: the fixed front end)."""
     hp.Choice("frontend_window", list(WINDOWS))
     hp.Choice("frontend_bands", list(BANDS))
@@ -84,13 +97,13 @@ class FrontendSearch:
         UserError: ``--frontend-space search`` on data that are not WAV clips.
     """
 
-    def __init__(self, config: Any, board: Any, cache_dir: Path) -> None:
+    def __init__(self, config: SearchConfig, board: BoardProfile, cache_dir: Path) -> None:
         from mcunas.frontend.config import FrontendConfig
 
         self.config, self.board, self.cache_dir = config, board, Path(cache_dir)
         self.searched = config.frontend_space == "search"
-        self._data: OrderedDict[Any, Any] = OrderedDict()
-        self._costs: dict[tuple[Any, int], Any] = {}
+        self._data: OrderedDict[Frontend, Dataset] = OrderedDict()
+        self._costs: dict[tuple[Frontend, int], FrontendCost] = {}
         self.default = self._load(FrontendConfig())
         base = self.default.frontend
         if base is None:  # not WAV clips: their features are used as they are
@@ -106,7 +119,7 @@ class FrontendSearch:
         self.current = self.default
 
     # ------------------------------------------------------------------ data
-    def _load(self, cfg: Any) -> Any:
+    def _load(self, cfg: FrontendConfig) -> Dataset:
         from mcunas.data.datasets import load_dataset
 
         key = cfg
@@ -121,7 +134,7 @@ class FrontendSearch:
             self._data.popitem(last=False)
         return data
 
-    def config_of(self, values: dict[str, Any]) -> tuple[Any, int]:
+    def config_of(self, values: Mapping[str, HpValue]) -> tuple[FrontendConfig, int]:
         """The front end (at the clips' rate) and input length (ms) of a trial's values."""
         from mcunas.frontend.config import FrontendConfig
 
@@ -134,7 +147,7 @@ class FrontendSearch:
         ).at_rate(self.rate)
         return cfg, int(values.get("frontend_duration_ms", self.clip_ms))
 
-    def dataset_of(self, values: dict[str, Any]) -> Any:
+    def dataset_of(self, values: Mapping[str, HpValue]) -> Dataset:
         """The dataset a trial with these hyperparameter values trains on."""
         if not self.searched:
             return self.default
@@ -145,13 +158,13 @@ class FrontendSearch:
             return data
         return _first_frames(data, frames)
 
-    def select(self, values: dict[str, Any]) -> Any:
+    def select(self, values: Mapping[str, HpValue]) -> Dataset:
         """Make the trial with these values the current one; its dataset."""
         self.current = self.dataset_of(values)
         return self.current
 
     # ------------------------------------------------------------------ cost
-    def cost_of(self, data: Any) -> Any:
+    def cost_of(self, data: Dataset) -> FrontendCost:
         """The front end's :class:`~mcunas.cost.frontend.FrontendCost` for ``data``'s input."""
         frames = int(data.input_shape[0])
         key = (data.frontend, frames)
@@ -159,6 +172,7 @@ class FrontendSearch:
             from mcunas.cost.frontend import frontend_cost
             from mcunas.frontend.graph import frontend_model
 
+            assert data.frontend is not None  # the front ends' data all have one
             self._costs[key] = frontend_cost(frontend_model(data.frontend), frames, self.board)
         return self._costs[key]
 
@@ -168,30 +182,30 @@ class FrontendSearch:
 
         return with_frontend(figures, self.cost_of(self.current), self.board)
 
-    def describe(self, values: dict[str, Any]) -> str:
+    def describe(self, values: Mapping[str, HpValue]) -> str:
         """``fe 25/10 ms, 20 mel, PCAN, 750 ms`` for a trial's values."""
         cfg, duration = self.config_of(values)
         pcan = ", PCAN" if cfg.pcan else ""
         return f"fe {cfg.frame_ms:g}/{cfg.hop_ms:g} ms, {cfg.mel_bands} mel{pcan}, {duration} ms"
 
 
-def _clip_samples(cfg: Any, data: Any) -> int:
+def _clip_samples(cfg: FrontendConfig, data: Dataset) -> int:
     """The clips' length in samples, from the whole-clip features' frame count."""
     return cfg.frame_samples + (int(data.input_shape[0]) - 1) * cfg.hop_samples
 
 
-def _first_frames(data: Any, frames: int) -> Any:
+def _first_frames(data: Dataset, frames: int) -> Dataset:
     """``data`` with every input cut to its first ``frames`` frames."""
 
-    def cut(x: Any) -> Any:
-        return None if x is None else x[:, :frames]
+    def cut(x: np.ndarray) -> np.ndarray:
+        return x[:, :frames]
 
     return dataclasses.replace(
         data,
         x_train=cut(data.x_train),
         x_val=cut(data.x_val),
-        x_test=cut(data.x_test),
-        noise=cut(data.noise),
+        x_test=None if data.x_test is None else cut(data.x_test),
+        noise=None if data.noise is None else cut(data.noise),
         input_shape=(frames, *data.input_shape[1:]),
         preprocessing=f"{data.preprocessing}; the first {frames} frames",
     )

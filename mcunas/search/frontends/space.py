@@ -17,12 +17,19 @@ Example::
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 import keras_tuner as kt
 
 from mcunas.search.frontends.searched import FRONTEND_HPS, FrontendSearch, declare_frontend
+from mcunas.search.trial.stages import HpValue
 from mcunas.space.hypermodel import FAMILIES, McuSearchSpace
+
+if TYPE_CHECKING:
+    import keras
+
+    from mcunas.data.datasets import Dataset
 
 __all__ = ["FrontendSpace"]
 
@@ -42,25 +49,25 @@ class FrontendSpace(McuSearchSpace):
         super().__init__(fronts.default.input_shape, num_classes, families)
         self.fronts = fronts
 
-    def declare_hyperparameters(self, hp: kt.HyperParameters) -> dict[str, Any]:
+    def declare_hyperparameters(self, hp: kt.HyperParameters) -> dict[str, HpValue]:
         """Declare the front end's hyperparameters, then the network's; the active ones."""
         declare_frontend(hp, self.fronts.durations)
         return super().declare_hyperparameters(hp)
 
-    def dataset_for(self, hp: kt.HyperParameters) -> Any:
+    def dataset_for(self, hp: kt.HyperParameters) -> Dataset:
         """The trial's data (features of its front end), made the current trial's."""
         return self.fronts.select(dict(hp.values))
 
-    def trial_dataset(self, values: dict[str, Any]) -> Any:
+    def trial_dataset(self, values: Mapping[str, HpValue]) -> Dataset:
         """The data of a stored trial's hyperparameter values (not made the current one)."""
         return self.fronts.dataset_of(values)
 
     @staticmethod
-    def frontend_key(values: dict[str, Any]) -> str:
+    def frontend_key(values: Mapping[str, HpValue]) -> str:
         """The front-end part of a trial's values, as text (equal for the same front end)."""
         return ",".join(f"{k}={values.get(k)}" for k in FRONTEND_HPS)
 
-    def build(self, hp: kt.HyperParameters) -> Any:
+    def build(self, hp: kt.HyperParameters) -> keras.Model:
         """Build the network for the input the trial's front end makes."""
         shape = self.fronts.dataset_of(dict(hp.values)).input_shape
         self.input_shape = tuple(int(d) for d in shape)

@@ -24,11 +24,22 @@ Sides shorter than :data:`MIN_SIDE` are never shifted or cropped.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-__all__ = ["DEFAULT_SERIES_OPS", "SERIES_OPS", "augmenter", "mixup"]
+if TYPE_CHECKING:
+    import tensorflow as tf
+
+__all__ = ["DEFAULT_SERIES_OPS", "SERIES_OPS", "BatchMap", "SampleMap", "augmenter", "mixup"]
+
+# A map over a batch of inputs (B, H, W, C), as ``tf.data`` calls it.
+BatchMap = Callable[["tf.Tensor"], "tf.Tensor"]
+# A map over a batch of (inputs, one-hot labels, sample weights).
+SampleMap = Callable[
+    ["tf.Tensor", "tf.Tensor", "tf.Tensor"], tuple["tf.Tensor", "tf.Tensor", "tf.Tensor"]
+]
 
 MIN_SIDE = 4
 SHIFT = 0.125  # image shift, share of the side
@@ -44,13 +55,13 @@ SERIES_OPS = ("shift", "jitter", "noise", "slice", "warp")
 DEFAULT_SERIES_OPS = ("shift", "jitter", "noise")
 
 
-def _image(flip: bool) -> Any:
+def _image(flip: bool) -> BatchMap:
     import tensorflow as tf
 
-    def fn(x: Any) -> Any:
+    def fn(x: tf.Tensor) -> tf.Tensor:
         n, h, w = tf.shape(x)[0], int(x.shape[1]), int(x.shape[2])
 
-        def uniform(lo: float, hi: float) -> Any:
+        def uniform(lo: float, hi: float) -> tf.Tensor:
             return tf.random.uniform([n], lo, hi)
 
         side = tf.sqrt(uniform(0.8, 1.0))
@@ -68,7 +79,7 @@ def _image(flip: bool) -> Any:
     return fn
 
 
-def _time_shift(x: Any, fill: Any | None) -> Any:
+def _time_shift(x: tf.Tensor, fill: tf.Tensor | None) -> tf.Tensor:
     """Shift each sample along time (axis 1) by up to TIME_SHIFT of its length.
 
     Uncovered steps read ``fill`` (one value per sample, shape (B, 1, 1, 1)), or
@@ -89,12 +100,12 @@ def _time_shift(x: Any, fill: Any | None) -> Any:
     return tf.where(outside, fill, out)
 
 
-def _audio(noise: np.ndarray | None) -> Any:
+def _audio(noise: np.ndarray | None) -> BatchMap:
     import tensorflow as tf
 
     bank = None if noise is None or not len(noise) else tf.constant(noise, tf.float32)
 
-    def fn(x: Any) -> Any:
+    def fn(x: tf.Tensor) -> tf.Tensor:
         x = _time_shift(x, tf.reduce_min(x, axis=[1, 2, 3], keepdims=True))
         if bank is None:
             return x
@@ -107,7 +118,7 @@ def _audio(noise: np.ndarray | None) -> Any:
     return fn
 
 
-def _resample(x: Any, positions: Any) -> Any:
+def _resample(x: tf.Tensor, positions: tf.Tensor) -> tf.Tensor:
     """``x`` (B, T, W, C) read at fractional time ``positions`` (B, T), linearly interpolated."""
     import tensorflow as tf
 
@@ -120,7 +131,7 @@ def _resample(x: Any, positions: Any) -> Any:
     return a + (b - a) * frac
 
 
-def _window_slice(x: Any) -> Any:
+def _window_slice(x: tf.Tensor) -> tf.Tensor:
     """A random window of SLICE of the steps, stretched back to the full length."""
     import tensorflow as tf
 
@@ -130,7 +141,7 @@ def _window_slice(x: Any) -> Any:
     return _resample(x, start + tf.linspace(0.0, span, steps)[None, :])
 
 
-def _time_warp(x: Any) -> Any:
+def _time_warp(x: tf.Tensor) -> tf.Tensor:
     """Resample along the integral of a smooth random speed (WARP_KNOTS knots)."""
     import tensorflow as tf
 
@@ -141,10 +152,10 @@ def _time_warp(x: Any) -> Any:
     return _resample(x, walked / walked[:, -1:] * float(steps - 1))
 
 
-def _series(ops: tuple[str, ...] = DEFAULT_SERIES_OPS) -> Any:
+def _series(ops: tuple[str, ...] = DEFAULT_SERIES_OPS) -> BatchMap:
     import tensorflow as tf
 
-    def fn(x: Any) -> Any:
+    def fn(x: tf.Tensor) -> tf.Tensor:
         long_enough = int(x.shape[1]) >= MIN_SIDE
         if long_enough and "warp" in ops:
             x = _time_warp(x)
@@ -163,7 +174,7 @@ def _series(ops: tuple[str, ...] = DEFAULT_SERIES_OPS) -> Any:
     return fn
 
 
-def mixup(alpha: float) -> Any:
+def mixup(alpha: float) -> SampleMap:
     """A batch map over (x, one-hot y, weight) mixing each sample with another of the batch.
 
     The share of the other sample is min(l, 1 - l) for l ~ Beta(alpha, alpha)
@@ -171,7 +182,7 @@ def mixup(alpha: float) -> Any:
     """
     import tensorflow as tf
 
-    def fn(x: Any, y: Any, w: Any) -> Any:
+    def fn(x: tf.Tensor, y: tf.Tensor, w: tf.Tensor) -> tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
         n = tf.shape(x)[0]
         a = tf.random.gamma([n], alpha)
         b = tf.random.gamma([n], alpha)
@@ -192,7 +203,7 @@ def augmenter(
     mode: str,
     noise: np.ndarray | None = None,
     series_ops: tuple[str, ...] = DEFAULT_SERIES_OPS,
-) -> Any | None:
+) -> BatchMap | None:
     """The batch map for ``kind`` under ``mode`` ("auto", "flip", "off"); None for none.
 
     The map takes a batch (B, H, W, C) and draws every random choice per sample.

@@ -37,12 +37,16 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcunas.data.datasets import Dataset
 from mcunas.search.training.augment import DEFAULT_SERIES_OPS
+
+if TYPE_CHECKING:
+    import keras
+    import tensorflow as tf
 
 __all__ = [
     "AUGMENT_CHOICES",
@@ -193,7 +197,7 @@ def steps_per_epoch(recipe: Recipe, n_train: int) -> int:
 
 def training_data(
     dataset: Dataset, recipe: Recipe, seed: int = 0, targets: np.ndarray | None = None
-) -> Any:
+) -> tf.data.Dataset:
     """The training split as a shuffled, augmented, batched ``tf.data`` pipeline.
 
     Elements are (input, one-hot label, sample weight); the weight is the
@@ -225,7 +229,7 @@ def training_data(
     return data.prefetch(tf.data.AUTOTUNE)
 
 
-def compile_for_training(model: Any, recipe: Recipe, steps: int) -> None:
+def compile_for_training(model: keras.Model, recipe: Recipe, steps: int) -> None:
     """Recompile ``model``: Adam(W) on a cosine decay over ``steps``, smoothed cross-entropy.
 
     AdamW when the recipe has a weight decay, Adam otherwise.

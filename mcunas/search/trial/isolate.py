@@ -16,10 +16,11 @@ import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from concurrent.futures.process import BrokenProcessPool
-from typing import Any
+from typing import TypeVar
 
 import numpy as np
 
@@ -31,6 +32,8 @@ __all__ = ["TflmWorker"]
 
 # Seconds one TFLM job may take (profiling tries a dozen arenas; accuracy runs
 # a few thousand invokes) before the candidate is given up as hung.
+T = TypeVar("T")
+
 JOB_TIMEOUT_S = 600.0
 
 # Seconds between the worker's checks that the search process is still alive.
@@ -91,7 +94,7 @@ class TflmWorker:
         self.board = board
         self._pool: ProcessPoolExecutor | None = None
 
-    def _submit(self, what: str, fn: Any, *args: Any) -> Any:
+    def _submit(self, what: str, fn: Callable[..., T], *args: object) -> T:
         if self._pool is None:
             ctx = multiprocessing.get_context("spawn")
             self._pool = ProcessPoolExecutor(

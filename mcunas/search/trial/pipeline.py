@@ -19,23 +19,39 @@ stop signals (``passes``) leave it as exceptions.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import hashlib
-import json
 import time
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, cast
 
 from mcunas.errors import FatalError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.search.results.budgets import Budgets, score, violations
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.results.store import TrialOrigin, TrialStatus
-from mcunas.search.trial.retrain import Attempt, Retrained, Retraining, trial_hyperparameters
+from mcunas.search.trial.retrain import (
+    Attempt,
+    Retrained,
+    Retraining,
+    RetrainRunner,
+    trial_hyperparameters,
+)
+from mcunas.search.trial.stages import (
+    CandidateRunner,
+    CheckResult,
+    EvalResult,
+    HpValue,
+    Outcome,
+    Train,
+    TrainResult,
+    TrialUnderWay,
+    training_seed,
+)
 from mcunas.search.trial_store import Store
+
+if TYPE_CHECKING:
+    import keras
 
 __all__ = [
     "REFERENCE_ORIGIN",
@@ -52,128 +68,6 @@ __all__ = [
 
 # The origin of the --seed-arch design's rows, in every strategy.
 REFERENCE_ORIGIN = TrialOrigin.SEED
-
-
-def training_seed(base: int, values: Mapping[str, Any]) -> int:
-    """The seed a design trains with: ``base`` and the design's own values, not its trial number.
-
-    The same design drawn by two trials, two strategies or two searches (the
-    reference grid's one-trial search and a search seeded with that variant)
-    starts from the same weights and sees its batches in the same order, so
-    with TensorFlow's deterministic kernels it gives the same model. Keras
-    Tuner's bookkeeping values (``tuner/...``) are not part of the design, and
-    a whole number counts the same as an int or a float.
-
-    >>> training_seed(0, {"width": 1}) == training_seed(0, {"width": 1.0, "tuner/epochs": 3})
-    True
-    """
-    design = {
-        k: float(v) if isinstance(v, int | float) and not isinstance(v, bool) else v
-        for k, v in values.items()
-        if not str(k).startswith("tuner/")
-    }
-    text = json.dumps(design, sort_keys=True, default=str)
-    digest = int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "big")
-    return (int(base) + digest) % 2**31
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """Cost of a candidate before training (from its untrained INT8 graph)."""
-
-    cost: Figures
-    params: int | None = None
-    description: str | None = None
-
-
-@dataclass(frozen=True)
-class TrainResult:
-    """What training gave: float validation accuracy, epochs and optimizer steps actually run."""
-
-    float_accuracy: float | None
-    epochs_run: int
-    steps: int | None = None  # optimizer steps of those epochs (None: not counted)
-
-
-@dataclass(frozen=True)
-class EvalResult:
-    """The INT8 model on the validation split: accuracy and mean cross-entropy (nats)."""
-
-    accuracy: float
-    loss: float | None = None
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """How a trial ended (its row is already finished in the store)."""
-
-    status: TrialStatus
-    reason: str | None = None
-    score: float | None = None
-    accuracy: float | None = None
-    cost: Figures | None = None
-
-
-class CandidateRunner(Protocol):
-    """The stages of one trial; :class:`mcunas.search.trial.runner.KerasRunner` is the real one."""
-
-    def build(self, hp: Any, seed: int) -> Any:
-        """A compiled, trainable model for ``hp`` (random weights from ``seed``)."""
-        ...
-
-    def check(self, model: Any) -> CheckResult:
-        """Estimate cost from the untrained model's INT8 graph (no training)."""
-        ...
-
-    def train(self, model: Any, epochs: int, initial_epoch: int = 0) -> TrainResult:
-        """Train in place, epochs ``initial_epoch`` to ``epochs``, with early stopping.
-
-        ``epochs_run`` of the result counts the epochs of this call only.
-        """
-        ...
-
-    def save_weights(self, model: Any, path: Path) -> None:
-        """Write the model's weights (layers only, no optimizer state) to ``path``."""
-        ...
-
-    def load_weights(self, model: Any, path: Path) -> bool:
-        """Load weights from ``path``; False (model unchanged) if they do not fit it."""
-        ...
-
-    def convert(self, model: Any) -> bytes:
-        """The trained model as INT8 ``.tflite`` bytes (batch size 1)."""
-        ...
-
-    def evaluate(self, model_bytes: bytes) -> EvalResult:
-        """INT8 accuracy and loss on the validation split with the TFLite Micro kernels."""
-        ...
-
-    def measure(self, model_bytes: bytes, promising: Callable[[Figures], bool]) -> Figures:
-        """Measure; ``promising`` says whether a simulated result deserves a board run."""
-        ...
-
-
-# Trains a model in place: (model, its cost check or None) -> what training gave.
-Train = Callable[[Any, "CheckResult | None"], TrainResult]
-
-
-@dataclass
-class _Trial:
-    """One trial on its way through the pipeline: its id, timings, notes."""
-
-    tid: str
-    timings: dict[str, float] = field(default_factory=dict)
-    notes: list[str | None] = field(default_factory=list)
-    stage: str = "build"
-
-    @contextlib.contextmanager
-    def stage_of(self, name: str, key: str) -> Iterator[None]:
-        """Time stage ``name`` into ``timings[key]`` (a failure inside names the stage)."""
-        self.stage, start = name, time.perf_counter()
-        try:
-            yield
-        finally:
-            self.timings[key] = self.timings.get(key, 0.0) + time.perf_counter() - start
 
 
 class TrialPipeline:
@@ -216,12 +110,12 @@ class TrialPipeline:
         return "; ".join(violations(self.total(cost), self.budgets)) or None
 
     def begin(
-        self, tid: str, values: dict[str, Any], *, family: str | None, origin: str | None
+        self, tid: str, values: dict[str, HpValue], *, family: str | None, origin: str | None
     ) -> None:
         """Start trial ``tid`` as ``running`` with its hyperparameter values."""
         self.store.start_trial(tid, values, family=family, origin=origin, started_at=time.time())
 
-    def end(self, tid: str, status: TrialStatus, reason: str | None, **values: Any) -> Outcome:
+    def end(self, tid: str, status: TrialStatus, reason: str | None, **values: object) -> Outcome:
         """Finish trial ``tid`` as ``status`` with ``reason`` (and further columns)."""
         self.store.finish_trial(tid, status, reason=reason, finished_at=time.time(), **values)
         return Outcome(status, reason)
@@ -229,12 +123,12 @@ class TrialPipeline:
     def run(
         self,
         tid: str,
-        make: Callable[[], Any],
+        make: Callable[[], keras.Model],
         train: Train,
         *,
         check: bool = True,
         names: tuple[str, str] = ("build", "train"),
-        keep: Callable[[Any], str | None] | None = None,
+        keep: Callable[[keras.Model], str | None] | None = None,
         notes: list[str | None] | None = None,
         passes: tuple[type[BaseException], ...] = (),
     ) -> Outcome:
@@ -250,7 +144,7 @@ class TrialPipeline:
             notes: notes for the ``ok`` row's reason, added to by ``train`` meanwhile.
             passes: exceptions that leave the pipeline as they are (the caller's stop signals).
         """
-        trial = _Trial(tid, notes=notes if notes is not None else [])
+        trial = TrialUnderWay(tid, notes=notes if notes is not None else [])
         try:
             done = self._stages(trial, make, train, check, names)
         except (FatalError, TrialTakenAway):
@@ -265,8 +159,13 @@ class TrialPipeline:
         return self._record(trial, *done, keep)
 
     def _stages(
-        self, trial: _Trial, make: Callable[[], Any], train: Train, check: bool, names: tuple
-    ) -> Outcome | tuple[Any, bytes, Figures, TrainResult, EvalResult]:
+        self,
+        trial: TrialUnderWay,
+        make: Callable[[], keras.Model],
+        train: Train,
+        check: bool,
+        names: tuple[str, str],
+    ) -> Outcome | tuple[keras.Model, bytes, Figures, TrainResult, EvalResult]:
         """The stages up to the measurement; an Outcome if the cost check refused the model."""
         with trial.stage_of(names[0], "build_s"):
             model = make()
@@ -294,13 +193,13 @@ class TrialPipeline:
 
     def _record(
         self,
-        trial: _Trial,
-        model: Any,
+        trial: TrialUnderWay,
+        model: keras.Model,
         model_bytes: bytes,
         cost: Figures,
         trained: TrainResult,
         evaluated: EvalResult,
-        keep: Callable[[Any], str | None] | None,
+        keep: Callable[[keras.Model], str | None] | None,
     ) -> Outcome:
         """Keep the model and its figures; ``ok`` within every budget, else ``infeasible``."""
         self.store.record_model(
@@ -338,7 +237,8 @@ class TrialPipeline:
         """
         attempt = Attempt()
         with attempt.guard():
-            runner = job.runner_from(self.runner)
+            # retraining needs a runner that trains on other data (KerasRunner's for_data)
+            runner = job.runner_from(cast(RetrainRunner, self.runner))
             model = runner.build(trial_hyperparameters(job.space, job.values), job.seed)
             attempt.made.update(model=model, runner=runner)
             attempt.at("train")
@@ -348,7 +248,12 @@ class TrialPipeline:
         return attempt.result()
 
     def assess(
-        self, runner: Any, make: Callable[[], Any], *, evaluate: bool = True, measure: bool = True
+        self,
+        runner: CandidateRunner,
+        make: Callable[[], keras.Model],
+        *,
+        evaluate: bool = True,
+        measure: bool = True,
     ) -> Retrained:
         """A trained model (``make()``) converted by ``runner``, evaluated and measured.
 
@@ -363,7 +268,12 @@ class TrialPipeline:
         return attempt.result()
 
     def _assess(
-        self, attempt: Attempt, runner: Any, model: Any, evaluate: bool, measure: bool
+        self,
+        attempt: Attempt,
+        runner: CandidateRunner,
+        model: keras.Model,
+        evaluate: bool,
+        measure: bool,
     ) -> None:
         """Convert, evaluate and measure into ``attempt`` (measured wherever promising or not)."""
         attempt.at("convert")

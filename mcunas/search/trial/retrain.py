@@ -25,12 +25,43 @@ import contextlib
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from mcunas.errors import FatalError, TrialTakenAway, describe
 from mcunas.figures import Figures
+from mcunas.search.trial.stages import (
+    CandidateRunner,
+    HpValue,
+    SearchSpace,
+    TrainResult,
+)
 
-__all__ = ["Attempt", "Retrained", "Retraining", "trial_hyperparameters"]
+if TYPE_CHECKING:
+    import keras
+    import keras_tuner as kt
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from mcunas.data.datasets import Dataset
+    from mcunas.search.training.recipe import Recipe
+
+__all__ = ["Attempt", "RetrainRunner", "Retrained", "Retraining", "trial_hyperparameters"]
+
+
+class RetrainRunner(CandidateRunner, Protocol):
+    """A runner that trains a design again on other data (:class:`~.runner.KerasRunner`)."""
+
+    targets: NDArray[np.float32] | None  # a teacher's soft targets (None: the labels)
+
+    def for_data(self, dataset: Dataset, seed: int, recipe: Recipe | None = None) -> RetrainRunner:
+        """A runner of the same space and board on ``dataset`` (no board attached)."""
+        ...
+
+    def train(
+        self, model: keras.Model, epochs: int, initial_epoch: int = 0, early_stop: bool = True
+    ) -> TrainResult:
+        """Train in place (``early_stop=False``: the whole schedule)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -42,16 +73,16 @@ class Retraining:
     ``early_stop=False`` runs the whole schedule (nothing held out to stop on).
     """
 
-    space: Any
-    values: Mapping[str, Any]
-    data: Any
+    space: SearchSpace
+    values: Mapping[str, HpValue]
+    data: Dataset
     seed: int
     epochs: int
-    recipe: Any = None
-    targets: Any = None
+    recipe: Recipe | None = None
+    targets: NDArray[np.float32] | None = None
     early_stop: bool = True
 
-    def runner_from(self, runner: Any) -> Any:
+    def runner_from(self, runner: RetrainRunner) -> RetrainRunner:
         """The runner that trains this design: ``runner`` on these data and seed."""
         if self.recipe is None:
             fit = runner.for_data(self.data, self.seed)
@@ -61,7 +92,7 @@ class Retraining:
             fit.targets = self.targets
         return fit
 
-    def train(self, runner: Any, model: Any) -> Any:
+    def train(self, runner: RetrainRunner, model: keras.Model) -> TrainResult:
         """Train ``model`` in place with ``runner`` (what training gave)."""
         if self.early_stop:
             return runner.train(model, self.epochs)
@@ -77,11 +108,11 @@ class Retrained:
     figures break; ``error`` says why it stopped at ``stage`` (None: it did not).
     """
 
-    model: Any = None
-    runner: Any = None
+    model: keras.Model | None = None
+    runner: Any = None  # a RetrainRunner once made (read after ``ok``, as made)
     model_bytes: bytes | None = None
-    trained: Any = None
-    evaluated: Any = None
+    trained: TrainResult | None = None
+    evaluated: Any = None  # an EvalResult once made (read after ``ok``, as made)
     cost: Figures | None = None
     violations: tuple[str, ...] = ()
     stage: str | None = None
@@ -109,7 +140,7 @@ class Attempt:
 
     stage: str = "build"
     error: str | None = None
-    made: dict[str, Any] = field(default_factory=dict)
+    made: dict[str, Any] = field(default_factory=dict)  # Retrained's fields, as made
     began: float = field(default_factory=time.perf_counter)
 
     @contextlib.contextmanager
@@ -136,7 +167,7 @@ class Attempt:
         )
 
 
-def trial_hyperparameters(space: Any, values: Mapping[str, Any]) -> Any:
+def trial_hyperparameters(space: SearchSpace, values: Mapping[str, HpValue]) -> kt.HyperParameters:
     """The trial's hyperparameters as the space builds them (Hyperband's own keys dropped)."""
     import keras_tuner
 

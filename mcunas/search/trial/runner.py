@@ -10,7 +10,7 @@ import dataclasses
 import math
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import keras
 import numpy as np
@@ -27,10 +27,13 @@ from mcunas.search.training.recipe import (
     training_data,
 )
 from mcunas.search.trial.isolate import TflmWorker
-from mcunas.search.trial.pipeline import CheckResult, EvalResult, TrainResult
+from mcunas.search.trial.retrain import RetrainRunner
+from mcunas.search.trial.stages import CheckResult, EvalResult, SearchSpace, TrainResult
 from mcunas.tflite.convert import convert_int8, tensorflow_chatter_dropped, to_inference_model
 
 if TYPE_CHECKING:
+    import keras_tuner as kt
+
     from mcunas.measure.base import Measurer
     from mcunas.search.frontends.searched import FrontendSearch
 
@@ -102,7 +105,7 @@ class KerasRunner:
 
     def __init__(
         self,
-        space: Any,
+        space: SearchSpace,
         dataset: Dataset,
         board: BoardProfile,
         worker: TflmWorker,
@@ -140,7 +143,7 @@ class KerasRunner:
             self._recipe = plan_recipe(self.dataset)
         return self._recipe
 
-    def build(self, hp: Any, seed: int) -> Any:
+    def build(self, hp: kt.HyperParameters, seed: int) -> keras.Model:
         """Seed every generator, then build and compile the candidate."""
         keras.utils.set_random_seed(seed)
         keras.backend.clear_session()
@@ -157,7 +160,7 @@ class KerasRunner:
         self._check_samples = dataset.representative(CHECK_SAMPLES, self.seed)
         self._calibration = dataset.representative(CALIBRATION_SAMPLES, self.seed)
 
-    def check(self, model: Any) -> CheckResult:
+    def check(self, model: keras.Model) -> CheckResult:
         """Profile the untrained model's INT8 graph against the board (no training)."""
         model_bytes = convert_int8(to_inference_model(model), self._check_samples)
         figures = self.worker.profile(model_bytes)
@@ -167,7 +170,7 @@ class KerasRunner:
             figures = dataclasses.replace(figures, reasons=reasons)
         return CheckResult(figures, int(model.count_params()), self._description)
 
-    def _train_step_error(self, model: Any) -> str | None:
+    def _train_step_error(self, model: keras.Model) -> str | None:
         """One forward and backward step on two samples: the cause if TensorFlow refuses it.
 
         The weights (BatchNorm statistics included) are put back afterwards, so the
@@ -190,7 +193,7 @@ class KerasRunner:
         return None
 
     def train(
-        self, model: Any, epochs: int, initial_epoch: int = 0, early_stop: bool = True
+        self, model: keras.Model, epochs: int, initial_epoch: int = 0, early_stop: bool = True
     ) -> TrainResult:
         """Fit epochs ``initial_epoch`` to ``epochs``, early stopping in the second half.
 
@@ -226,12 +229,12 @@ class KerasRunner:
             float_accuracy=accuracy, epochs_run=len(losses), steps=steps * len(losses)
         )
 
-    def save_weights(self, model: Any, path: Path) -> None:
+    def save_weights(self, model: keras.Model, path: Path) -> None:
         """Write the model's weights, trainable or not (no optimizer state), as ``.npz``."""
         with open(path, "wb") as fh:
             np.savez(fh, *model.get_weights())
 
-    def load_weights(self, model: Any, path: Path) -> bool:
+    def load_weights(self, model: keras.Model, path: Path) -> bool:
         """Load weights saved by :meth:`save_weights`; False (model unchanged) if they don't fit.
 
         As keras-tuner's Hyperband (whose children's optimizers are not built yet when
@@ -248,7 +251,7 @@ class KerasRunner:
         model.set_weights(saved)
         return True
 
-    def convert(self, model: Any) -> bytes:
+    def convert(self, model: keras.Model) -> bytes:
         """INT8 ``.tflite`` (batch size 1) calibrated on real training samples."""
         return convert_int8(to_inference_model(model), self._calibration)
 
@@ -277,3 +280,6 @@ class KerasRunner:
         from mcunas.frontend.port import graph_of
 
         return hardware.measure(model_bytes, frontend=graph_of(self.dataset.frontend))
+
+
+_: type[RetrainRunner] = KerasRunner  # checked against the protocol by type checkers
