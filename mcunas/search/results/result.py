@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
+from mcunas.jsontext import JsonObject
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.choice import (
     ACCURACY_TIE,
@@ -111,15 +111,15 @@ class SearchResult:
     trials: list[TrialRecord]
     front: list[TrialRecord]
     best: TrialRecord | None
-    hypervolume: dict[str, Any]
+    hypervolume: JsonObject
     wall_s: float  # every resume of this search (the first run counted)
     resume_wall_s: float | None = None  # this resume only
     resumes: int = 1
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
-    test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
-    layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
+    test: JsonObject | None = None  # the chosen model on the dataset's test split
+    layers: list[JsonObject] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
     rescore: RescoreSummary | None = None  # the re-scored finalists (search.finish.rescore)
     refit: Refit | None = None  # the chosen design refitted, or averaged (search.finish.refit)
@@ -153,7 +153,7 @@ class SearchResult:
             "its latency, SRAM and flash are the trial's (same graph)"
         )
 
-    def finish_dict(self) -> dict[str, Any]:
+    def finish_dict(self) -> JsonObject:
         """``rescore`` and ``refit`` as JSON (None for none): the summaries' and ``best.json``'s."""
         return {
             "rescore": None if self.rescore is None else self.rescore.to_dict(),
@@ -173,12 +173,12 @@ class SearchResult:
         trained = sum(bool(r.train_s) or r.status == TrialStatus.OK for r in self.trials)
         return {"trained": trained, "drawn": len(self.trials), "cap": self.config.draw_cap}
 
-    def board_summary(self) -> dict[str, Any]:
+    def board_summary(self) -> JsonObject:
         """The board facts the report and ``best.json`` show."""
         return self.board_summary_of(self.board)
 
     @staticmethod
-    def board_summary_of(board: BoardProfile) -> dict[str, Any]:
+    def board_summary_of(board: BoardProfile) -> JsonObject:
         """The board facts the report and ``best.json`` show, for any board."""
         return {
             "name": board.name,
@@ -189,7 +189,7 @@ class SearchResult:
             "flash_budget_bytes": board.model_flash_budget_bytes,
         }
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> JsonObject:
         """The summary the report pages and ``pareto.json`` are written from."""
         cfg = self.config
         return {
@@ -249,7 +249,7 @@ class SearchResult:
             lines.append(f"Deploy: cd {project} && pio run -t upload && pio device monitor")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Machine-readable summary."""
         return {
             "out_dir": str(self.out_dir),

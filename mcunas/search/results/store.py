@@ -30,6 +30,7 @@ from typing import Any
 from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import output_path, storage_errors, write_file
+from mcunas.jsontext import JsonObject
 from mcunas.search.results.record import (
     TrialOrigin,
     TrialRecord,
@@ -137,19 +138,19 @@ class TrialStore:
         """Close the connection."""
         self._db.close()
 
-    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> None:
+    def _write(self, sql: str, args: tuple[object, ...] = ()) -> None:
         with storage_errors(self.path):
             self._db.execute(sql, args)
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         with storage_errors(self.path):
             return self._db.execute(sql, args).fetchall()
 
     # --- meta -----------------------------------------------------------
-    def _set_meta_default(self, key: str, value: Any) -> None:
+    def _set_meta_default(self, key: str, value: object) -> None:
         self._write("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: object) -> None:
         """Store one JSON value under ``key``."""
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
@@ -202,7 +203,7 @@ class TrialStore:
         return total
 
     # --- trials ---------------------------------------------------------
-    def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
+    def start_trial(self, trial_id: str, hyperparameters: JsonObject, **values: Any) -> None:
         """Insert (or restart) a trial as ``running``."""
         rec = TrialRecord(trial_id=trial_id, hyperparameters=hyperparameters, **values)
         names = ", ".join(_COLUMNS)
@@ -277,7 +278,7 @@ class TrialStore:
     def trials(self, status: TrialStatus | None = None) -> list[TrialRecord]:
         """Every trial (or those with ``status``), oldest first."""
         sql = f"SELECT {', '.join(_COLUMNS)} FROM trials"
-        args: tuple[Any, ...] = ()
+        args: tuple[object, ...] = ()
         if status is not None:
             sql += " WHERE status = ?"
             args = (str(status),)
@@ -289,7 +290,7 @@ class TrialStore:
         return int(self._query("SELECT COUNT(*) FROM trials")[0][0])
 
 
-def _to_sql(name: str, value: Any) -> Any:
+def _to_sql(name: str, value: object) -> object:
     if name == "hyperparameters":
         return json.dumps(value, sort_keys=True)
     if isinstance(value, enum.Enum):
@@ -299,7 +300,7 @@ def _to_sql(name: str, value: Any) -> Any:
     return value
 
 
-def _row(rec: TrialRecord) -> tuple[Any, ...]:
+def _row(rec: TrialRecord) -> tuple[object, ...]:
     return tuple(_to_sql(name, getattr(rec, name)) for name in _COLUMNS)
 
 
