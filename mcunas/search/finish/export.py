@@ -16,7 +16,7 @@ from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
 from mcunas.jsontext import dumps
-from mcunas.search.finish.records import Refit
+from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.store import TrialRecord
 from mcunas.search.results.summary import cost_split
 

@@ -48,7 +48,7 @@ from mcunas.search.finish.ensemble import (
     with_frontend_of,
 )
 from mcunas.search.finish.finalists import KFOLD_BELOW
-from mcunas.search.finish.records import REFIT_META, Ensemble, Refit
+from mcunas.search.finish.refit_records import REFIT_META, Ensemble, Refit
 from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord, TrialStore
 from mcunas.search.results.summary import refit_text

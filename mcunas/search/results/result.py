@@ -30,7 +30,8 @@ from mcunas.search.finish.choice import (
     trial_points,
 )
 from mcunas.search.finish.finalists import RescoreSummary, rescored_choice
-from mcunas.search.finish.records import RESCORE_META, Refit
+from mcunas.search.finish.records import RESCORE_META
+from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.pareto import (
     Point,
     hypervolume,
