@@ -28,6 +28,11 @@ __all__ = [
     "record_from_dict",
 ]
 
+# One hyperparameter's value (a Keras Tuner choice, int, float or boolean) and a
+# design's values by name: a trial's hyperparameters, a rung of the reference's ladder.
+HpValue = bool | int | float | str
+HpValues = dict[str, HpValue]
+
 
 class TrialStatus(enum.StrEnum):
     """Where a trial ended up."""
@@ -51,7 +56,7 @@ class TrialRecord:
     """One row of the store (every field but ``trial_id`` may be empty)."""
 
     trial_id: str
-    hyperparameters: JsonObject = field(default_factory=dict)
+    hyperparameters: HpValues = field(default_factory=dict)
     family: str | None = None
     origin: str | None = None  # a TrialOrigin value (stored as its text), or None
     status: TrialStatus = TrialStatus.RUNNING
