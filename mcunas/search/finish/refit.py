@@ -109,7 +109,7 @@ def refit_chosen(
             built for the refit (:meth:`FinishingRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
-    from mcunas.search.results.result import chosen_trial
+    from mcunas.search.results.standing import chosen_trial
 
     cfg, store = run.config, run.store
     data = run.dataset

@@ -29,17 +29,13 @@ from mcunas.search.finish.choice import (
     tie_width,
     trial_points,
 )
-from mcunas.search.finish.finalists import RescoreSummary, rescored_choice
-from mcunas.search.finish.records import RESCORE_META
+from mcunas.search.finish.finalists import RescoreSummary
 from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.pareto import (
-    Point,
-    hypervolume,
-    normalized_hypervolume,
     objectives_text,
-    reference_point,
 )
 from mcunas.search.results.record import figure_columns
+from mcunas.search.results.standing import choice_of, chosen_trial, hypervolume_of
 from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
 from mcunas.search.results.summary import (
     chosen_text,
@@ -71,31 +67,6 @@ __all__ = [
 def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
     """Seconds of training spent on candidates that turned out infeasible."""
     return round(sum(r.train_s for r in records if r.status == TrialStatus.INFEASIBLE), 3)
-
-
-def _hypervolume(points: list[Point], config: SearchConfig, board: BoardProfile) -> dict:
-    sram_ref = config.max_sram_kb * 1024 if config.max_sram_kb else board.usable_sram_bytes
-    flash_ref = config.max_flash_kb * 1024 if config.max_flash_kb else board.usable_flash_bytes
-    ref = reference_point(
-        config.max_latency_ms,
-        sram_ref,
-        points,
-        flash_budget_bytes=flash_ref,
-        max_energy_uj=config.max_energy_uj,
-        objectives=config.objectives,
-    )
-    return {
-        "value": hypervolume(points, ref),
-        "normalized": round(normalized_hypervolume(points, ref), 6),
-        "objectives": list(config.objectives),
-        "reference": {
-            "accuracy": ref.accuracy,
-            "latency_ms": ref.latency_ms,
-            "peak_sram_bytes": ref.peak_sram_bytes,
-            "flash_bytes": ref.flash_bytes,
-            "energy_uj": ref.energy_uj,
-        },
-    }
 
 
 def _round(seconds: float | None) -> float | None:
@@ -284,7 +255,7 @@ def compute_result(
     """
     wall_s = store.checkpoint_wall()
     records = store.trials()
-    best, rule, rescore = _choice(store, records, config)
+    best, rule, rescore = choice_of(store, records, config)
     return SearchResult(
         out_dir=Path(config.out or "."),
         board=board,
@@ -292,7 +263,7 @@ def compute_result(
         trials=records,
         front=front_of(records, config.objectives),
         best=best,
-        hypervolume=_hypervolume(trial_points(records, config.objectives), config, board),
+        hypervolume=hypervolume_of(trial_points(records, config.objectives), config, board),
         wall_s=wall_s,
         resume_wall_s=wall_s - store.earlier_wall_s,
         resumes=max(1, store.resumes),
@@ -301,22 +272,3 @@ def compute_result(
         chosen_by=rule,
         rescore=rescore,
     )
-
-
-def chosen_trial(store: TrialStore, config: SearchConfig) -> TrialRecord | None:
-    """The trial the search chooses now (re-scored finalists included), or None."""
-    return _choice(store, store.trials(), config)[0]
-
-
-def _choice(
-    store: TrialStore, records: Sequence[TrialRecord], config: SearchConfig
-) -> tuple[TrialRecord | None, str | None, RescoreSummary | None]:
-    """The chosen trial, the rule that chose it, and the re-scored finalists (if any)."""
-    best = choose_best(records, config.objectives)
-    if best is None:
-        return None, None, None
-    if config.finalists > 0:
-        rescored = rescored_choice(records, config.objectives, store.get_meta(RESCORE_META))
-        if rescored is not None:
-            return rescored
-    return best, chosen_by(records, best, config.objectives), None
