@@ -24,7 +24,7 @@ validation split is small and its samples count; ``on`` always, ``off``
 never. Each training (the refit, its members) goes through the trial
 pipeline's retraining entry (:meth:`~mcunas.search.trial.pipeline.TrialPipeline.retrain`).
 The refit is kept in the store as a
-:class:`~mcunas.search.finish.records.Refit` (meta key ``refit``): a ``--resume``
+:class:`~mcunas.search.finish.refit_records.Refit` (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. What refitting gains is
 measured in docs/benchmarks/series.md.
 """

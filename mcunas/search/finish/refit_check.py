@@ -43,7 +43,7 @@ def refit_key(best: TrialRecord, cfg: SearchConfig) -> JsonObject:
 def stored_refit(
     store: TrialStore, best: TrialRecord, out_dir: Path, cfg: SearchConfig
 ) -> Refit | None:
-    """:func:`refit_of` as a :class:`~mcunas.search.finish.records.Refit`."""
+    """:func:`refit_of` as a :class:`~mcunas.search.finish.refit_records.Refit`."""
     return Refit.from_dict(refit_of(store, best, out_dir, cfg))
 
 

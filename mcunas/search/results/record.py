@@ -21,6 +21,8 @@ from mcunas.figures import Figures
 from mcunas.jsontext import JsonObject
 
 __all__ = [
+    "HpValue",
+    "HpValues",
     "TrialOrigin",
     "TrialRecord",
     "TrialStatus",

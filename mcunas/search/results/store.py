@@ -29,8 +29,8 @@ from typing import Any
 from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import output_path, storage_errors, write_file
-from mcunas.jsontext import JsonObject
 from mcunas.search.results.record import (
+    HpValues,
     TrialOrigin,
     TrialRecord,
     TrialStatus,
@@ -187,7 +187,7 @@ class TrialStore:
         return total
 
     # --- trials ---------------------------------------------------------
-    def start_trial(self, trial_id: str, hyperparameters: JsonObject, **values: Any) -> None:
+    def start_trial(self, trial_id: str, hyperparameters: HpValues, **values: Any) -> None:
         """Insert (or restart) a trial as ``running``."""
         rec = TrialRecord(trial_id=trial_id, hyperparameters=hyperparameters, **values)
         names = ", ".join(COLUMNS)
