@@ -19,11 +19,18 @@ shown a gain beyond seed-to-seed noise (docs/benchmarks/series.md).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcunas.search.trial.pipeline import training_seed
+from mcunas.search.trial.pipeline import CandidateRunner, training_seed
+from mcunas.search.trial.retrain import Retraining
+
+if TYPE_CHECKING:
+    from numpy.typing import NDArray
+
+    from mcunas.data.datasets import Dataset
+    from mcunas.search.training.recipe import Recipe
 
 __all__ = ["ALPHA", "TEMPERATURE", "soft_targets", "teacher_name", "teacher_targets"]
 
@@ -53,8 +60,8 @@ def soft_targets(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def teacher_targets(
-    runner: Any, data: Any, recipe: Any, base_seed: int, epochs: int
-) -> tuple[np.ndarray, str]:
+    runner: CandidateRunner, data: Dataset, recipe: Recipe, base_seed: int, epochs: int
+) -> tuple[NDArray[np.float32], str]:
     """Train the teacher on ``data``'s training samples; their soft targets and its name.
 
     Args:
@@ -75,7 +82,7 @@ def teacher_targets(
     values = reference_hyperparameters(name, data.input_shape)
     space = McuSearchSpace(data.input_shape, data.num_classes, ("stages",))
     seed = training_seed(base_seed, values)
-    fit = runner.for_data(data, seed, recipe=recipe)
+    fit = Retraining(space, values, data, seed, epochs, recipe=recipe).runner_from(runner)
     fit.space = space  # the teacher is a stage-space model whatever the search's families
     model = fit.build(space.hyperparameters(**values), seed)
     fit.train(model, epochs, early_stop=False)

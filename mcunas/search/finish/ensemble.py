@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import functools
 import math
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcunas.figures import Figures
 from mcunas.search.config import MAX_MEMBERS
@@ -41,6 +41,11 @@ from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialRecord
 from mcunas.search.trial.pipeline import Retrained, TrialPipeline
+
+if TYPE_CHECKING:
+    import keras
+
+    from mcunas.search.finish.run_parts import FinishingRun
 
 __all__ = ["average", "fitting_average", "member_seed", "planned_members", "with_frontend_of"]
 
@@ -69,7 +74,7 @@ def member_seed(seed: int, member: int) -> int:
     return (int(seed) + 7919 * int(member)) % 2**31
 
 
-def average(models: list[Any]) -> Any:
+def average(models: list[keras.Model]) -> keras.Model:
     """One Keras model: ``models`` (same input) side by side, their outputs averaged.
 
     Each member keeps its weights; the outputs (softmax probabilities) are
@@ -120,12 +125,12 @@ def fitting_average(
     return None
 
 
-def _average_of(models: list[Any], k: int) -> Any:
+def _average_of(models: list[keras.Model], k: int) -> keras.Model:
     """The average of the first ``k`` members (:func:`average`, looked up when called)."""
     return average(models[:k])
 
 
-def with_frontend_of(run: Any, best: TrialRecord, cost: Any) -> Any:
+def with_frontend_of(run: FinishingRun, best: TrialRecord, cost: Figures) -> Figures:
     """``cost`` with the chosen trial's front end added, as a trial's figures are."""
     if run.fronts is None:
         return cost

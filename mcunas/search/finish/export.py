@@ -10,17 +10,18 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
-from mcunas.jsontext import dumps
-from mcunas.search.finish.records import Refit
+from mcunas.jsontext import JsonObject, dumps
+from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.store import TrialRecord
 from mcunas.search.results.summary import cost_split
 
 if TYPE_CHECKING:
+    from mcunas.deploy import ArenaFigure
     from mcunas.frontend.port import Frontend
 
 __all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
@@ -59,7 +60,7 @@ def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
 def export_best(
     best: TrialRecord,
     out_dir: Path,
-    context: dict[str, Any],
+    context: JsonObject,
     board: BoardProfile | None = None,
     frontend: Frontend = None,
     model: bytes | None = None,
@@ -123,7 +124,7 @@ def _add_project(
     board: BoardProfile,
     dest: Path,
     chosen: tuple[TrialRecord, Refit | None],
-    info: dict[str, Any],
+    info: JsonObject,
     frontend: bytes | None = None,
 ) -> None:
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
@@ -136,8 +137,8 @@ def _add_project(
 
 
 def _with_frontend(
-    frontend: Frontend, dest: Path, context: dict[str, Any]
-) -> tuple[list[str], dict[str, Any]]:
+    frontend: Frontend, dest: Path, context: JsonObject
+) -> tuple[list[str], JsonObject]:
     """The files listed before the model's, and the context with the front end's parameters.
 
     With a front end (a FrontendConfig: the graph that made the training features)
@@ -158,7 +159,7 @@ def _with_frontend(
     return lead, {**context, "frontend": frontend.to_dict()}
 
 
-def _exported_arena(trial: TrialRecord, refit: Refit | None) -> Any:
+def _exported_arena(trial: TrialRecord, refit: Refit | None) -> ArenaFigure | None:
     """The exported model's arena figure: an averaged refit's own, else the trial's (or None)."""
     from mcunas.deploy import ArenaFigure
 
@@ -168,7 +169,7 @@ def _exported_arena(trial: TrialRecord, refit: Refit | None) -> Any:
     return ArenaFigure(int(own.arena_bytes), measured=not own.estimated, source=str(own.source))
 
 
-def _trial_arena(trial: TrialRecord) -> Any:
+def _trial_arena(trial: TrialRecord) -> ArenaFigure | None:
     """The trial's arena figure, or None when it recorded none."""
     from mcunas.deploy import ArenaFigure
 
@@ -182,8 +183,8 @@ def _write_project(
     model_bytes: bytes,
     board: BoardProfile,
     out: Path,
-    arena: Any,
-    info: dict[str, Any],
+    arena: ArenaFigure | None,
+    info: JsonObject,
     frontend: bytes | None = None,
 ) -> list[Path]:
     """The deployable project, ``frontend`` before the model; arena estimated when None."""

@@ -25,10 +25,10 @@ from __future__ import annotations
 import dataclasses
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
+from mcunas.jsontext import JsonObject
 from mcunas.search.finish.choice import choose_best, chosen_by, feasible_front
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, Rescored
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, dominates, record_point
@@ -148,7 +148,7 @@ def reference_trial(records: Sequence[TrialRecord]) -> TrialRecord | None:
     )
 
 
-def rescored_of(state: Rescore | Mapping[str, Any] | None, trial_id: str) -> Rescored | None:
+def rescored_of(state: Rescore | JsonObject | None, trial_id: str) -> Rescored | None:
     """A finalist's finished runs from the store's ``rescore`` meta (None without any)."""
     stored = Rescore.from_dict(state)
     return None if stored is None else stored.rescored(trial_id)
@@ -179,7 +179,7 @@ class RescoreSummary:
         """The summary's line (:func:`rescore_text`)."""
         return rescore_text(self.plan, self.finalists, self.reference)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """JSON-ready, as ``--json``, ``pareto.json`` and ``best.json`` keep it."""
         return {
             "method": self.plan.method,
@@ -197,7 +197,7 @@ class RescoreSummary:
 def rescored_choice(
     records: Sequence[TrialRecord],
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
-    state: Rescore | Mapping[str, Any] | None = None,
+    state: Rescore | JsonObject | None = None,
 ) -> tuple[TrialRecord, str, RescoreSummary] | None:
     """The choice among the re-scored finalists: the chosen trial, the rule, a summary.
 

@@ -24,7 +24,7 @@ validation split is small and its samples count; ``on`` always, ``off``
 never. Each training (the refit, its members) goes through the trial
 pipeline's retraining entry (:meth:`~mcunas.search.trial.pipeline.TrialPipeline.retrain`).
 The refit is kept in the store as a
-:class:`~mcunas.search.finish.records.Refit` (meta key ``refit``): a ``--resume``
+:class:`~mcunas.search.finish.refit_records.Refit` (meta key ``refit``): a ``--resume``
 does not redo it while the choice stays the same. What refitting gains is
 measured in docs/benchmarks/series.md.
 """
@@ -36,10 +36,11 @@ import hashlib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcunas.figures import Figures
 from mcunas.files import write_file
+from mcunas.jsontext import JsonObject
 from mcunas.search.config import REFIT_CHOICES
 from mcunas.search.finish.ensemble import (
     fitting_average,
@@ -48,12 +49,21 @@ from mcunas.search.finish.ensemble import (
     with_frontend_of,
 )
 from mcunas.search.finish.finalists import KFOLD_BELOW
-from mcunas.search.finish.records import REFIT_META, Ensemble, Refit
+from mcunas.search.finish.refit_check import refit_key, refit_of, same_graph, stored_refit
+from mcunas.search.finish.refit_records import REFIT_META, Ensemble, Refit
+from mcunas.search.finish.run_parts import FinishingRun, Parts
 from mcunas.search.progress import Progress
-from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.results.store import TrialRecord
 from mcunas.search.results.summary import refit_text
-from mcunas.search.trial.pipeline import TrialPipeline, training_seed
+from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline, training_seed
 from mcunas.search.trial.retrain import Attempt, Retrained, Retraining
+
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from mcunas.data.datasets import Dataset
+    from mcunas.search.training.recipe import Recipe
 
 __all__ = [
     "REFIT_CHOICES",
@@ -65,8 +75,6 @@ __all__ = [
     "same_graph",
     "stored_refit",
 ]
-
-KEY_DEFAULTS = {"members_planned": 1}  # what a refit stored before ensembles held
 
 
 def refit_wanted(mode: str, samples: int) -> bool:
@@ -81,9 +89,9 @@ def refit_wanted(mode: str, samples: int) -> bool:
 
 
 def refit_chosen(
-    run: Any,
+    run: FinishingRun,
     progress: Progress,
-    place: Callable[[], tuple[Any, Any]] | None = None,
+    place: Callable[[], Parts] | None = None,
     families: tuple[str, ...] | None = None,
 ) -> None:
     """Train the chosen trial's design on training + validation samples; keep it in the store.
@@ -94,14 +102,14 @@ def refit_chosen(
     the trial's own model is exported.
 
     Args:
-        run: SearchRun, with its data loaded.
+        run: FinishingRun, with its data loaded.
         progress: Progress, for its lines and the time budget.
         place: gives the (space, runner) to retrain with, when asked (the executor's
             place, :class:`~mcunas.search.finish.stage.FinishStage`); None: a runner is
-            built for the refit (:meth:`SearchRun.components`, no board) and closed.
+            built for the refit (:meth:`FinishingRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
-    from mcunas.search.results.result import chosen_trial
+    from mcunas.search.results.standing import chosen_trial
 
     cfg, store = run.config, run.store
     data = run.dataset
@@ -123,7 +131,7 @@ def refit_chosen(
         close()
 
 
-def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, Any]) -> None:
+def _refit(run: FinishingRun, progress: Progress, best: TrialRecord, parts: Parts) -> None:
     """Train, convert, check and keep the refit of ``best`` (or note why not).
 
     With ``--ensemble`` members planned (:func:`~mcunas.search.finish.ensemble.planned_members`)
@@ -169,7 +177,7 @@ def _refit(run: Any, progress: Progress, best: TrialRecord, parts: tuple[Any, An
     if planned > 1:
         ensemble = Ensemble(averaged[2], averaged[1]) if averaged else Ensemble(1)
     refit = Refit(
-        **_key(best, cfg),
+        **refit_key(best, cfg),
         **_kept(run, best, model_bytes),
         samples=len(data.y_train),
         steps=int(getattr(members[0].trained, "steps", 0) or 0),
@@ -205,7 +213,7 @@ def _members(
 
 
 def _checked(
-    run: Any,
+    run: FinishingRun,
     progress: Progress,
     best: TrialRecord,
     pipeline: TrialPipeline,
@@ -237,7 +245,7 @@ def _checked(
     return (model_bytes if averaged is None else averaged[0]), averaged
 
 
-def _kept(run: Any, best: TrialRecord, model_bytes: bytes) -> dict[str, Any]:
+def _kept(run: FinishingRun, best: TrialRecord, model_bytes: bytes) -> JsonObject:
     """Write the refit's model; where it is and its hash."""
     path = Path("models") / f"refit_{best.trial_id}.tflite"
     write_file(Path(run.out_dir) / path, model_bytes)
@@ -245,8 +253,8 @@ def _kept(run: Any, best: TrialRecord, model_bytes: bytes) -> dict[str, Any]:
 
 
 def _teacher(
-    run: Any, progress: Progress, runner: Any, data: Any, recipe: Any
-) -> tuple[Any, str | None]:
+    run: FinishingRun, progress: Progress, runner: CandidateRunner, data: Dataset, recipe: Recipe
+) -> tuple[NDArray[np.float32] | None, str | None]:
     """The teacher's soft targets for the refit and its name; (None, None) if it failed."""
     from mcunas.search.finish.distill import teacher_name, teacher_targets
 
@@ -266,7 +274,7 @@ def _teacher(
     return targets, name
 
 
-def _replanned(run: Any, data: Any) -> Any:
+def _replanned(run: FinishingRun, data: Dataset) -> Recipe:
     """The search's recipe planned again for the pooled samples.
 
     The passes per epoch are planned from the sample count, so a refit trains
@@ -278,71 +286,3 @@ def _replanned(run: Any, data: Any) -> Any:
 
     cfg = run.config
     return plan_recipe(data, cfg.batch_size, cfg.augment)
-
-
-def _key(best: TrialRecord, cfg: Any) -> dict[str, Any]:
-    """What makes a stored refit the one this choice needs."""
-    seed = training_seed(cfg.seed, best.hyperparameters)
-    return {
-        "trial_id": best.trial_id,
-        "seed": seed,
-        "epochs": int(cfg.epochs),
-        "distill": bool(cfg.distill),
-        "members_planned": planned_members(cfg.ensemble, best, cfg.budgets),
-    }
-
-
-def stored_refit(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> Refit | None:
-    """:func:`refit_of` as a :class:`~mcunas.search.finish.records.Refit`."""
-    return Refit.from_dict(refit_of(store, best, out_dir, cfg))
-
-
-def refit_of(store: TrialStore, best: TrialRecord, out_dir: Path, cfg: Any) -> dict | None:
-    """The stored refit of ``best`` with its model file intact, or None (the meta as kept).
-
-    A refit of another trial, seed or ``--epochs``, or whose file is gone or
-    changed, is not used (and a later refit replaces it); nor is any under
-    ``--refit off`` (a search resumed with it exports the trial's own model).
-    """
-    if cfg.refit == "off":
-        return None
-    info = store.get_meta(REFIT_META)
-    if not isinstance(info, dict) or any(
-        info.get(k, KEY_DEFAULTS.get(k)) != v for k, v in _key(best, cfg).items()
-    ):
-        return None
-    path = Path(out_dir) / str(info.get("model_path", ""))
-    try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
-        return None
-    return info if digest == info.get("model_sha256") else None
-
-
-def same_graph(before: bytes, after: bytes) -> str | None:
-    """None when two INT8 models have the same ops on the same tensors; else what differs.
-
-    The same op sequence with the same tensor shapes and types has the same
-    arena plan and the same latency; the flatbuffer may differ by a few bytes
-    of quantization metadata, so its size is allowed 1% either way.
-    """
-    from mcunas.tflite.reader import read_graph
-
-    a, b = read_graph(before), read_graph(after)
-    if _layout(a) != _layout(b):
-        return "its graph is not the trial's (ops or tensor shapes differ)"
-    if abs(a.model_size_bytes - b.model_size_bytes) > 0.01 * a.model_size_bytes:
-        return f"its size is {b.model_size_bytes} bytes against the trial's {a.model_size_bytes}"
-    return None
-
-
-def _layout(graph: Any) -> list[tuple[Any, ...]]:
-    """Each op's name and its tensors' shapes and types, in execution order."""
-    return [
-        (
-            op.name,
-            tuple(None if t is None else (t.shape, t.dtype) for t in op.inputs),
-            tuple((t.shape, t.dtype) for t in op.outputs),
-        )
-        for op in graph.ops
-    ]

@@ -29,17 +29,22 @@ import dataclasses
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.finalists import pick_finalists, plan_for
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
+from mcunas.search.finish.run_parts import FinishingRun, Parts
 from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord, TrialStore
-from mcunas.search.trial.pipeline import TrialPipeline, training_seed
+from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline, training_seed
 from mcunas.search.trial.retrain import Retraining, trial_hyperparameters
+
+if TYPE_CHECKING:
+    from mcunas.data.datasets import Dataset
+    from mcunas.space.hypermodel import McuSearchSpace
 
 __all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
 
@@ -55,9 +60,9 @@ MIN_ROUNDS = 2
 def rescore_finalists(
     config: SearchConfig,
     store: TrialStore,
-    space: Any,
-    runner: Any,
-    dataset: Any,
+    space: McuSearchSpace,
+    runner: CandidateRunner,
+    dataset: Dataset,
     progress: Progress,
     pipeline: TrialPipeline | None = None,
 ) -> None:
@@ -111,10 +116,10 @@ def rescore_finalists(
 
 
 def rescore_here(
-    run: Any,
+    run: FinishingRun,
     progress: Progress,
     families: tuple[str, ...] | None = None,
-    place: Callable[[], tuple[Any, Any]] | None = None,
+    place: Callable[[], Parts] | None = None,
 ) -> None:
     """Re-score ``run``'s finalists in this process, with the runner ``place`` gives.
 
@@ -134,26 +139,27 @@ def rescore_here(
         place: gives the (space, runner) to retrain with, when asked (the executor's
             place, :class:`~mcunas.search.finish.stage.FinishStage`).
     """
-    cfg = run.config
-    if len(_finalists(cfg, run.store, run.dataset)) < 2:
+    cfg, data = run.config, run.dataset
+    assert data is not None, "the run's data are loaded before it finishes"
+    if len(_finalists(cfg, run.store, data)) < 2:
         return
     if progress.time_up():
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
         return
     if place is not None:
         space, runner = place()
-        rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
+        rescore_finalists(cfg, run.store, space, runner, data, progress)
         return
     space, runner, close = run.components(families, measure=False)
     try:
-        rescore_finalists(cfg, run.store, space, runner, run.dataset, progress)
+        rescore_finalists(cfg, run.store, space, runner, data, progress)
     finally:
         close()
 
 
 def _splits_by_trial(
-    space: Any, dataset: Any, plan: Plan, seed: int
-) -> Callable[[TrialRecord], list[Any]]:
+    space: McuSearchSpace, dataset: Dataset, plan: Plan, seed: int
+) -> Callable[[TrialRecord], list[Dataset]]:
     """Each finalist's runs' data: the search's, or its own front end's when that is searched.
 
     Every front end's dataset holds the same samples in the same order, so the folds
@@ -164,9 +170,9 @@ def _splits_by_trial(
     if not isinstance(space, FrontendSpace):  # one front end (or none): the search's data
         same = fold_splits(dataset, plan, seed)
         return lambda rec: same
-    made: dict[str, list[Any]] = {}
+    made: dict[str, list[Dataset]] = {}
 
-    def splits(rec: TrialRecord) -> list[Any]:
+    def splits(rec: TrialRecord) -> list[Dataset]:
         key = space.frontend_key(rec.hyperparameters)
         if key not in made:
             made[key] = fold_splits(space.trial_dataset(rec.hyperparameters), plan, seed)
@@ -183,9 +189,9 @@ def _one_run(
     config: SearchConfig,
     store: TrialStore,
     state: Rescore,
-    parts: tuple[Any, TrialPipeline],
+    parts: tuple[McuSearchSpace, TrialPipeline],
     rec: TrialRecord,
-    data: Any,
+    data: Dataset,
     run: int,
     progress: Progress,
 ) -> Rescore:
@@ -214,7 +220,7 @@ def _one_run(
     return state
 
 
-def _finalists(config: SearchConfig, store: TrialStore, dataset: Any) -> list[TrialRecord]:
+def _finalists(config: SearchConfig, store: TrialStore, dataset: Dataset) -> list[TrialRecord]:
     """The finalists to re-score; with fewer than two, runs stored for others are dropped.
 
     The choice then goes without them (:func:`~mcunas.search.finish.finalists.rescored_choice`).
@@ -235,7 +241,7 @@ def _state(store: TrialStore, plan: Plan, seed: int, finalists: list[TrialRecord
     return state
 
 
-def fold_splits(dataset: Any, plan: Plan, seed: int) -> list[Any]:
+def fold_splits(dataset: Dataset, plan: Plan, seed: int) -> list[Dataset]:
     """The dataset of each run: k stratified folds of training + validation, or the split as is.
 
     Fold ``i`` validates on every k-th sample of each class (in a seeded order) and

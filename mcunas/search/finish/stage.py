@@ -26,6 +26,7 @@ from typing import Any
 
 from mcunas.search.finish.refit import refit_chosen
 from mcunas.search.finish.rescore import rescore_here
+from mcunas.search.finish.run_parts import Parts
 from mcunas.search.progress import Progress
 
 __all__ = ["FinishStage"]
@@ -34,12 +35,12 @@ __all__ = ["FinishStage"]
 class _Place:
     """The executor's place to retrain, entered when first asked for, left at the end."""
 
-    def __init__(self, manager: contextlib.AbstractContextManager[tuple[Any, Any]]) -> None:
+    def __init__(self, manager: contextlib.AbstractContextManager[Parts]) -> None:
         self.manager = manager
         self.stack = contextlib.ExitStack()
-        self.parts: tuple[Any, Any] | None = None
+        self.parts: Parts | None = None
 
-    def __call__(self) -> tuple[Any, Any]:
+    def __call__(self) -> Parts:
         """The (search space, candidate runner) to retrain with."""
         if self.parts is None:
             self.parts = self.stack.enter_context(self.manager)
@@ -49,7 +50,7 @@ class _Place:
 class FinishStage:
     """Re-scores and refits after a search (see the module); one :meth:`run` entry."""
 
-    def run(self, run: Any, progress: Progress) -> None:
+    def run(self, run: Any, progress: Progress) -> None:  # a SearchRun (which imports this)
         """Finish ``run``'s search: re-score its finalists, then refit its choice.
 
         Args:

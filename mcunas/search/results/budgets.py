@@ -17,9 +17,9 @@ folding it into one number with an arbitrary exponent.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from mcunas.figures import Figures
+from mcunas.jsontext import JsonObject
 
 __all__ = ["Budgets", "score", "violations"]
 
@@ -35,7 +35,7 @@ class Budgets:
     safe_latency: bool = False
     max_energy_uj: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain dict for JSON output."""
         return asdict(self)
 

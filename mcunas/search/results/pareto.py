@@ -21,7 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mcunas.figures import Figures
+    from mcunas.search.results.record import TrialRecord
 
 __all__ = [
     "DEFAULT_OBJECTIVES",
@@ -100,8 +104,8 @@ class Point:
         )
 
 
-def record_point(record: Any, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> Point:
-    """The point of a trial record (or anything with its figure attributes)."""
+def record_point(record: TrialRecord, objectives: Sequence[str] = DEFAULT_OBJECTIVES) -> Point:
+    """The point of a trial record."""
     return Point(
         getattr(record, "int8_accuracy", None) or 0.0,
         record.latency_ms or 0.0,
@@ -120,8 +124,8 @@ def dominates(a: Point, b: Point) -> bool:
 
 
 def front_test(
-    feasible: Sequence[Any], accuracy: float, objectives: Sequence[str] = DEFAULT_OBJECTIVES
-) -> Callable[[Any], bool]:
+    feasible: Sequence[TrialRecord], accuracy: float, objectives: Sequence[str] = DEFAULT_OBJECTIVES
+) -> Callable[[Figures], bool]:
     """A test of cost figures: would a candidate of ``accuracy`` with them join the front.
 
     ``feasible`` are the trials found so far (trial records); the test takes the
@@ -130,7 +134,7 @@ def front_test(
     """
     front = [record_point(r, objectives) for r in feasible]
 
-    def joins(cost: Any) -> bool:
+    def joins(cost: Figures) -> bool:
         cand = Point(
             accuracy,
             cost.latency_ms,

@@ -13,11 +13,15 @@ Example::
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING
 
 from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.results.summary import energy_mark
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_energy", "plot_pareto"]
 
@@ -120,7 +124,9 @@ def plot_energy(
     return _png(fig, ax, "energy per inference (uJ)" + (", estimate" if estimated else ""), title)
 
 
-def _label_trials(ax: Any, front: Sequence[TrialRecord], x: Any) -> None:
+def _label_trials(
+    ax: Axes, front: Sequence[TrialRecord], x: Callable[[TrialRecord], float | None]
+) -> None:
     """Write each front point's trial id beside it."""
     for r in front:
         ax.annotate(
@@ -132,7 +138,7 @@ def _label_trials(ax: Any, front: Sequence[TrialRecord], x: Any) -> None:
         )
 
 
-def _mark_chosen(ax: Any, chosen: TrialRecord | None, x: float | None) -> None:
+def _mark_chosen(ax: Axes, chosen: TrialRecord | None, x: float | None) -> None:
     """The model exported to ``best/`` as a gold star (nothing when it has no such figure)."""
     if chosen is None or not x:
         return
@@ -149,7 +155,7 @@ def _mark_chosen(ax: Any, chosen: TrialRecord | None, x: float | None) -> None:
     )
 
 
-def _png(fig: Any, ax: Any, xlabel: str, title: str) -> bytes:
+def _png(fig: Figure, ax: Axes, xlabel: str, title: str) -> bytes:
     """Label a plot of INT8 accuracy against ``xlabel`` and return it as PNG bytes."""
     import matplotlib.pyplot as plt
 

@@ -16,17 +16,24 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from mcunas.figures import Figures
+from mcunas.jsontext import JsonObject
 
 __all__ = [
+    "HpValue",
+    "HpValues",
     "TrialOrigin",
     "TrialRecord",
     "TrialStatus",
     "figure_columns",
     "record_from_dict",
 ]
+
+# One hyperparameter's value (a Keras Tuner choice, int, float or boolean) and a
+# design's values by name: a trial's hyperparameters, a rung of the reference's ladder.
+HpValue = bool | int | float | str
+HpValues = dict[str, HpValue]
 
 
 class TrialStatus(enum.StrEnum):
@@ -51,7 +58,7 @@ class TrialRecord:
     """One row of the store (every field but ``trial_id`` may be empty)."""
 
     trial_id: str
-    hyperparameters: dict[str, Any] = field(default_factory=dict)
+    hyperparameters: HpValues = field(default_factory=dict)
     family: str | None = None
     origin: str | None = None  # a TrialOrigin value (stored as its text), or None
     status: TrialStatus = TrialStatus.RUNNING
@@ -115,16 +122,16 @@ class TrialRecord:
             + self.measure_s
         )
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Plain dict for JSON output."""
         data = {f.name: getattr(self, f.name) for f in fields(self)}
         data["status"] = str(self.status)
         return data
 
 
-def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[str, Any]:
+def figure_columns(figures: Figures, *, before_training: bool = False) -> JsonObject:
     """The store columns of one set of cost figures (see :meth:`TrialStore.record_figures`)."""
-    values: dict[str, Any] = {
+    values: JsonObject = {
         "latency_ms": figures.latency_ms,
         "latency_error_pct": figures.latency_error_pct,
         "arena_bytes": figures.arena_bytes,
@@ -152,7 +159,7 @@ def figure_columns(figures: Figures, *, before_training: bool = False) -> dict[s
     return values
 
 
-def record_from_dict(data: dict[str, Any]) -> TrialRecord:
+def record_from_dict(data: JsonObject) -> TrialRecord:
     """Inverse of :meth:`TrialRecord.to_dict` (a row sent between chief and worker)."""
     names = {f.name for f in fields(TrialRecord)}
     clean = {k: v for k, v in data.items() if k in names}

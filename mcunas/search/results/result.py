@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
+from mcunas.jsontext import JsonObject
 from mcunas.search.config import SearchConfig
 from mcunas.search.finish.choice import (
     ACCURACY_TIE,
@@ -29,16 +29,13 @@ from mcunas.search.finish.choice import (
     tie_width,
     trial_points,
 )
-from mcunas.search.finish.finalists import RescoreSummary, rescored_choice
-from mcunas.search.finish.records import RESCORE_META, Refit
+from mcunas.search.finish.finalists import RescoreSummary
+from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.pareto import (
-    Point,
-    hypervolume,
-    normalized_hypervolume,
     objectives_text,
-    reference_point,
 )
 from mcunas.search.results.record import figure_columns
+from mcunas.search.results.standing import choice_of, chosen_trial, hypervolume_of
 from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
 from mcunas.search.results.summary import (
     chosen_text,
@@ -72,31 +69,6 @@ def infeasible_train_s(records: Sequence[TrialRecord]) -> float:
     return round(sum(r.train_s for r in records if r.status == TrialStatus.INFEASIBLE), 3)
 
 
-def _hypervolume(points: list[Point], config: SearchConfig, board: BoardProfile) -> dict:
-    sram_ref = config.max_sram_kb * 1024 if config.max_sram_kb else board.usable_sram_bytes
-    flash_ref = config.max_flash_kb * 1024 if config.max_flash_kb else board.usable_flash_bytes
-    ref = reference_point(
-        config.max_latency_ms,
-        sram_ref,
-        points,
-        flash_budget_bytes=flash_ref,
-        max_energy_uj=config.max_energy_uj,
-        objectives=config.objectives,
-    )
-    return {
-        "value": hypervolume(points, ref),
-        "normalized": round(normalized_hypervolume(points, ref), 6),
-        "objectives": list(config.objectives),
-        "reference": {
-            "accuracy": ref.accuracy,
-            "latency_ms": ref.latency_ms,
-            "peak_sram_bytes": ref.peak_sram_bytes,
-            "flash_bytes": ref.flash_bytes,
-            "energy_uj": ref.energy_uj,
-        },
-    }
-
-
 def _round(seconds: float | None) -> float | None:
     return None if seconds is None else round(seconds, 2)
 
@@ -111,15 +83,15 @@ class SearchResult:
     trials: list[TrialRecord]
     front: list[TrialRecord]
     best: TrialRecord | None
-    hypervolume: dict[str, Any]
+    hypervolume: JsonObject
     wall_s: float  # every resume of this search (the first run counted)
     resume_wall_s: float | None = None  # this resume only
     resumes: int = 1
     stopped_reason: str | None = None
     message: str | None = None  # why nothing is feasible, when nothing is
     paths: dict[str, str] = field(default_factory=dict)
-    test: dict[str, Any] | None = None  # the chosen model on the dataset's test split
-    layers: list[dict[str, Any]] | None = None  # the chosen model's per-op rows
+    test: JsonObject | None = None  # the chosen model on the dataset's test split
+    layers: list[JsonObject] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
     rescore: RescoreSummary | None = None  # the re-scored finalists (search.finish.rescore)
     refit: Refit | None = None  # the chosen design refitted, or averaged (search.finish.refit)
@@ -153,7 +125,7 @@ class SearchResult:
             "its latency, SRAM and flash are the trial's (same graph)"
         )
 
-    def finish_dict(self) -> dict[str, Any]:
+    def finish_dict(self) -> JsonObject:
         """``rescore`` and ``refit`` as JSON (None for none): the summaries' and ``best.json``'s."""
         return {
             "rescore": None if self.rescore is None else self.rescore.to_dict(),
@@ -173,12 +145,12 @@ class SearchResult:
         trained = sum(bool(r.train_s) or r.status == TrialStatus.OK for r in self.trials)
         return {"trained": trained, "drawn": len(self.trials), "cap": self.config.draw_cap}
 
-    def board_summary(self) -> dict[str, Any]:
+    def board_summary(self) -> JsonObject:
         """The board facts the report and ``best.json`` show."""
         return self.board_summary_of(self.board)
 
     @staticmethod
-    def board_summary_of(board: BoardProfile) -> dict[str, Any]:
+    def board_summary_of(board: BoardProfile) -> JsonObject:
         """The board facts the report and ``best.json`` show, for any board."""
         return {
             "name": board.name,
@@ -189,7 +161,7 @@ class SearchResult:
             "flash_budget_bytes": board.model_flash_budget_bytes,
         }
 
-    def overview(self) -> dict[str, Any]:
+    def overview(self) -> JsonObject:
         """The summary the report pages and ``pareto.json`` are written from."""
         cfg = self.config
         return {
@@ -249,7 +221,7 @@ class SearchResult:
             lines.append(f"Deploy: cd {project} && pio run -t upload && pio device monitor")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         """Machine-readable summary."""
         return {
             "out_dir": str(self.out_dir),
@@ -283,7 +255,7 @@ def compute_result(
     """
     wall_s = store.checkpoint_wall()
     records = store.trials()
-    best, rule, rescore = _choice(store, records, config)
+    best, rule, rescore = choice_of(store, records, config)
     return SearchResult(
         out_dir=Path(config.out or "."),
         board=board,
@@ -291,7 +263,7 @@ def compute_result(
         trials=records,
         front=front_of(records, config.objectives),
         best=best,
-        hypervolume=_hypervolume(trial_points(records, config.objectives), config, board),
+        hypervolume=hypervolume_of(trial_points(records, config.objectives), config, board),
         wall_s=wall_s,
         resume_wall_s=wall_s - store.earlier_wall_s,
         resumes=max(1, store.resumes),
@@ -300,22 +272,3 @@ def compute_result(
         chosen_by=rule,
         rescore=rescore,
     )
-
-
-def chosen_trial(store: TrialStore, config: SearchConfig) -> TrialRecord | None:
-    """The trial the search chooses now (re-scored finalists included), or None."""
-    return _choice(store, store.trials(), config)[0]
-
-
-def _choice(
-    store: TrialStore, records: Sequence[TrialRecord], config: SearchConfig
-) -> tuple[TrialRecord | None, str | None, RescoreSummary | None]:
-    """The chosen trial, the rule that chose it, and the re-scored finalists (if any)."""
-    best = choose_best(records, config.objectives)
-    if best is None:
-        return None, None, None
-    if config.finalists > 0:
-        rescored = rescored_choice(records, config.objectives, store.get_meta(RESCORE_META))
-        if rescored is not None:
-            return rescored
-    return best, chosen_by(records, best, config.objectives), None

@@ -17,7 +17,6 @@ Example::
 
 from __future__ import annotations
 
-import enum
 import hashlib
 import json
 import os
@@ -31,12 +30,14 @@ from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import output_path, storage_errors, write_file
 from mcunas.search.results.record import (
+    HpValues,
     TrialOrigin,
     TrialRecord,
     TrialStatus,
     figure_columns,
     record_from_dict,
 )
+from mcunas.search.results.rows import COLUMNS, SCHEMA, column_sql, record_of, row_of, to_sql
 
 __all__ = [
     "TrialOrigin",
@@ -51,22 +52,6 @@ STORE_NAME = "trials.sqlite"
 SCHEMA_VERSION = 1
 # Seconds to wait on a locked database before giving up (another process).
 LOCK_TIMEOUT_S = 10.0
-
-
-_COLUMNS = [f.name for f in fields(TrialRecord)]
-_SQL_TYPES = {"float": "REAL", "int": "INTEGER", "bool": "INTEGER"}
-
-
-def _column_sql(name: str, annotation: str) -> str:
-    if name == "trial_id":
-        return "trial_id TEXT PRIMARY KEY"
-    base = annotation.split("|")[0].strip()
-    return f"{name} {_SQL_TYPES.get(base, 'TEXT')}"
-
-
-_SCHEMA = "CREATE TABLE IF NOT EXISTS trials ({})".format(
-    ", ".join(_column_sql(f.name, str(f.type)) for f in fields(TrialRecord))
-)
 
 
 class TrialStore:
@@ -92,7 +77,7 @@ class TrialStore:
                 self._refuse_other_kind()
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute("PRAGMA synchronous=NORMAL")
-                self._db.execute(_SCHEMA)
+                self._db.execute(SCHEMA)
                 self._add_missing_columns()
                 self._db.execute(
                     "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)"
@@ -111,7 +96,7 @@ class TrialStore:
         have = {row[1] for row in self._db.execute("PRAGMA table_info(trials)")}
         for f in fields(TrialRecord):
             if f.name not in have:
-                column = _column_sql(f.name, str(f.type))
+                column = column_sql(f.name, str(f.type))
                 self._db.execute(f"ALTER TABLE trials ADD COLUMN {column}")
 
     def _refuse_other_kind(self) -> None:
@@ -137,19 +122,19 @@ class TrialStore:
         """Close the connection."""
         self._db.close()
 
-    def _write(self, sql: str, args: tuple[Any, ...] = ()) -> None:
+    def _write(self, sql: str, args: tuple[object, ...] = ()) -> None:
         with storage_errors(self.path):
             self._db.execute(sql, args)
 
-    def _query(self, sql: str, args: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    def _query(self, sql: str, args: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
         with storage_errors(self.path):
             return self._db.execute(sql, args).fetchall()
 
     # --- meta -----------------------------------------------------------
-    def _set_meta_default(self, key: str, value: Any) -> None:
+    def _set_meta_default(self, key: str, value: object) -> None:
         self._write("INSERT OR IGNORE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
-    def set_meta(self, key: str, value: Any) -> None:
+    def set_meta(self, key: str, value: object) -> None:
         """Store one JSON value under ``key``."""
         self._write("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, json.dumps(value)))
 
@@ -202,12 +187,12 @@ class TrialStore:
         return total
 
     # --- trials ---------------------------------------------------------
-    def start_trial(self, trial_id: str, hyperparameters: dict[str, Any], **values: Any) -> None:
+    def start_trial(self, trial_id: str, hyperparameters: HpValues, **values: Any) -> None:
         """Insert (or restart) a trial as ``running``."""
         rec = TrialRecord(trial_id=trial_id, hyperparameters=hyperparameters, **values)
-        names = ", ".join(_COLUMNS)
-        marks = ", ".join("?" for _ in _COLUMNS)
-        self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", _row(rec))
+        names = ", ".join(COLUMNS)
+        marks = ", ".join("?" for _ in COLUMNS)
+        self._write(f"INSERT OR REPLACE INTO trials ({names}) VALUES ({marks})", row_of(rec))
 
     def begin(self, trial_id: str) -> None:
         """A trial taken up again (a screened subnet's fine-tuning): nothing to do here."""
@@ -216,11 +201,11 @@ class TrialStore:
         """Set some columns of one trial."""
         if not values:
             return
-        unknown = set(values) - set(_COLUMNS)
+        unknown = set(values) - set(COLUMNS)
         if unknown:
             raise ValueError(f"unknown trial columns: {sorted(unknown)}")
         sets = ", ".join(f"{k} = ?" for k in values)
-        args = tuple(_to_sql(k, v) for k, v in values.items())
+        args = tuple(to_sql(k, v) for k, v in values.items())
         self._write(f"UPDATE trials SET {sets} WHERE trial_id = ?", (*args, trial_id))
 
     def record_figures(
@@ -270,45 +255,20 @@ class TrialStore:
     def get(self, trial_id: str) -> TrialRecord | None:
         """One trial, or None."""
         rows = self._query(
-            f"SELECT {', '.join(_COLUMNS)} FROM trials WHERE trial_id = ?", (trial_id,)
+            f"SELECT {', '.join(COLUMNS)} FROM trials WHERE trial_id = ?", (trial_id,)
         )
-        return None if not rows else _record(rows[0])
+        return None if not rows else record_of(rows[0])
 
     def trials(self, status: TrialStatus | None = None) -> list[TrialRecord]:
         """Every trial (or those with ``status``), oldest first."""
-        sql = f"SELECT {', '.join(_COLUMNS)} FROM trials"
-        args: tuple[Any, ...] = ()
+        sql = f"SELECT {', '.join(COLUMNS)} FROM trials"
+        args: tuple[object, ...] = ()
         if status is not None:
             sql += " WHERE status = ?"
             args = (str(status),)
         rows = self._query(sql + " ORDER BY started_at, trial_id", args)
-        return [_record(r) for r in rows]
+        return [record_of(r) for r in rows]
 
     def count(self) -> int:
         """Number of trials recorded."""
         return int(self._query("SELECT COUNT(*) FROM trials")[0][0])
-
-
-def _to_sql(name: str, value: Any) -> Any:
-    if name == "hyperparameters":
-        return json.dumps(value, sort_keys=True)
-    if isinstance(value, enum.Enum):
-        return str(value)
-    if isinstance(value, bool):
-        return int(value)
-    return value
-
-
-def _row(rec: TrialRecord) -> tuple[Any, ...]:
-    return tuple(_to_sql(name, getattr(rec, name)) for name in _COLUMNS)
-
-
-def _record(row: tuple[Any, ...]) -> TrialRecord:
-    data = dict(zip(_COLUMNS, row, strict=True))
-    data["hyperparameters"] = json.loads(data["hyperparameters"] or "{}")
-    data["status"] = TrialStatus(data["status"])
-    if data["estimated"] is not None:
-        data["estimated"] = bool(data["estimated"])
-    for name in ("build_s", "check_s", "train_s", "convert_s", "eval_s", "measure_s"):
-        data[name] = data[name] or 0.0
-    return TrialRecord(**data)

@@ -10,8 +10,8 @@ simulator's error against that measurement.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from mcunas.jsontext import JsonObject
 from mcunas.search.results.store import TrialRecord, TrialStatus
 
 __all__ = [
@@ -46,7 +46,7 @@ def energy_text(rec: TrialRecord) -> str:
     return f"{rec.energy_uj:.1f} uJ{energy_mark(rec)}"
 
 
-def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
+def cost_split(rec: TrialRecord) -> dict[str, JsonObject] | None:
     """Latency, peak SRAM, flash (and energy) as front end, model and total; None without one.
 
     The store keeps the totals and the front end's share; the model's is the difference.
@@ -55,12 +55,12 @@ def cost_split(rec: TrialRecord) -> dict[str, dict[str, Any]] | None:
     """
     if rec.frontend_latency_ms is None:
         return None
-    total: dict[str, Any] = {
+    total: JsonObject = {
         "latency_ms": rec.latency_ms,
         "peak_sram_bytes": rec.peak_sram_bytes,
         "flash_bytes": rec.flash_bytes,
     }
-    front: dict[str, Any] = {
+    front: JsonObject = {
         "latency_ms": rec.frontend_latency_ms,
         "peak_sram_bytes": rec.frontend_sram_bytes,
         "flash_bytes": rec.frontend_flash_bytes,
@@ -81,7 +81,7 @@ def split_text(rec: TrialRecord) -> str | None:
     if split is None:
         return None
 
-    def part(d: dict[str, Any]) -> str:
+    def part(d: JsonObject) -> str:
         energy = f", {d['energy_uj']:.1f} uJ" if d.get("energy_uj") is not None else ""
         return (
             f"{d['latency_ms'] or 0:.2f} ms, {(d['peak_sram_bytes'] or 0) / 1024:.1f} KB SRAM, "
@@ -126,7 +126,7 @@ def pareto_table(front: Sequence[TrialRecord]) -> str:
     return "\n".join(lines)
 
 
-def estimate_tag(best: dict[str, Any]) -> str:
+def estimate_tag(best: JsonObject) -> str:
     """' (simulator estimates, +/-E%)' for a simulated best model, else its source."""
     if best.get("estimated"):
         err = best.get("latency_error_pct")
@@ -175,7 +175,7 @@ def chosen_text(best: TrialRecord, where: str | None, reason: str | None = None)
     )
 
 
-def figures_text(own: dict[str, Any]) -> str:
+def figures_text(own: JsonObject) -> str:
     """``latency 18.40 ms~, peak SRAM 58.0 KB~, flash 231.0 KB~ (simulator estimates)``."""
     mark = "~" if own.get("estimated") else ""
     cost = _cost_text(own["latency_ms"], own["peak_sram_bytes"], own["flash_bytes"], mark)
@@ -190,7 +190,7 @@ def _cost_text(latency_ms: float | None, sram: int | None, flash: int | None, ma
     )
 
 
-def refit_text(info: dict[str, Any]) -> str:
+def refit_text(info: JsonObject) -> str:
     """``refitted on all 200 training samples, 3750 optimizer steps`` (the refit's line)."""
     steps = f", {info['steps']} optimizer steps" if info.get("steps") else ""
     teacher = f", taught by {info['teacher']}" if info.get("teacher") else ""

@@ -14,12 +14,17 @@ this file and running that test.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import keras_tuner
 from keras_tuner.engine import hyperparameters as hp_module
 from keras_tuner.engine import trial as trial_module
 from keras_tuner.src import config as kt_config
+
+from mcunas.search.results.record import HpValues
+
+if TYPE_CHECKING:
+    import grpc
 
 __all__ = [
     "DeclaredSpace",
@@ -44,7 +49,7 @@ __all__ = [
     "use_channel",
 ]
 
-F = TypeVar("F", bound=Callable[..., Any])
+F = TypeVar("F", bound=Callable[..., object])
 
 TrialStatus = trial_module.TrialStatus
 
@@ -70,7 +75,7 @@ def dequeue(oracle: keras_tuner.Oracle, trial_id: str) -> None:
     oracle._retry_queue.remove(trial_id)  # noqa: SLF001
 
 
-def running(oracle: keras_tuner.Oracle) -> dict[str, Any]:
+def running(oracle: keras_tuner.Oracle) -> dict[str, trial_module.Trial]:
     """The oracle's running trials by tuner id (its own dict: hold the oracle's lock)."""
     return oracle.ongoing_trials
 
@@ -110,12 +115,12 @@ def next_seed(oracle: keras_tuner.Oracle) -> int:
     return seed
 
 
-def random_values(oracle: keras_tuner.Oracle) -> dict[str, Any] | None:
+def random_values(oracle: keras_tuner.Oracle) -> HpValues | None:
     """A random, not yet tried point of the oracle's space; None when none is left."""
     return oracle._random_values()  # noqa: SLF001
 
 
-def is_duplicate(oracle: keras_tuner.Oracle, values: dict[str, Any]) -> bool:
+def is_duplicate(oracle: keras_tuner.Oracle, values: HpValues) -> bool:
     """Whether the oracle has tried ``values`` already."""
     return bool(oracle._duplicate(values))  # noqa: SLF001
 
@@ -151,7 +156,7 @@ def oracle_is_remote() -> bool:
     return bool(utils.has_chief_oracle() and not utils.is_chief_oracle())
 
 
-def is_oracle_client(oracle: Any) -> bool:
+def is_oracle_client(oracle: keras_tuner.Oracle) -> bool:
     """Whether ``oracle`` is Keras Tuner's ``OracleClient``: a worker's proxy of the chief's."""
     from keras_tuner.src.distribute.oracle_client import OracleClient
 
@@ -166,14 +171,16 @@ def oracle_servicer_class() -> type:
     return OracleServicer
 
 
-def create_trial_response(trial: Any) -> Any:
+def create_trial_response(trial: trial_module.Trial) -> object:
     """The ``CreateTrial`` reply carrying ``trial`` (Keras Tuner's proto)."""
     from keras_tuner.src import protos
 
     return protos.get_service().CreateTrialResponse(trial=trial.to_proto())
 
 
-def serve_oracle(server: Any, oracle: keras_tuner.Oracle, servicer: Any = None) -> None:
+def serve_oracle(
+    server: grpc.Server, oracle: keras_tuner.Oracle, servicer: object | None = None
+) -> None:
     """Add Keras Tuner's ``Oracle`` gRPC service for ``oracle`` (or ``servicer``) to ``server``."""
     from keras_tuner.src import protos
 
@@ -181,11 +188,11 @@ def serve_oracle(server: Any, oracle: keras_tuner.Oracle, servicer: Any = None) 
     protos.get_service_grpc().add_OracleServicer_to_server(servicer, server)
 
 
-def use_channel(oracle: Any, channel: Any) -> None:
+def use_channel(oracle: keras_tuner.Oracle, channel: grpc.Channel) -> None:
     """Send a worker's oracle calls through ``channel`` (a ``grpc.Channel``).
 
     Keras Tuner's ``OracleClient`` opens a plain channel of its own; this gives it
-    a stub on the given channel instead. Any other oracle is left alone.
+    a stub on the given channel instead. Every other oracle is left alone.
     """
     from keras_tuner.src import protos
     from keras_tuner.src.distribute.oracle_client import OracleClient

@@ -8,11 +8,14 @@ when a run makes them. Light: no TensorFlow, no Keras Tuner.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from mcunas.errors import UserError
 from mcunas.search.config import SearchConfig
 from mcunas.search.plugins import StrategyPlugin
+
+if TYPE_CHECKING:
+    from mcunas.search.tuner.strategy import TunerStrategy
 
 __all__ = ["NAMES", "PLUGIN", "check_settings"]
 
@@ -25,7 +28,7 @@ def check_settings(config: SearchConfig) -> None:
     """Refuse a ``--seed-arch`` the Keras Tuner strategies cannot start from.
 
     Raises:
-        UserError: an unknown design, a seeded hyperband, a space without ``stages``.
+        UserError: an unknown design, hyperband started on a reference, a space without ``stages``.
     """
     if config.seed_arch in (None, "auto", "none"):
         return
@@ -40,7 +43,7 @@ def check_settings(config: SearchConfig) -> None:
         raise UserError("--seed-arch is a design of the 'stages' family: add it to --families.")
 
 
-def _strategy() -> Any:
+def _strategy() -> TunerStrategy:
     from mcunas.search.tuner.strategy import TunerStrategy
 
     return TunerStrategy()

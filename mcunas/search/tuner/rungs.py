@@ -1,12 +1,12 @@
 """Which variants of the reference design a search starts from (``--seed-arch``).
 
 The reference design scaled by hand (width multiplier x input resolution) is
-the curve a search has to beat, so a seeded search starts on that curve's best
+the curve a search has to beat, so a search starts on that curve's best
 points under the budgets, not on one of them:
 
 1. **Step down** :data:`mcunas.space.reference.LADDER` (largest first) until
    one variant passes the cost check: the search's first trained model is the
-   largest variant of the seed that fits.
+   largest variant of the reference that fits.
 2. **Then the widest fit per input resolution**: at every resolution the
    input can take, the widest variant that fits (widths of :data:`WIDTHS`,
    widest first; a width refused at a resolution rules out the wider ones
@@ -24,13 +24,14 @@ points under the budgets, not on one of them:
 
 A refused variant costs one cost check (no training), so the rungs that miss
 the budgets are cheap. After the last rung the oracle draws its own trials
-(evolution mutates the seeds first; see :mod:`mcunas.search.tuner.oracles`).
+(evolution mutates the rungs first; see :mod:`mcunas.search.tuner.oracles`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+
+from mcunas.search.results.record import HpValues
 
 __all__ = ["ACCEPTED", "REFUSED", "RESOLUTIONS", "WIDTHS", "next_rung", "reference_rungs"]
 
@@ -40,8 +41,8 @@ RESOLUTIONS = (1, 2, 4)
 REFUSED, ACCEPTED = "refused", "accepted"  # a tried rung: missed the budgets / trained or running
 
 
-def reference_rungs(name: str, input_shape: tuple[int, ...]) -> list[dict[str, Any]]:
-    """The seed's rungs: the step-down ladder, then the other grid corners the input allows.
+def reference_rungs(name: str, input_shape: tuple[int, ...]) -> list[HpValues]:
+    """The reference's rungs: the step-down ladder, then the other grid corners the input allows.
 
     Raises:
         UserError: no such reference.
@@ -62,12 +63,12 @@ def reference_rungs(name: str, input_shape: tuple[int, ...]) -> list[dict[str, A
     return ladder + extra
 
 
-def _corner(values: dict[str, Any]) -> tuple[int, float]:
+def _corner(values: HpValues) -> tuple[int, float]:
     return int(values.get("st_resolution", 1)), float(values.get("st_width_mult", 1.0))
 
 
-def next_rung(ladder: Sequence[dict[str, Any]], tried: Sequence[tuple[int, str]]) -> int | None:
-    """The index of the rung to propose next, or None when seeding is over.
+def next_rung(ladder: Sequence[HpValues], tried: Sequence[tuple[int, str]]) -> int | None:
+    """The index of the rung to propose next, or None when the ladder is done.
 
     Args:
         ladder: the rungs (:func:`reference_rungs`' values, or any values with

@@ -9,14 +9,21 @@ variables) and the chief's store. The executor decides which.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcunas.search.tuner.kt_state as kt_state
 from mcunas.errors import FatalError
 from mcunas.files import READ_ERRORS, unreadable
 from mcunas.search.progress import Progress
+from mcunas.search.results.record import HpValues
 from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.run import Planner, SearchRun, WorkerRole
+from mcunas.search.trial.pipeline import CandidateRunner
+
+if TYPE_CHECKING:
+    import keras_tuner
+
+    from mcunas.search.tuner.tuner import HardwareAwareTuner
 
 __all__ = ["TunerStrategy", "make_tuner", "reconcile"]
 
@@ -27,7 +34,7 @@ class TunerStrategy:
     name = "keras-tuner"
 
     def search(self, run: SearchRun, executor: Planner, progress: Progress) -> str | None:
-        """Declare the space, seed the oracle, square it with the store, run the trials.
+        """Declare the space, start on the reference, square the oracle with the store, run.
 
         The run finishes the search afterwards (re-scoring, the refit), with this
         runner when the trials ran here.
@@ -43,11 +50,11 @@ class TunerStrategy:
             progress.note(f"{run.data_line()} Training: {run.recipe.describe(cfg.epochs)}.")
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
-            seeds = run.reference_ladder(space)
+            references = run.reference_ladder(space)
             progress.note(run.reference_line(space))
-            if seeds:
-                start_with_reference(oracle, seeds)
-            tuner = make_tuner(run, oracle, space, runner, progress, seeds)
+            if references:
+                start_with_reference(oracle, references)
+            tuner = make_tuner(run, oracle, space, runner, progress, references)
             reconcile(run.store, oracle)
             return executor.drive_tuner(run, tuner, oracle, progress)
         except SearchFatal as exc:
@@ -63,11 +70,11 @@ class TunerStrategy:
         cfg = run.config
         run.load_data()
         space, runner, close = run.components()
-        seeds = run.reference_ladder(space)  # the chief's oracle holds them; rows still say "seed"
+        references = run.reference_ladder(space)  # the chief's oracle holds them; rows say "seed"
         try:
             oracle = make_oracle(cfg.strategy, cfg.max_trials, cfg.seed, cfg.epochs)
             tuner = make_tuner(
-                run, oracle, space, runner, progress, seeds, **executor.tuner_options()
+                run, oracle, space, runner, progress, references, **executor.tuner_options()
             )
             executor.drive_tuner(run, tuner, oracle, progress)
         except SearchFatal as exc:
@@ -78,13 +85,13 @@ class TunerStrategy:
 
 def make_tuner(
     run: SearchRun,
-    oracle: Any,
-    space: Any,
-    runner: Any,
+    oracle: keras_tuner.Oracle,
+    space: keras_tuner.HyperModel,
+    runner: CandidateRunner | None,
     progress: Progress,
-    seeds: list[dict[str, Any]],
-    **options: Any,
-) -> Any:
+    references: list[HpValues],
+    **options: object,
+) -> HardwareAwareTuner:
     """The run's ``HardwareAwareTuner``; ``options`` (the executor's) override the defaults."""
     from mcunas.search.tuner.tuner import HardwareAwareTuner
 
@@ -103,7 +110,7 @@ def make_tuner(
         "max_draws": cfg.draw_cap,
         "debug": run.debug,
         "objectives": cfg.objectives,
-        "seeds": seeds,
+        "references": references,
         "warm_start": cfg.warm_start,
         "frontend": run.frontend_adder(),
     }
@@ -120,7 +127,7 @@ def make_tuner(
         ) from None
 
 
-def reconcile(store: TrialStore, oracle: Any) -> None:
+def reconcile(store: TrialStore, oracle: keras_tuner.Oracle) -> None:
     """Square the store with keras-tuner's state after a kill.
 
     A ``running`` row whose trial keras-tuner will re-run stays ``running``

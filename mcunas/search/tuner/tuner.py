@@ -21,17 +21,20 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import keras_tuner
 
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
+from mcunas.figures import Figures
 from mcunas.search.config import DRAWS_PER_TRIAL
 from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
-from mcunas.search.results.store import TrialStatus
+from mcunas.search.results.record import HpValues
+from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.trial.pipeline import (
     REFERENCE_ORIGIN,
     CandidateRunner,
@@ -43,14 +46,25 @@ from mcunas.search.trial.pipeline import (
     training_seed,
 )
 from mcunas.search.trial_store import Store
+from mcunas.search.tuner.accounting import (
+    cumulative_steps,
+    draw_cap,
+    failure_streak,
+    trial_metrics,
+    untrained,
+)
 from mcunas.search.tuner.kt_state import (
     DeclaredSpace,
     declare_space_default,
     is_oracle_client,
     oracle_is_remote,
     set_debug,
+    trial_module,
 )
 from mcunas.search.tuner.warmstart import WARM_START_ENV, WarmStart
+
+if TYPE_CHECKING:
+    import keras
 
 __all__ = [
     "WARM_START_ENV",
@@ -61,9 +75,6 @@ __all__ = [
     "SearchFatal",
     "TrainResult",
 ]
-
-# Failed (not infeasible) candidates in a row before the setup is deemed broken.
-MAX_CONSECUTIVE_FAILURES = 5
 
 
 class SearchFatal(keras_tuner.errors.FatalError):
@@ -97,8 +108,9 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             ``max_trials`` counts trained candidates, until this cap.
         debug: bool, let keras-tuner print each failed trial's traceback (``mcunas --debug``;
             default False: the reason is in the store and the progress line).
-        seeds: list of hyperparameter values of the ``--seed-arch`` design and its smaller
-            variants: a trial drawing one of them is stored with ``origin = "seed"``.
+        references: list of hyperparameter values of the reference (``--seed-arch``) and
+            its smaller variants: a trial drawing one of them is stored with
+            :data:`~mcunas.search.trial.pipeline.REFERENCE_ORIGIN` (``"seed"``).
         objectives: the Pareto front's objectives (``--objectives``), for ``--measure hybrid``'s
             test of which candidates go to the board.
         frontend: callable | None, adds the audio front end's cost to a model's figures
@@ -109,7 +121,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
     def __init__(
         self,
         oracle: keras_tuner.Oracle,
-        hypermodel: Any,
+        hypermodel: keras_tuner.HyperModel,
         *,
         runner: CandidateRunner,
         store: Store,
@@ -121,15 +133,15 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         warm_start: bool = True,
         max_draws: int | None = None,
         debug: bool = False,
-        seeds: list[dict[str, Any]] | None = None,
+        references: list[HpValues] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
-        frontend: Any = None,
-        **kwargs: Any,
+        frontend: Callable[[Figures], Figures] | None = None,
+        **kwargs: object,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
         self.objectives = objectives
         self.abandoned: set[str] = set()  # trials the chief took back (distributed worker)
-        self.seeds = list(seeds or [])
+        self.references = list(references or [])
         self.progress, self.models_dir = progress, Path(models_dir)
         self.epochs, self.seed = epochs, seed
         self.warm = WarmStart(runner, store, self.models_dir, warm_start)
@@ -170,7 +182,9 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         self.hypermodel.declare_hyperparameters(hp)
         self.oracle.update_space(hp)
 
-    def run_trial(self, trial: Any, *args: Any, **kwargs: Any) -> dict[str, float]:
+    def run_trial(
+        self, trial: trial_module.Trial, *args: object, **kwargs: object
+    ) -> dict[str, float]:
         """Run one candidate through every stage and return its metrics.
 
         A promoted Hyperband trial (``tuner/trial_id`` in its hyperparameters) is
@@ -186,9 +200,9 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         tid = trial.trial_id
         self.abandoned.discard(tid)  # given to this worker again (after a chief restart)
         values = dict(trial.hyperparameters.values)
-        seeded = any(values.items() <= s.items() for s in self.seeds)
+        drawn = any(values.items() <= r.items() for r in self.references)
         self.pipeline.begin(
-            tid, values, family=values.get("family"), origin=REFERENCE_ORIGIN if seeded else None
+            tid, values, family=values.get("family"), origin=REFERENCE_ORIGIN if drawn else None
         )
         fatal = False
         try:
@@ -205,33 +219,33 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         finally:
             if not fatal and tid not in self.abandoned:
                 self.after_trial(tid)
-        return _metrics(outcome)
+        return trial_metrics(outcome)
 
-    def on_trial_end(self, trial: Any) -> None:
+    def on_trial_end(self, trial: trial_module.Trial) -> None:
         """Tell the oracle the trial ended, unless the chief already gave it to another worker."""
         if trial.trial_id in self.abandoned:
             self.progress.note(f"trial {trial.trial_id}: handed to another worker, dropped here")
             return
         super().on_trial_end(trial)
 
-    def _run(self, trial: Any, tid: str, values: dict[str, Any]) -> Outcome:
+    def _run(self, trial: trial_module.Trial, tid: str, values: HpValues) -> Outcome:
         """The trial through the pipeline; Hyperband's promoted ones start warm."""
         notes: list[str | None] = []
 
-        def build() -> Any:
+        def build() -> keras.Model:
             return self.runner.build(trial.hyperparameters, training_seed(self.seed, values))
 
-        def train(model: Any, check: CheckResult | None) -> TrainResult:
+        def train(model: keras.Model, check: CheckResult | None) -> TrainResult:
             start = self.warm.start(model, values)
             notes.append(self.warm.note(tid, check.description if check else None, start))
             trained = self.warm.train(model, values, start, self.epochs)
             return TrainResult(
                 trained.float_accuracy,
                 start.before + trained.epochs_run,
-                _cumulative_steps(trained, start.before),
+                cumulative_steps(trained, start.before),
             )
 
-        def keep(model: Any) -> str | None:  # only OK trials can be promoted
+        def keep(model: keras.Model) -> str | None:  # only OK trials can be promoted
             return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None
 
         return self.pipeline.run(tid, build, train, keep=keep, notes=notes, passes=(SearchFatal,))
@@ -248,7 +262,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
     def after_trial(self, tid: str) -> None:
         """Progress line, time budget and the consecutive-failure guard."""
         rows = self.store.trials()
-        done = sum(r.status != TrialStatus.RUNNING and not _untrained(r) for r in rows)
+        done = sum(r.status != TrialStatus.RUNNING and not untrained(r) for r in rows)
         ok = [r for r in rows if r.status == TrialStatus.OK]
         best = max(ok, key=lambda r: r.score or 0.0, default=None)
         rec = self.store.get(tid)
@@ -263,58 +277,15 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         self._apply_draw_cap(rows)
         self._check_failure_streak(rows)
 
-    def _apply_draw_cap(self, rows: list[Any]) -> None:
+    def _apply_draw_cap(self, rows: list[TrialRecord]) -> None:
         """Draw again for every candidate refused before training, up to ``max_draws``."""
         if self.stopped_reason is not None:
             return
-        untrained = sum(_untrained(r) for r in rows)
-        extra = min(untrained, self.max_draws - self.trials_wanted)
-        self.oracle.max_trials = self.trials_wanted + extra
-        if len(rows) >= self.max_draws and len(rows) - untrained < self.trials_wanted:
-            self.stopped_reason = (
-                f"draw cap reached: {len(rows)} candidates drawn, {untrained} refused before "
-                f"training (cap {self.max_draws}; raise --max-draws or relax the budgets)"
-            )
+        self.oracle.max_trials, self.stopped_reason = draw_cap(
+            rows, self.trials_wanted, self.max_draws
+        )
 
-    def _check_failure_streak(self, rows: list[Any]) -> None:
-        streak = 0
-        for r in rows:
-            streak = streak + 1 if r.status == TrialStatus.FAILED else 0
-        if streak >= MAX_CONSECUTIVE_FAILURES:
-            raise SearchFatal(
-                FatalError(
-                    f"{streak} candidates in a row failed (last: {rows[-1].reason}). The setup "
-                    "looks broken; see the trial table (mcunas search --resume continues)."
-                )
-            )
-
-
-def _metrics(outcome: Outcome) -> dict[str, float]:
-    """Keras Tuner's view of a trial: a failure raises, a refusal scores 0, ``ok`` its figures.
-
-    An infeasible candidate completes with score 0 (so Bayesian optimisation
-    models the limits); a failed one is a failed trial.
-    """
-    if outcome.status == TrialStatus.FAILED:
-        raise keras_tuner.errors.FailedTrialError(f"{outcome.status}: {outcome.reason}")
-    if outcome.status != TrialStatus.OK or outcome.cost is None:
-        return {"score": 0.0, "feasible": 0.0}  # the oracle learns where the limits are
-    return {
-        "score": float(outcome.score or 0.0),
-        "int8_accuracy": float(outcome.accuracy or 0.0),
-        "latency_ms": float(outcome.cost.latency_ms),
-        "peak_sram_bytes": float(outcome.cost.peak_sram_bytes),
-        "feasible": 1.0,
-    }
-
-
-def _untrained(rec: Any) -> bool:
-    """True for a finished trial that never reached training (a draw, not a trial)."""
-    return rec.status in (TrialStatus.INFEASIBLE, TrialStatus.FAILED) and not rec.train_s
-
-
-def _cumulative_steps(trained: TrainResult, epochs_before: int) -> int | None:
-    """Optimizer steps of a warm-started trial: its parent's epochs at this recipe's rate, too."""
-    if trained.steps is None or not trained.epochs_run:
-        return trained.steps
-    return trained.steps + epochs_before * (trained.steps // trained.epochs_run)
+    def _check_failure_streak(self, rows: list[TrialRecord]) -> None:
+        error = failure_streak(rows)
+        if error is not None:
+            raise SearchFatal(error)

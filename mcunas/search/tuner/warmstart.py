@@ -24,14 +24,19 @@ import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import keras_tuner
 
 from mcunas.errors import FatalError, describe
 from mcunas.files import output_path, storage_errors
 from mcunas.search.config import WARM_START_ENV
+from mcunas.search.results.record import HpValues
+from mcunas.search.trial.pipeline import CandidateRunner, TrainResult
 from mcunas.search.trial_store import Store
+
+if TYPE_CHECKING:
+    import keras
 
 __all__ = ["WARM_START_ENV", "WEIGHTS_SUFFIX", "Start", "WarmStart"]
 
@@ -65,14 +70,16 @@ class WarmStart:
         enabled: keep and load parents' weights (``SearchConfig.warm_start``).
     """
 
-    def __init__(self, runner: Any, store: Store, models_dir: Path, enabled: bool = True) -> None:
+    def __init__(
+        self, runner: CandidateRunner, store: Store, models_dir: Path, enabled: bool = True
+    ) -> None:
         self.runner, self.store, self.models_dir, self.enabled = runner, store, models_dir, enabled
 
     def weights_path(self, trial_id: str) -> Path:
         """Where trial ``trial_id``'s trained weights are kept (Hyperband parents only)."""
         return self.models_dir / f"trial_{trial_id}{WEIGHTS_SUFFIX}"
 
-    def keeps_weights(self, values: dict[str, Any]) -> bool:
+    def keeps_weights(self, values: HpValues) -> bool:
         """True for a Hyperband trial that a later round may promote (not its last round)."""
         if not self.enabled or getattr(self.runner, "save_weights", None) is None:
             return False
@@ -80,7 +87,7 @@ class WarmStart:
             return False
         return int(values.get("tuner/round", 0)) < int(values["tuner/bracket"])
 
-    def save(self, model: Any, tid: str) -> str | None:
+    def save(self, model: keras.Model, tid: str) -> str | None:
         """Write the weights atomically; a note if they could not be kept (None: kept).
 
         A full disk stops the search (:class:`DiskFull`); any other failure leaves the
@@ -108,7 +115,7 @@ class WarmStart:
                     tmp.unlink(missing_ok=True)
         return None
 
-    def start(self, model: Any, values: dict[str, Any]) -> Start:
+    def start(self, model: keras.Model, values: HpValues) -> Start:
         """Load the parent's weights into ``model`` if this is a promoted Hyperband trial."""
         parent = values.get("tuner/trial_id")
         load = getattr(self.runner, "load_weights", None)
@@ -143,7 +150,9 @@ class WarmStart:
         self.store.update(tid, description=" | ".join(filter(None, [description, what])))
         return None if start.warm else what
 
-    def train(self, model: Any, values: dict[str, Any], start: Start, default_epochs: int) -> Any:
+    def train(
+        self, model: keras.Model, values: HpValues, start: Start, default_epochs: int
+    ) -> TrainResult:
         """Train from scratch, or on from the parent's epoch for a warm start (a TrainResult)."""
         epochs = int(values.get("tuner/epochs", default_epochs))
         if not start.warm:

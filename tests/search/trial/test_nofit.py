@@ -55,7 +55,7 @@ def test_every_seed_rung_refused_goes_on_with_the_oracle(tmp_path: Path) -> None
     runner = FakeRunner()
     tuner, store = make_tuner(
         tmp_path, runner, "evolution", max_trials=1, budgets=Budgets(max_latency_ms=1.0),
-        max_draws=6, seeds=ladder,
+        max_draws=6, references=ladder,
     )  # fmt: skip
     start_with_reference(tuner.oracle, ladder)
     tuner.search()

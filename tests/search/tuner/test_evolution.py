@@ -6,8 +6,9 @@ import random
 
 import keras_tuner
 
-from mcunas.search.tuner import oracles
-from mcunas.search.tuner.oracles import _step, make_oracle, start_with_reference
+from mcunas.search.tuner import evolution
+from mcunas.search.tuner.evolution import _step
+from mcunas.search.tuner.oracles import make_oracle, start_with_reference
 
 
 def test_numeric_mutations_step_to_a_neighbour_most_of_the_time() -> None:
@@ -39,10 +40,10 @@ class _Trial:
 
 def test_front_membership_by_accuracy_and_latency() -> None:
     fast, slow_good, dominated = _Trial(0.9, 2.0), _Trial(0.95, 8.0), _Trial(0.85, 3.0)
-    assert oracles._dominates(fast, dominated)
-    assert not oracles._dominates(fast, slow_good) and not oracles._dominates(slow_good, fast)
-    assert not oracles._dominates(fast, fast)
-    assert oracles._dominates(fast, _Trial(0.9, None))  # no latency: slowest
+    assert evolution._dominates(fast, dominated)
+    assert not evolution._dominates(fast, slow_good) and not evolution._dominates(slow_good, fast)
+    assert not evolution._dominates(fast, fast)
+    assert evolution._dominates(fast, _Trial(0.9, None))  # no latency: slowest
 
 
 def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
@@ -88,8 +89,8 @@ def test_a_seeded_population_fills_with_children_of_the_seeds(tmp_path) -> None:
 
 def test_an_unseeded_population_fills_at_random(tmp_path) -> None:
     oracle, _ = _space_oracle(tmp_path)
-    oracle.seeds = []
-    oracle.populate_space = oracles.AgingEvolutionOracle.populate_space.__get__(oracle)
+    oracle.references = []
+    oracle.populate_space = evolution.AgingEvolutionOracle.populate_space.__get__(oracle)
     seen = []
     for i in range(6):
         trial = oracle.create_trial(f"w{i}")

@@ -222,7 +222,7 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
 
 def test_a_promoted_trial_counts_its_parents_steps_too() -> None:
     from mcunas.search.trial.pipeline import TrainResult
-    from mcunas.search.tuner.tuner import _cumulative_steps
+    from mcunas.search.tuner.accounting import cumulative_steps as _cumulative_steps
 
     assert _cumulative_steps(TrainResult(0.5, 2, 60), epochs_before=1) == 90
     assert _cumulative_steps(TrainResult(0.5, 2, None), epochs_before=1) is None

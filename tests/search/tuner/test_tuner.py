@@ -346,7 +346,7 @@ def test_trials_drawing_the_seed_design_are_marked(tmp_path: Path) -> None:
     from mcunas.search.tuner.oracles import start_with_reference
 
     seed = {"family": "dsconv", "width": 16}
-    tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=3, seeds=[seed])
+    tuner, store = make_tuner(tmp_path, FakeRunner(), max_trials=3, references=[seed])
     start_with_reference(tuner.oracle, [seed])
     tuner.search()
     rows = store.trials()
