@@ -3,7 +3,7 @@
 A search is one :class:`~mcunas.search.run.SearchRun` with a *strategy* (what is
 tried) and an *executor* (where the work runs), so that ``search/`` knows
 neither the supernet nor the distributed search. Every strategy is registered
-here, one line each, as a :class:`~mcunas.search.plugins.StrategyPlugin` (its
+here, one line each, as a :class:`~mcunas.search.settings.plugins.StrategyPlugin` (its
 ``--strategy`` names, options and checks; the settings' check and the CLI read
 the registry); executors are registered by name (platformio's test runners
 work the same way):
@@ -27,11 +27,11 @@ from collections.abc import Callable
 from typing import Any, TextIO
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.search import plugins
-from mcunas.search.config import SearchConfig
-from mcunas.search.plugins import StrategyPlugin
-from mcunas.search.results.result import SearchResult
+from mcunas.search.report.result import SearchResult
 from mcunas.search.run import Executor, Strategy
+from mcunas.search.settings import plugins
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.plugins import StrategyPlugin
 from mcunas.search.tuner.plugin import PLUGIN as KERAS_TUNER
 from mcunas.supernet.plugin import PLUGIN as SUPERNET
 
@@ -50,7 +50,7 @@ EXECUTORS: dict[str, Callable[[], Executor]] = {}
 
 
 def register_strategy(plugin: StrategyPlugin) -> None:
-    """Make each of ``plugin.names`` a ``--strategy`` (see :mod:`mcunas.search.plugins`)."""
+    """Make each of ``plugin.names`` a ``--strategy`` (see :mod:`.search.settings.plugins`)."""
     plugins.register(plugin)
 
 

@@ -26,7 +26,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 def ours(args: argparse.Namespace, out: Path, time_budget_s: float | None = None) -> dict:
     from mcunas.engine import run_search
     from mcunas.search import SearchConfig
-    from mcunas.search.results.result import infeasible_train_s
+    from mcunas.search.report.result import infeasible_train_s
     from mcunas.search.results.store import TrialStatus
 
     trials = args.trials if time_budget_s is None else 5 * args.trials

@@ -56,7 +56,7 @@ from bench_tasks import BUDGETS, mcunas_run, task_arrays  # noqa: E402
 from supernet_rank import chosen_budget, rank  # noqa: E402
 from supernet_rank_figures import rank_line  # noqa: E402
 
-from mcunas.search.config import SUPERNET_SCHEDULES  # noqa: E402
+from mcunas.search.settings.config import SUPERNET_SCHEDULES  # noqa: E402
 
 
 def _search_seconds(out: Path) -> tuple[int, float]:
@@ -75,7 +75,7 @@ def _best_subnet_test(out: Path, npz: Path, board_name: str, seed: int) -> float
     fine-tuned subnets alone, the reference design's row left out."""
     from mcunas.boards.catalog import load_board
     from mcunas.data.datasets import load_dataset
-    from mcunas.search.results.result import choose_best
+    from mcunas.search.report.result import choose_best
     from mcunas.search.results.store import TrialStore
     from mcunas.search.trial.isolate import TflmWorker
 

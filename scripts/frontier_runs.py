@@ -27,7 +27,7 @@ def grid_point(npz: Path, out: Path, ref: str, res: int, width: float, args) -> 
     """One reference-grid model trained as a one-trial search: its row and model path."""
     from bench_tasks import mcunas_run
 
-    from mcunas.search.tuner import rungs as seeds
+    from mcunas.space import rungs as seeds
     from mcunas.space.reference import reference_hyperparameters
 
     saved = seeds.reference_rungs

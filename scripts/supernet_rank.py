@@ -19,7 +19,7 @@ import numpy as np
 from bench_tasks import BUDGETS
 from supernet_rank_figures import noise_ceiling, one_training_tau, proxy_taus, within_resolution
 
-from mcunas.search.config import SUPERNET_SCHEDULES
+from mcunas.search.settings.config import SUPERNET_SCHEDULES
 
 
 def _fits(worker, budgets):  # noqa: ANN001, ANN202
@@ -69,7 +69,7 @@ def _test_scores(model, d) -> tuple[float, float]:  # noqa: ANN001
 def _finetuned(models, runner, d, args) -> tuple[list[float], int]:  # noqa: ANN001
     """Test accuracy of each extracted subnet fine-tuned as the search's last stage does,
     and the epochs (``--finetune-epochs``, else the search's default)."""
-    from mcunas.search.config import default_finetune_epochs
+    from mcunas.search.settings.config import default_finetune_epochs
 
     epochs, tuned = args.finetune_epochs or default_finetune_epochs(args.epochs), []
     for model in models:

@@ -10,9 +10,9 @@ import pytest
 import mcunas
 from mcunas import engine
 from mcunas.errors import UserError
-from mcunas.search import plugins
-from mcunas.search.config import SearchConfig
-from mcunas.search.plugins import StrategyPlugin
+from mcunas.search.settings import plugins
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.plugins import StrategyPlugin
 from mcunas.supernet.jobs import (
     WIRE,
     Check,

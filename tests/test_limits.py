@@ -14,7 +14,7 @@ from mcunas.commands.search import cli as search_cli
 from mcunas.errors import BoardProfileError, ImplausibleFigure, UserError
 from mcunas.figures import Figures
 from mcunas.limits import LIMITS, Limit, check_input_shape, check_number
-from mcunas.search.config import SearchConfig
+from mcunas.search.settings.config import SearchConfig
 from tests.cli_helpers import one_line_exit_2
 
 PROFILE = """name = "mine"

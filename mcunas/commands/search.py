@@ -15,7 +15,7 @@ from mcunas.commands import debug_wanted
 from mcunas.commands.search_options import search_options
 from mcunas.errors import UserError
 from mcunas.jsontext import dumps
-from mcunas.search.config import SearchConfig
+from mcunas.search.settings.config import SearchConfig
 
 EPILOG = """\b
 Examples:
@@ -133,12 +133,12 @@ def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
 def sigterm_as_interrupt() -> Iterator[None]:
     """SIGTERM (a batch system's stop, ``kill``) stops the search as Ctrl-C does.
 
-    Both signals also leave a note (:mod:`mcunas.search.stop`), so a stop whose
+    Both signals also leave a note (:mod:`mcunas.search.settings.stop`), so a stop whose
     exception Python lost (raised inside a ``__del__``) still ends the search
     after the trial it landed in. An ignored SIGINT (a background job) stays
     ignored.
     """
-    from mcunas.search.stop import ask, clear
+    from mcunas.search.settings.stop import ask, clear
 
     def interrupt(signum: int, frame: Any) -> None:
         ask()

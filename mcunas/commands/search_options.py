@@ -3,7 +3,7 @@
 :func:`search_options` puts every option on the command in the order ``--help`` lists
 them; :mod:`mcunas.commands.search` turns the values into a search and runs it.
 ``--strategy``'s choices and each strategy's own options come from the strategy
-registry (:mod:`mcunas.search.plugins`, filled by :mod:`mcunas.engine`).
+registry (:mod:`mcunas.search.settings.plugins`, filled by :mod:`mcunas.engine`).
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ import click
 
 from mcunas.commands import SECONDS, Ranged, ranged_help
 from mcunas.limits import LIMITS
-from mcunas.search import plugins
-from mcunas.search.config import (
+from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
+from mcunas.search.settings import plugins
+from mcunas.search.settings.config import (
     DEFAULT_EPOCHS,
     DEFAULT_FINALISTS,
     DEFAULT_MAX_TRIALS,
@@ -27,7 +28,6 @@ from mcunas.search.config import (
     MEASURES,
     REFIT_CHOICES,
 )
-from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 
 F = TypeVar("F", bound=Callable[..., object])
 
@@ -299,7 +299,7 @@ def strategy_choice() -> Callable[[F], F]:
 
 
 def strategy_option(each: Field[Any]) -> Callable[[F], F]:
-    """The CLI option of one field of a strategy's options dataclass (:mod:`mcunas.search.plugins`).
+    """The CLI option of one field of a strategy's options dataclass (see its plugin).
 
     A field named in :data:`mcunas.limits.LIMITS` is ranged; ``choices`` in its
     metadata make a choice; a bool is a flag; its default is shown when it has one.

@@ -28,9 +28,9 @@ from mcunas.distributed.session import (
     serving,
     welcome,
 )
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.run import Jobs, Planner, SearchRun, Strategy, Wire, Work
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["ChiefExecutor", "hold_running"]
 

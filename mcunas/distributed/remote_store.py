@@ -19,7 +19,7 @@ from mcunas.distributed.wire import RemoteError, call
 from mcunas.errors import TrialTakenAway
 from mcunas.figures import Figures
 from mcunas.search.results.store import TrialRecord, TrialStatus, figure_columns, record_from_dict
-from mcunas.search.trial_store import Store
+from mcunas.search.results.trial_store import Store
 
 __all__ = ["RemoteStore", "TrialTakenAway"]
 

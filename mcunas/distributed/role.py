@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, TextIO
 from mcunas.errors import UserError
 
 if TYPE_CHECKING:
-    from mcunas.search.config import SearchConfig
+    from mcunas.search.settings.config import SearchConfig
 
 __all__ = ["Role", "RoleKind", "apply_role", "role_from_env"]
 

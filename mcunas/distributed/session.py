@@ -22,8 +22,8 @@ from mcunas.distributed.gate import Gate
 from mcunas.distributed.server import Door, bind, build_server, patient_servicer
 from mcunas.distributed.wire import MAX_MESSAGE_BYTES, SERVICE, identity_sha256, parse_address
 from mcunas.errors import UserError
-from mcunas.search.config import IDENTITY
-from mcunas.search.progress import Progress
+from mcunas.search.settings.config import IDENTITY
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["DEFAULT_WORKER_TIMEOUT_S", "POLL_S", "linger", "serving", "welcome"]
 

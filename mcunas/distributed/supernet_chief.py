@@ -34,8 +34,8 @@ from mcunas.distributed.server import open_door
 from mcunas.distributed.session import DEFAULT_WORKER_TIMEOUT_S, linger, serving, welcome
 from mcunas.files import write_file
 from mcunas.search.job_protocols import Epoch
-from mcunas.search.progress import Progress
 from mcunas.search.run import SearchRun, Wire
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["ChiefJobs", "SupernetService", "chief_jobs"]
 

@@ -35,9 +35,9 @@ from mcunas.distributed.wire import (
     parse_address,
 )
 from mcunas.errors import UserError
-from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.progress import Progress
 from mcunas.search.run import Executor, SearchRun, Strategy
+from mcunas.search.settings.config import IDENTITY, SearchConfig
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["DEFAULT_WAIT_S", "ChiefConnection", "WorkerSettings", "default_name", "run_worker"]
 

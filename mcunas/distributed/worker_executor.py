@@ -21,8 +21,8 @@ from mcunas.distributed.remote_store import RemoteStore
 from mcunas.distributed.wire import RemoteError
 from mcunas.errors import TrialTakenAway
 from mcunas.search.job_protocols import Epoch
-from mcunas.search.progress import Progress
 from mcunas.search.run import SearchRun, Strategy, Wire, Work, WorkerRole
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["WorkerExecutor"]
 

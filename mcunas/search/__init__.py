@@ -9,7 +9,7 @@ The light entry points are importable without TensorFlow::
 there, above the strategies, because it chooses them from the registry.
 """
 
-from mcunas.search.config import SearchConfig
-from mcunas.search.results.result import SearchResult
+from mcunas.search.report.result import SearchResult
+from mcunas.search.settings.config import SearchConfig
 
 __all__ = ["SearchConfig", "SearchResult"]

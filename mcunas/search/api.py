@@ -28,11 +28,11 @@ from mcunas.files import (
 )
 from mcunas.jsontext import JsonObject
 from mcunas.measure.ports import check_port
-from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.progress import Progress
-from mcunas.search.results.result import SearchResult
+from mcunas.search.report.result import SearchResult
 from mcunas.search.results.store import TrialStore
 from mcunas.search.run import Executor, SearchRun, Strategy
+from mcunas.search.settings.config import IDENTITY, SearchConfig
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.nofit import check_budget_floor
 
 __all__ = ["check_search", "run_planned"]

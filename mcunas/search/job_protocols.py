@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from mcunas.jsontext import JsonObject
-from mcunas.search.progress import Progress
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["Epoch", "Jobs", "Wire", "Work"]
 

@@ -7,14 +7,13 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from mcunas.search.job_protocols import Epoch
-from mcunas.search.progress import Progress
-from mcunas.search.run import Planner, SearchRun, Strategy, Wire, Work
+from mcunas.search.run import Planner, SearchRun, Strategy, Tuner, Wire, Work
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import CandidateRunner
 
 if TYPE_CHECKING:
     import keras_tuner as kt
 
-    from mcunas.search.tuner.tuner import HardwareAwareTuner
     from mcunas.space.hypermodel import McuSearchSpace
 
 __all__ = ["LocalExecutor", "LocalJobs"]
@@ -72,7 +71,7 @@ class LocalExecutor:
         return {}
 
     def drive_tuner(
-        self, run: SearchRun, tuner: HardwareAwareTuner, oracle: kt.Oracle, progress: Progress
+        self, run: SearchRun, tuner: Tuner, oracle: kt.Oracle, progress: Progress
     ) -> str | None:
         """Keras Tuner's own loop in this process."""
         tuner.search()

@@ -24,21 +24,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.search.config import SearchConfig
 from mcunas.search.job_protocols import Jobs, Wire, Work
-from mcunas.search.progress import Progress
+from mcunas.search.report.result import SearchResult
 from mcunas.search.results.record import TrialRecord
-from mcunas.search.results.result import SearchResult
 from mcunas.search.results.store import TrialStore
 from mcunas.search.run_end import RunEnd, data_of
 from mcunas.search.run_setup import RunSetup
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline
 
 if TYPE_CHECKING:
     import keras_tuner as kt
 
     from mcunas.data.datasets import Dataset
-    from mcunas.search.tuner.tuner import HardwareAwareTuner
     from mcunas.space.hypermodel import McuSearchSpace
 
 __all__ = [
@@ -47,6 +46,7 @@ __all__ = [
     "Planner",
     "SearchRun",
     "Strategy",
+    "Tuner",
     "TunerRole",
     "Wire",
     "Work",
@@ -79,6 +79,25 @@ class Executor(Protocol):
         ...
 
 
+class Tuner(Protocol):
+    """The Keras Tuner tuner a role drives (``tuner.tuner.HardwareAwareTuner``)."""
+
+    oracle: kt.Oracle
+    stopped_reason: str | None
+
+    def search(self) -> None:
+        """Run trials until the oracle stops."""
+        ...
+
+    def save(self) -> None:
+        """Write the tuner's state (what a resume reloads)."""
+        ...
+
+    def after_trial(self, tid: str) -> None:
+        """Note one trial done elsewhere (a chief's bookkeeping)."""
+        ...
+
+
 class TunerRole(Protocol):
     """What a role gives the Keras Tuner strategy: its tuner settings and its trial loop."""
 
@@ -87,7 +106,7 @@ class TunerRole(Protocol):
         ...
 
     def drive_tuner(
-        self, run: SearchRun, tuner: HardwareAwareTuner, oracle: kt.Oracle, progress: Progress
+        self, run: SearchRun, tuner: Tuner, oracle: kt.Oracle, progress: Progress
     ) -> str | None:
         """Run Keras Tuner's trials (search here, or serve the oracle); the stop reason.
 

@@ -12,12 +12,12 @@ from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.jsontext import JsonObject
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.export import export_best, trial_model_bytes
+from mcunas.search.report.page import write_report
+from mcunas.search.report.result import SearchResult, compute_result
 from mcunas.search.results.record import TrialRecord
-from mcunas.search.results.report import write_report
-from mcunas.search.results.result import SearchResult, compute_result
 from mcunas.search.results.store import TrialStore
+from mcunas.search.settings.config import SearchConfig
 
 if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
-from mcunas.search.config import SearchConfig
+from mcunas.search.settings.config import SearchConfig
 
 if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset
@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from mcunas.search.frontends.searched import FrontendSearch
     from mcunas.search.training.recipe import Recipe
     from mcunas.search.trial.pipeline import CandidateRunner
-    from mcunas.search.trial.stages import HpValue
     from mcunas.space.hypermodel import McuSearchSpace
+    from mcunas.space.values import HpValue
 
 __all__ = ["RunSetup", "load_run_data", "open_hardware", "reference_choice", "search_space"]
 
@@ -157,9 +157,9 @@ class RunSetup:
     def reference_ladder(self, space: McuSearchSpace) -> list[dict[str, HpValue]]:
         """The reference design's variants (hyperparameter values); [] for none.
 
-        In the order a search tries them (:func:`mcunas.search.tuner.rungs.reference_rungs`).
+        In the order a search tries them (:func:`mcunas.space.rungs.reference_rungs`).
         """
-        from mcunas.search.tuner.rungs import reference_rungs
+        from mcunas.space.rungs import reference_rungs
 
         name = self.reference_name(space)
         if name is None:

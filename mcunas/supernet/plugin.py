@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mcunas.errors import UserError
-from mcunas.search.config import DEFAULT_SUBNETS, SUPERNET_SCHEDULES, SearchConfig
-from mcunas.search.plugins import StrategyPlugin
+from mcunas.search.settings.config import DEFAULT_SUBNETS, SUPERNET_SCHEDULES, SearchConfig
+from mcunas.search.settings.plugins import StrategyPlugin
 
 __all__ = ["HELP", "PLUGIN", "SupernetOptions", "check_settings"]
 

@@ -37,9 +37,9 @@ import time
 from typing import Any
 
 from mcunas.errors import FatalError
-from mcunas.search.progress import Progress, format_duration, trial_summary
 from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.run import Jobs, Planner, SearchRun, WorkerRole
+from mcunas.search.settings.progress import Progress, format_duration, trial_summary
 from mcunas.search.trial.pipeline import REFERENCE_ORIGIN
 from mcunas.supernet.evolve import EvolutionSettings, evolve
 from mcunas.supernet.jobs import (

@@ -31,7 +31,7 @@ import numpy as np
 
 from mcunas.errors import UserError
 from mcunas.files import READ_ERRORS, unreadable, write_file
-from mcunas.search.config import SUPERNET_SCHEDULES
+from mcunas.search.settings.config import SUPERNET_SCHEDULES
 from mcunas.search.training.recipe import (
     COSINE_FLOOR,
     Recipe,

@@ -18,9 +18,9 @@ from typing import Any
 from mcunas.errors import CandidateError, FatalError, McunasError, TrialTakenAway, describe
 from mcunas.figures import Figures
 from mcunas.files import write_file
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialOrigin, TrialStatus
 from mcunas.search.run import SearchRun
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import CheckResult, TrainResult, training_seed
 from mcunas.supernet.jobs import (
     Check,

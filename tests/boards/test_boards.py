@@ -250,7 +250,7 @@ def test_a_board_name_must_be_a_plain_string(tmp_path, name: str) -> None:
 
 def test_a_search_at_a_lower_clock_is_checked_and_kept_for_resume(tmp_path):
     from mcunas.search.api import check_search
-    from mcunas.search.config import IDENTITY, SearchConfig
+    from mcunas.search.settings.config import IDENTITY, SearchConfig
 
     board = check_search(SearchConfig(board="nano33ble", clock_mhz=32, out=str(tmp_path / "o")))
     assert board.clock_hz == 32_000_000 and load_board("nano33ble").clock_hz == 64_000_000

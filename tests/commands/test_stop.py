@@ -9,9 +9,9 @@ import signal
 import pytest
 
 from mcunas.commands.search import sigterm_as_interrupt
-from mcunas.search import stop
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord, TrialStatus
+from mcunas.search.settings import stop
+from mcunas.search.settings.progress import Progress
 
 
 class _SignalsInDel:

@@ -22,8 +22,8 @@ from mcunas.distributed.wire import (
     parse_address,
 )
 from mcunas.errors import UserError
-from mcunas.search.config import IDENTITY, SearchConfig
 from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.settings.config import IDENTITY, SearchConfig
 
 CONFIG = SearchConfig(board="esp32s3", max_trials=4, epochs=1)
 

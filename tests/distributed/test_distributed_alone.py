@@ -86,7 +86,7 @@ def test_a_worker_says_once_that_it_waits_for_its_chief_and_gives_up_after_the_w
 
 def test_the_chiefs_interrupt_line_says_its_workers_wait():
     from mcunas.commands.search import workers_wait
-    from mcunas.search.config import SearchConfig
+    from mcunas.search.settings.config import SearchConfig
 
     assert workers_wait(SearchConfig(board="esp32s3")) == ""
     said = workers_wait(SearchConfig(board="esp32s3", serve="127.0.0.1:8470"))

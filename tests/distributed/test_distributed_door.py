@@ -31,9 +31,9 @@ from mcunas.distributed.wire import (
     open_channel,
 )
 from mcunas.errors import UserError
-from mcunas.search.config import IDENTITY, SearchConfig
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialStore
+from mcunas.search.settings.config import IDENTITY, SearchConfig
+from mcunas.search.settings.progress import Progress
 
 CONFIG = SearchConfig(board="esp32s3", max_trials=4, epochs=1)
 TOKEN = "s3cret-token"

@@ -124,7 +124,7 @@ def test_the_training_job_carries_the_checkpoint_and_hands_on_after_silence(chie
 
 def test_the_chief_screens_a_batch_on_workers_and_records_what_one_could_not_do(tmp_path):
     from mcunas.distributed.supernet_chief import ChiefJobs
-    from mcunas.search.progress import Progress
+    from mcunas.search.settings.progress import Progress
     from mcunas.supernet.jobs import Screen, Screened
     from mcunas.supernet.spec import plan_supernet, random_subnet, smallest, subnet_values
     from mcunas.supernet.strategy import SupernetStrategy

@@ -9,8 +9,8 @@ import pytest
 
 from mcunas.distributed.role import Role, RoleKind, apply_role, role_from_env
 from mcunas.errors import UserError
-from mcunas.search.config import WARM_START_ENV, SearchConfig
 from mcunas.search.results.store import TrialStore
+from mcunas.search.settings.config import WARM_START_ENV, SearchConfig
 
 
 def test_keras_tuner_variables_give_the_role() -> None:

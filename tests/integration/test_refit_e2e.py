@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from mcunas.engine import run_search
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.refit import REFIT_META, same_graph
 from mcunas.search.results.store import TrialStore
+from mcunas.search.settings.config import SearchConfig
 from tests.integration.test_search_e2e import series_search
 
 pytestmark = pytest.mark.slow

@@ -202,7 +202,7 @@ def test_a_search_measuring_a_front_end_on_a_cortex_m_board_is_refused_before_an
     tmp_path,
 ):
     from mcunas.search.api import check_search
-    from mcunas.search.config import SearchConfig
+    from mcunas.search.settings.config import SearchConfig
 
     main, sub = os.openpty()  # a port that exists: the refusal is the board's, not the port's
     try:

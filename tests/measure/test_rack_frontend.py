@@ -166,7 +166,7 @@ def test_a_search_on_a_cortex_m_rack_with_a_front_end_is_refused_before_training
 
 def test_a_rack_with_one_board_that_runs_the_front_end_is_accepted(tmp_path, ptys):
     from mcunas.search.api import check_search
-    from mcunas.search.config import SearchConfig
+    from mcunas.search.settings.config import SearchConfig
 
     (tmp_path / "esp.toml").write_text(PROFILE + '[platformio]\nplatform = "espressif32"\n')
     (tmp_path / "arm.toml").write_text(PROFILE + '[platformio]\nplatform = "ststm32"\n')

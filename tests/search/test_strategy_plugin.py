@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from mcunas import engine
 from mcunas.errors import UserError
-from mcunas.search import plugins
-from mcunas.search.config import SearchConfig
-from mcunas.search.plugins import StrategyPlugin, options_of
 from mcunas.search.results.store import TrialStatus
+from mcunas.search.settings import plugins
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.plugins import StrategyPlugin, options_of
 
 
 @dataclass(frozen=True)

@@ -98,8 +98,8 @@ def _seeded_oracle(tmp_path, ladder_of: str = "kws-dscnn"):
     import keras_tuner
 
     from mcunas.search.tuner.oracles import make_oracle, start_with_reference
-    from mcunas.search.tuner.rungs import reference_rungs
     from mcunas.space import McuSearchSpace
+    from mcunas.space.rungs import reference_rungs
 
     space = McuSearchSpace((128, 1, 3), 4)
     oracle = make_oracle("evolution", 8, seed=0, epochs=1)
@@ -226,8 +226,8 @@ def test_auto_seed_follows_the_input_kind(kind, shape, name) -> None:
 def test_which_reference_a_search_starts_from(seed_arch, strategy, families, expected) -> None:
     from types import SimpleNamespace
 
-    from mcunas.search.config import SearchConfig
     from mcunas.search.run import SearchRun
+    from mcunas.search.settings.config import SearchConfig
 
     cfg = SearchConfig(board="esp32s3", seed_arch=seed_arch, strategy=strategy)
     cfg.validate()
@@ -254,8 +254,8 @@ def test_which_reference_a_search_starts_from(seed_arch, strategy, families, exp
 def test_the_start_up_line_says_which_design_seeded_and_why(seed_arch, shape, line) -> None:
     from types import SimpleNamespace
 
-    from mcunas.search.config import SearchConfig
     from mcunas.search.run import SearchRun
+    from mcunas.search.settings.config import SearchConfig
 
     cfg = SearchConfig(board="nano33ble", seed_arch=seed_arch)
     cfg.validate()

@@ -12,8 +12,8 @@ import pytest
 
 from mcunas.figures import Figures
 from mcunas.search.local import LocalJobs
+from mcunas.search.report.result import choose_best
 from mcunas.search.results.budgets import Budgets
-from mcunas.search.results.result import choose_best
 from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.trial.pipeline import CheckResult, EvalResult, TrainResult, TrialPipeline
 from mcunas.supernet.strategy import SupernetStrategy

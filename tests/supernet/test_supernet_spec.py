@@ -7,7 +7,7 @@ import random
 import pytest
 
 from mcunas.errors import UserError
-from mcunas.search.config import SearchConfig
+from mcunas.search.settings.config import SearchConfig
 from mcunas.supernet.evolve import EvolutionSettings, each, evolve
 from mcunas.supernet.spec import (
     DEPTHS,

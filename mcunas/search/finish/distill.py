@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcunas.search.trial.pipeline import CandidateRunner, training_seed
-from mcunas.search.trial.retrain import Retraining
+from mcunas.search.trial.pipeline import training_seed
+from mcunas.search.trial.retrain import Retraining, RetrainRunner
 
 if TYPE_CHECKING:
     from numpy.typing import NDArray
@@ -60,7 +60,7 @@ def soft_targets(probabilities: np.ndarray, labels: np.ndarray) -> np.ndarray:
 
 
 def teacher_targets(
-    runner: CandidateRunner, data: Dataset, recipe: Recipe, base_seed: int, epochs: int
+    runner: RetrainRunner, data: Dataset, recipe: Recipe, base_seed: int, epochs: int
 ) -> tuple[NDArray[np.float32], str]:
     """Train the teacher on ``data``'s training samples; their soft targets and its name.
 

@@ -36,10 +36,10 @@ import math
 from typing import TYPE_CHECKING
 
 from mcunas.figures import Figures
-from mcunas.search.config import MAX_MEMBERS
-from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialRecord
+from mcunas.search.settings.config import MAX_MEMBERS
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import Retrained, TrialPipeline
 
 if TYPE_CHECKING:

@@ -41,7 +41,6 @@ from typing import TYPE_CHECKING
 from mcunas.figures import Figures
 from mcunas.files import write_file
 from mcunas.jsontext import JsonObject
-from mcunas.search.config import REFIT_CHOICES
 from mcunas.search.finish.ensemble import (
     fitting_average,
     member_seed,
@@ -52,11 +51,12 @@ from mcunas.search.finish.finalists import KFOLD_BELOW
 from mcunas.search.finish.refit_check import refit_key, refit_of, same_graph, stored_refit
 from mcunas.search.finish.refit_records import REFIT_META, Ensemble, Refit
 from mcunas.search.finish.run_parts import FinishingRun, Parts
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord
 from mcunas.search.results.summary import refit_text
-from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline, training_seed
-from mcunas.search.trial.retrain import Attempt, Retrained, Retraining
+from mcunas.search.settings.config import REFIT_CHOICES
+from mcunas.search.settings.progress import Progress
+from mcunas.search.trial.pipeline import TrialPipeline, training_seed
+from mcunas.search.trial.retrain import Attempt, Retrained, Retraining, RetrainRunner
 
 if TYPE_CHECKING:
     import numpy as np
@@ -109,7 +109,7 @@ def refit_chosen(
             built for the refit (:meth:`FinishingRun.components`, no board) and closed.
         families: the space's families when a runner is built (the supernet's ``stages``).
     """
-    from mcunas.search.results.standing import chosen_trial
+    from mcunas.search.finish.standing import chosen_trial
 
     cfg, store = run.config, run.store
     data = run.dataset
@@ -253,7 +253,7 @@ def _kept(run: FinishingRun, best: TrialRecord, model_bytes: bytes) -> JsonObjec
 
 
 def _teacher(
-    run: FinishingRun, progress: Progress, runner: CandidateRunner, data: Dataset, recipe: Recipe
+    run: FinishingRun, progress: Progress, runner: RetrainRunner, data: Dataset, recipe: Recipe
 ) -> tuple[NDArray[np.float32] | None, str | None]:
     """The teacher's soft targets for the refit and its name; (None, None) if it failed."""
     from mcunas.search.finish.distill import teacher_name, teacher_targets

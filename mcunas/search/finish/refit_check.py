@@ -14,10 +14,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcunas.jsontext import JsonObject
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.ensemble import planned_members
 from mcunas.search.finish.refit_records import REFIT_META, Refit
 from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.settings.config import SearchConfig
 from mcunas.search.trial.pipeline import training_seed
 
 if TYPE_CHECKING:

@@ -33,12 +33,12 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.finalists import pick_finalists, plan_for
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
 from mcunas.search.finish.run_parts import FinishingRun, Parts
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import CandidateRunner, TrialPipeline, training_seed
 from mcunas.search.trial.retrain import Retraining, trial_hyperparameters
 

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from mcunas.search.config import SearchConfig
 from mcunas.search.results.store import TrialRecord, TrialStore
-from mcunas.search.trial.pipeline import CandidateRunner
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.trial.retrain import RetrainRunner
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FinishingRun", "Parts"]
 
-Parts = tuple["McuSearchSpace", CandidateRunner]
+Parts = tuple["McuSearchSpace", RetrainRunner]
 
 
 class FinishingRun(Protocol):
@@ -62,7 +62,7 @@ class FinishingRun(Protocol):
 
     def components(
         self, families: tuple[str, ...] | None = None, measure: bool = True
-    ) -> tuple[McuSearchSpace, CandidateRunner, Callable[[], None]]:
+    ) -> tuple[McuSearchSpace, RetrainRunner, Callable[[], None]]:
         """A search space, a candidate runner and a clean-up callable."""
         ...
 

@@ -27,7 +27,7 @@ from typing import Any
 from mcunas.search.finish.refit import refit_chosen
 from mcunas.search.finish.rescore import rescore_here
 from mcunas.search.finish.run_parts import Parts
-from mcunas.search.progress import Progress
+from mcunas.search.settings.progress import Progress
 
 __all__ = ["FinishStage"]
 

@@ -37,8 +37,8 @@ from typing import TYPE_CHECKING
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.search.config import SearchConfig
-from mcunas.search.trial.stages import HpValue
+from mcunas.search.settings.config import SearchConfig
+from mcunas.space.values import HpValue
 
 if TYPE_CHECKING:
     import keras_tuner as kt

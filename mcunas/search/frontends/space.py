@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING
 import keras_tuner as kt
 
 from mcunas.search.frontends.searched import FRONTEND_HPS, FrontendSearch, declare_frontend
-from mcunas.search.trial.stages import HpValue
 from mcunas.space.hypermodel import FAMILIES, McuSearchSpace
+from mcunas.space.values import HpValue
 
 if TYPE_CHECKING:
     import keras

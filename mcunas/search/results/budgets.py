@@ -9,7 +9,7 @@ is simply its INT8 accuracy on the validation split (MnasNet's hard-constraint
 variant: reward = accuracy when latency <= target). The model exported to
 ``best/`` is the top scorer, where scores within 0.5 percentage points tie,
 the INT8 validation loss breaks the tie, and near-equal losses go to the lower
-latency (:func:`mcunas.search.results.result.choose_best`);
+latency (:func:`mcunas.search.report.result.choose_best`);
 the Pareto front shows the rest of the latency/SRAM trade-off instead of
 folding it into one number with an arbitrary exponent.
 """

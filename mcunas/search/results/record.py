@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, fields
 
 from mcunas.figures import Figures
 from mcunas.jsontext import JsonObject
+from mcunas.space.values import HpValue, HpValues
 
 __all__ = [
     "HpValue",
@@ -32,8 +33,6 @@ __all__ = [
 
 # One hyperparameter's value (a Keras Tuner choice, int, float or boolean) and a
 # design's values by name: a trial's hyperparameters, a rung of the reference's ladder.
-HpValue = bool | int | float | str
-HpValues = dict[str, HpValue]
 
 
 class TrialStatus(enum.StrEnum):

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import UserError
-from mcunas.search.config import SearchConfig
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialRecord
+from mcunas.search.settings.config import SearchConfig
 
 __all__ = ["check_budget_floor", "no_feasible_message"]
 

@@ -30,6 +30,7 @@ from mcunas.figures import Figures
 from mcunas.search.results.budgets import Budgets, score, violations
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES, front_test
 from mcunas.search.results.store import TrialOrigin, TrialStatus
+from mcunas.search.results.trial_store import Store
 from mcunas.search.trial.retrain import (
     Attempt,
     Retrained,
@@ -48,7 +49,6 @@ from mcunas.search.trial.stages import (
     TrialUnderWay,
     training_seed,
 )
-from mcunas.search.trial_store import Store
 
 if TYPE_CHECKING:
     import keras

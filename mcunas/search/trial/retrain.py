@@ -52,6 +52,7 @@ class RetrainRunner(CandidateRunner, Protocol):
     """A runner that trains a design again on other data (:class:`~.runner.KerasRunner`)."""
 
     targets: NDArray[np.float32] | None  # a teacher's soft targets (None: the labels)
+    space: SearchSpace  # the space its models are built from
 
     def for_data(self, dataset: Dataset, seed: int, recipe: Recipe | None = None) -> RetrainRunner:
         """A runner of the same space and board on ``dataset`` (no board attached)."""

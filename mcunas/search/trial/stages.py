@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from mcunas.figures import Figures
 from mcunas.search.results.store import TrialStatus
+from mcunas.space.values import HpValue
 
 if TYPE_CHECKING:
     import keras
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 # One hyperparameter's value (Keras Tuner's choices: strings, ints, floats, booleans).
-HpValue = str | int | float | bool
 
 
 class SearchSpace(Protocol):

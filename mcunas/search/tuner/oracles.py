@@ -91,7 +91,7 @@ def make_oracle(
 def start_with_reference(oracle: keras_tuner.Oracle, ladder: list[HpValues]) -> None:
     """Start the oracle on the rungs of ``ladder`` (``--seed-arch``); later trials are its own.
 
-    The rungs come in the order :func:`mcunas.search.tuner.rungs.next_rung` gives:
+    The rungs come in the order :func:`mcunas.space.rungs.next_rung` gives:
     the step-down ladder until one variant fits (the search's first trained
     model is the largest variant of the reference that fits), then the widest
     variant that fits at each other input resolution. While every trial so
@@ -99,7 +99,7 @@ def start_with_reference(oracle: keras_tuner.Oracle, ladder: list[HpValues]) -> 
     (evolution mutates the rungs first, see :class:`AgingEvolutionOracle`).
     A resumed search picks up where its trials left off.
     """
-    from mcunas.search.tuner.rungs import ACCEPTED, REFUSED, next_rung
+    from mcunas.space.rungs import ACCEPTED, REFUSED, next_rung
 
     own = oracle.populate_space
     if isinstance(oracle, AgingEvolutionOracle):  # mutates the rungs first

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from mcunas.errors import UserError
-from mcunas.search.config import SearchConfig
-from mcunas.search.plugins import StrategyPlugin
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.plugins import StrategyPlugin
 
 if TYPE_CHECKING:
     from mcunas.search.tuner.strategy import TunerStrategy

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 import mcunas.search.tuner.kt_state as kt_state
 from mcunas.errors import FatalError
 from mcunas.files import READ_ERRORS, unreadable
-from mcunas.search.progress import Progress
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.store import TrialStatus, TrialStore
 from mcunas.search.run import Planner, SearchRun, WorkerRole
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import CandidateRunner
 
 if TYPE_CHECKING:

@@ -29,12 +29,13 @@ import keras_tuner
 
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
 from mcunas.figures import Figures
-from mcunas.search.config import DRAWS_PER_TRIAL
-from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.store import TrialRecord, TrialStatus
+from mcunas.search.results.trial_store import Store
+from mcunas.search.settings.config import DRAWS_PER_TRIAL
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import (
     REFERENCE_ORIGIN,
     CandidateRunner,
@@ -45,7 +46,6 @@ from mcunas.search.trial.pipeline import (
     TrialPipeline,
     training_seed,
 )
-from mcunas.search.trial_store import Store
 from mcunas.search.tuner.accounting import (
     cumulative_steps,
     draw_cap,

@@ -276,9 +276,9 @@ def test_rescoring_runs_folds_once_and_resume_does_not_redo_them(
 ) -> None:
     import mcunas.search.finish.rescore as rescore_mod
     from mcunas.data.datasets import load_dataset
-    from mcunas.search.config import SearchConfig
     from mcunas.search.finish.rescore import fold_splits, rescore_finalists
-    from mcunas.search.progress import Progress
+    from mcunas.search.settings.config import SearchConfig
+    from mcunas.search.settings.progress import Progress
 
     data = load_dataset(None, seed=0)
     folds = fold_splits(data, Plan("kfold", 5), seed=0)
@@ -360,9 +360,9 @@ def test_summary_and_best_json_say_which_rule_chose(capsys, tmp_path: Path, monk
 
 def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) -> None:
     from mcunas.data.datasets import load_dataset
-    from mcunas.search.config import SearchConfig
     from mcunas.search.finish.rescore import rescore_finalists
-    from mcunas.search.progress import Progress
+    from mcunas.search.settings.config import SearchConfig
+    from mcunas.search.settings.progress import Progress
 
     store = TrialStore.open(tmp_path)
     for tid, acc in (("00", 0.99), ("01", 0.60)):  # 01 is far below: one finalist only

@@ -10,11 +10,11 @@ import numpy as np
 import pytest
 
 from mcunas.figures import Figures
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.ensemble import average, member_seed, planned_members
 from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of
-from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from tests.search.finish.test_refit import RefitRunner, _run
 
 
@@ -158,7 +158,7 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 def test_the_export_names_the_averages_own_figures() -> None:
     from mcunas.search.finish.export import _exported_arena
     from mcunas.search.finish.records import Refit
-    from mcunas.search.results.result import SearchResult
+    from mcunas.search.report.result import SearchResult
 
     own = {"source": "simulator:lat-1", "estimated": True, "latency_ms": 18.12}
     own |= {"arena_bytes": 9000, "peak_sram_bytes": 63283, "flash_bytes": 256307}

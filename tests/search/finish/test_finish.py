@@ -11,12 +11,12 @@ import pytest
 
 from mcunas.errors import FatalError
 from mcunas.figures import Figures
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.records import Ensemble, Refit, Rescore, RescoreRun
-from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.record import figure_columns
 from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import TrialPipeline
 from mcunas.search.trial.retrain import Retraining
 from tests.search.finish.test_choice import FoldRunner

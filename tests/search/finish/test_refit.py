@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.refit import REFIT_META, refit_chosen, refit_of, refit_wanted, same_graph
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from tests.repo import REPO
 from tests.search.finish.test_choice import FoldRunner
 

@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from mcunas.search.config import SearchConfig
-from mcunas.search.progress import Progress
 from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.progress import Progress
 from tests.search.finish.test_choice import FoldRunner
 
 

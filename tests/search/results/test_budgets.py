@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from mcunas.figures import Figures
-from mcunas.search.config import SearchConfig
 from mcunas.search.results.budgets import Budgets, score, violations
+from mcunas.search.settings.config import SearchConfig
 
 
 def _cost(ms: float, error: float | None, estimated: bool = True) -> Figures:

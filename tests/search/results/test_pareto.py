@@ -86,7 +86,7 @@ def test_normalized_hypervolume_and_reference() -> None:
 
 
 def test_choose_best_prefers_faster_within_a_tie() -> None:
-    from mcunas.search.results.result import choose_best
+    from mcunas.search.report.result import choose_best
     from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, status=TrialStatus.OK):
@@ -115,7 +115,7 @@ def test_choose_best_prefers_faster_within_a_tie() -> None:
 
 
 def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
-    from mcunas.search.results.result import LOSS_TIE, choose_best
+    from mcunas.search.report.result import LOSS_TIE, choose_best
     from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, lat, loss, sram=1000):
@@ -137,7 +137,7 @@ def test_choose_best_breaks_a_saturated_tie_on_validation_loss() -> None:
 
 
 def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
-    from mcunas.search.results.result import choice_reason, choose_best
+    from mcunas.search.report.result import choice_reason, choose_best
     from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, loss):
@@ -158,7 +158,7 @@ def test_the_summary_says_why_a_lower_score_was_chosen() -> None:
 
 
 def test_the_seed_design_is_kept_within_the_tie() -> None:
-    from mcunas.search.results.result import choice_reason, choose_best
+    from mcunas.search.report.result import choice_reason, choose_best
     from mcunas.search.results.store import TrialRecord, TrialStatus
 
     def rec(tid, score, lat, loss, origin=None):

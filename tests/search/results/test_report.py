@@ -11,8 +11,8 @@ import matplotlib
 matplotlib.use("Agg")
 import pytest
 
-from mcunas.search.results import plots as report_plots
-from mcunas.search.results import report
+from mcunas.search.report import page as report
+from mcunas.search.report import plots as report_plots
 from mcunas.search.results.store import TrialRecord, TrialStatus
 from tests.commands.test_search_cli import fake_runner_fixture, run
 

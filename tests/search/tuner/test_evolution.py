@@ -47,8 +47,8 @@ def test_front_membership_by_accuracy_and_latency() -> None:
 
 
 def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
-    from mcunas.search.tuner.rungs import reference_rungs
     from mcunas.space import McuSearchSpace
+    from mcunas.space.rungs import reference_rungs
 
     space = McuSearchSpace((128, 1, 3), 4)
     oracle = make_oracle("evolution", max_trials, seed=0, epochs=1)

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from mcunas.search.config import SearchConfig
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialStatus
+from mcunas.search.settings.config import SearchConfig
 from mcunas.search.tuner.tuner import WARM_START_ENV, HardwareAwareTuner, SearchFatal
 from tests.search.tuner.test_tuner import FakeRunner, make_tuner
 

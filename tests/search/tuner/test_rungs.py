@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import random
 
-from mcunas.search.tuner.rungs import ACCEPTED, REFUSED, WIDTHS, next_rung, reference_rungs
 from mcunas.space.reference import LADDER
+from mcunas.space.rungs import ACCEPTED, REFUSED, WIDTHS, next_rung, reference_rungs
 
 
 def _corners(ladder: list[dict]) -> list[tuple[int, float]]:

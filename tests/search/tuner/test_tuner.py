@@ -11,9 +11,9 @@ import pytest
 
 from mcunas.errors import CandidateError, FatalError
 from mcunas.figures import Figures
-from mcunas.search.progress import Progress
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.settings.progress import Progress
 from mcunas.search.tuner.oracles import AgingEvolutionOracle, make_oracle
 from mcunas.search.tuner.tuner import (
     CheckResult,

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from mcunas.search.results.record import HpValues
+from mcunas.space.values import HpValues
 
 __all__ = ["ACCEPTED", "REFUSED", "RESOLUTIONS", "WIDTHS", "next_rung", "reference_rungs"]
 

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.jsontext import JsonObject
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.choice import choose_best, chosen_by
 from mcunas.search.finish.finalists import RescoreSummary, rescored_choice
 from mcunas.search.finish.records import RESCORE_META
@@ -22,6 +21,7 @@ from mcunas.search.results.pareto import (
     reference_point,
 )
 from mcunas.search.results.store import TrialRecord, TrialStore
+from mcunas.search.settings.config import SearchConfig
 
 __all__ = ["choice_of", "chosen_trial", "hypervolume_of"]
 

@@ -25,7 +25,7 @@ __all__ = [
     "warm_start_default",
 ]
 
-# --strategy names: the registry's (mcunas.search.plugins), filled by mcunas.engine.
+# --strategy names: the registry's (mcunas.search.settings.plugins), filled by mcunas.engine.
 # --strategy supernet: subnets scored with inherited weights by default, and the
 # supernet's epochs as a multiple of --epochs (each step trains four subnets).
 DEFAULT_SUBNETS = 300
@@ -142,7 +142,7 @@ class SearchConfig:
     ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.finish.ensemble)
     frontend: str = FRONTENDS[0]  # WAV features: "numpy" log-mel or "tflm" (the graph)
     frontend_space: str = FRONTEND_SPACES[0]  # "fixed" front end, or "search" its parameters
-    # a registered strategy's own options that have no field above (mcunas.search.plugins)
+    # a registered strategy's own options that have no field above (mcunas.search.settings.plugins)
     options: JsonObject = field(default_factory=dict)
 
     @property
@@ -246,7 +246,7 @@ class SearchConfig:
 
     def validate(self) -> None:
         """Raise :class:`UserError` for values that cannot work."""
-        from mcunas.search.plugins import plugin_for
+        from mcunas.search.settings.plugins import plugin_for
 
         plugin = plugin_for(self.strategy)  # the registered strategy's own check below
         if self.measure not in MEASURES:

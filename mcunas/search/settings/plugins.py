@@ -4,14 +4,14 @@ A strategy registers one :class:`StrategyPlugin`: the ``--strategy`` names it
 answers to, its factory (one strategy per run), the words ``--help`` says of
 it, its options (a dataclass whose fields are its own ``mcunas search``
 options) and the check of its settings. The registry lives here, low, so that
-:meth:`mcunas.search.config.SearchConfig.validate` and ``mcunas search`` read
+:meth:`mcunas.search.settings.config.SearchConfig.validate` and ``mcunas search`` read
 it; the registrations themselves are made at the top, by :mod:`mcunas.engine`
 (one line per strategy).
 
 An option field's ``metadata`` gives its CLI form: ``help`` (required) and
 ``choices`` (a click choice). Its default is the field's default; a field whose
 name has a range in :data:`mcunas.limits.LIMITS` is checked against it. The
-value lives in the :class:`~mcunas.search.config.SearchConfig` field of the same
+value lives in the :class:`~mcunas.search.settings.config.SearchConfig` field of the same
 name, or, for a field SearchConfig does not have, in ``SearchConfig.options``.
 
 Example::
@@ -31,7 +31,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 
-# A SearchConfig (mcunas.search.config, which reads this registry: named, not imported).
+# A SearchConfig (mcunas.search.settings.config, which reads this registry: named, not imported).
 SearchConfig = Any
 
 __all__ = [

@@ -1,6 +1,6 @@
 """A search's result, computed once from its trial store: front, chosen model, hypervolume.
 
-The report (:mod:`mcunas.search.results.report`), the export of ``best/``, the
+The report (:mod:`mcunas.search.report.page`), the export of ``best/``, the
 ``--json`` summary and the terminal summary all read one :class:`SearchResult`;
 nothing downstream recomputes the front.
 
@@ -18,7 +18,6 @@ from pathlib import Path
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.jsontext import JsonObject
-from mcunas.search.config import SearchConfig
 from mcunas.search.finish.choice import (
     ACCURACY_TIE,
     LOSS_TIE,
@@ -31,11 +30,11 @@ from mcunas.search.finish.choice import (
 )
 from mcunas.search.finish.finalists import RescoreSummary
 from mcunas.search.finish.refit_records import Refit
+from mcunas.search.finish.standing import choice_of, chosen_trial, hypervolume_of
 from mcunas.search.results.pareto import (
     objectives_text,
 )
 from mcunas.search.results.record import figure_columns
-from mcunas.search.results.standing import choice_of, chosen_trial, hypervolume_of
 from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
 from mcunas.search.results.summary import (
     chosen_text,
@@ -45,6 +44,7 @@ from mcunas.search.results.summary import (
     pareto_table,
     refit_text,
 )
+from mcunas.search.settings.config import SearchConfig
 from mcunas.search.trial.nofit import no_feasible_message
 
 __all__ = [

@@ -14,7 +14,7 @@ from typing import Protocol
 
 from mcunas.figures import Figures
 from mcunas.search.results.store import TrialRecord, TrialStatus, TrialStore
-from mcunas.search.trial.stages import HpValue
+from mcunas.space.values import HpValue
 
 __all__ = ["Store"]
 

@@ -2,7 +2,7 @@
 
 INT8 accuracy against latency (colour: peak SRAM) and against energy per
 inference, each with its stated error bars, the Pareto front labelled by trial
-and the chosen model starred. :mod:`mcunas.search.results.report` writes them beside
+and the chosen model starred. :mod:`mcunas.search.report.page` writes them beside
 ``report.html``, which embeds them. Matplotlib is imported only when plotting.
 
 Example::

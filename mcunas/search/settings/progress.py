@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from mcunas.search.results.store import TrialRecord, TrialStatus
-from mcunas.search.stop import raise_if_asked
+from mcunas.search.settings.stop import raise_if_asked
 
 __all__ = ["Progress", "format_duration", "trial_summary"]
 
@@ -75,7 +75,7 @@ class Progress:
 
         Raises:
             KeyboardInterrupt: a signal asked the search to stop and its own
-                exception was lost (:mod:`mcunas.search.stop`).
+                exception was lost (:mod:`mcunas.search.settings.stop`).
         """
         if rec.train_s or rec.status == TrialStatus.OK:  # a refused draw says nothing of ETA
             self.trial_seconds.append(rec.total_s)

@@ -1,8 +1,8 @@
 """What a search leaves behind: ``pareto.json``, ``pareto.png`` and ``report.html``.
 
-Written from one :class:`~mcunas.search.results.result.SearchResult`; the wording of
+Written from one :class:`~mcunas.search.report.result.SearchResult`; the wording of
 figures and estimates comes from :mod:`mcunas.search.results.summary`, the plots from
-:mod:`mcunas.search.results.plots` (re-exported here).
+:mod:`mcunas.search.report.plots` (re-exported here).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from string import Template
 
 from mcunas.files import write_file
 from mcunas.jsontext import dumps
+from mcunas.search.report.plots import plot_energy, plot_pareto
+from mcunas.search.report.result import SearchResult, choice_reason
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
-from mcunas.search.results.plots import plot_energy, plot_pareto
-from mcunas.search.results.result import SearchResult, choice_reason
 from mcunas.search.results.store import TrialRecord, record_from_dict
 from mcunas.search.results.summary import energy_mark, estimate_mark, estimate_tag, split_text
 

@@ -5,7 +5,7 @@ signal handler's exception is lost when it lands while Python runs a
 ``__del__`` method or a weakref callback (TensorFlow has many): Python
 prints "Exception ignored in ..." and goes on, and the search ran to its
 end. So the handler also sets this flag, and every finished trial's
-progress line (:meth:`mcunas.search.progress.Progress.trial_done`) raises
+progress line (:meth:`mcunas.search.settings.progress.Progress.trial_done`) raises
 the interrupt again if it is set: the search stops after that trial at the
 latest, with its resume line.
 """
