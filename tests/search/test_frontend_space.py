@@ -166,13 +166,13 @@ def test_a_search_with_a_searched_front_end_exports_the_chosen_one(capsys, tmp_p
 
 def test_each_finalist_is_re_scored_on_its_own_front_ends_folds(tmp_path: Path, tones) -> None:
     from mcunas.search.finish.finalists import Plan
-    from mcunas.search.finish.rescore import _splits_by_trial
+    from mcunas.search.finish.rescore import splits_by_trial
     from mcunas.search.frontends.space import FrontendSpace
     from mcunas.search.results.store import TrialRecord
 
     fronts = _fronts(tones, tmp_path / "cache")
     space = FrontendSpace(fronts, 2, ("dsconv",))
-    splits = _splits_by_trial(space, fronts.default, Plan("kfold", 5), seed=0)
+    splits = splits_by_trial(space, fronts.default, Plan("kfold", 5), seed=0)
     fixed = splits(TrialRecord("1", hyperparameters={}))
     short = splits(TrialRecord("2", hyperparameters={**SHORT, "frontend_duration_ms": 490}))
     assert fixed[0].input_shape == (49, 40, 1) and short[0].input_shape == (47, 20, 1)

@@ -24,7 +24,14 @@ if TYPE_CHECKING:
     from mcunas.deploy import ArenaFigure
     from mcunas.frontend.port import Frontend
 
-__all__ = ["PROJECT_DIR", "export_best", "export_project", "find_best_dir", "trial_model_bytes"]
+__all__ = [
+    "PROJECT_DIR",
+    "export_best",
+    "export_project",
+    "exported_arena",
+    "find_best_dir",
+    "trial_model_bytes",
+]
 
 PROJECT_DIR = "project"  # best/project: the deployable project for the search's board
 
@@ -129,7 +136,7 @@ def _add_project(
 ) -> None:
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
     try:
-        arena = _exported_arena(*chosen)
+        arena = exported_arena(*chosen)
         _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
     except (BoardProfileError, CandidateError, ModelError) as exc:
@@ -159,7 +166,7 @@ def _with_frontend(
     return lead, {**context, "frontend": frontend.to_dict()}
 
 
-def _exported_arena(trial: TrialRecord, refit: Refit | None) -> ArenaFigure | None:
+def exported_arena(trial: TrialRecord, refit: Refit | None) -> ArenaFigure | None:
     """The exported model's arena figure: an averaged refit's own, else the trial's (or None)."""
     from mcunas.deploy import ArenaFigure
 

@@ -46,7 +46,13 @@ if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset
     from mcunas.space.hypermodel import McuSearchSpace
 
-__all__ = ["fold_splits", "rescore_finalists", "rescore_here", "trial_hyperparameters"]
+__all__ = [
+    "fold_splits",
+    "rescore_finalists",
+    "rescore_here",
+    "splits_by_trial",
+    "trial_hyperparameters",
+]
 
 SEED_STRIDE = 1000  # the seeds plan's run i trains with the design's seed + 1000 * (i + 1)
 # Re-scoring starts no new run after this share of the search's own wall time, once
@@ -90,7 +96,7 @@ def rescore_finalists(
         models = Path(store.path).parent / "models"
         pipeline = TrialPipeline(runner, store, config.budgets, models, config.objectives)
     state = _state(store, plan, config.seed, finalists)
-    splits = _splits_by_trial(space, dataset, plan, config.seed)
+    splits = splits_by_trial(space, dataset, plan, config.seed)
     start = time.perf_counter()
     allowed = TIME_SHARE * store.checkpoint_wall()
     progress.note(
@@ -157,7 +163,7 @@ def rescore_here(
         close()
 
 
-def _splits_by_trial(
+def splits_by_trial(
     space: McuSearchSpace, dataset: Dataset, plan: Plan, seed: int
 ) -> Callable[[TrialRecord], list[Dataset]]:
     """Each finalist's runs' data: the search's, or its own front end's when that is searched.

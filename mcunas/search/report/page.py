@@ -22,7 +22,7 @@ from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.results.store import TrialRecord, record_from_dict
 from mcunas.search.results.summary import energy_mark, estimate_mark, estimate_tag, split_text
 
-__all__ = ["plot_energy", "plot_pareto", "write_report"]
+__all__ = ["chosen_by_text", "plot_energy", "plot_pareto", "write_report"]
 
 
 def write_report(result: SearchResult) -> dict[str, str]:
@@ -188,7 +188,7 @@ def _split(best: dict) -> str:
     return f"({html.escape(text)}), " if text else ""
 
 
-def _chosen_by(summary: dict, why: str | None) -> str:
+def chosen_by_text(summary: dict, why: str | None) -> str:
     """Which rule chose the model: the summary's ``chosen_by`` where it has one."""
     rule = summary.get("chosen_by") or (summary.get("best") or {}).get("chosen_by") or why
     refit = summary.get("refit_text")
@@ -232,7 +232,7 @@ def _html(
         ),
         search_line=_search_line(summary),
         chosen=_chosen_line(best),
-        chosen_by=_chosen_by(summary, why),
+        chosen_by=chosen_by_text(summary, why),
         test_line=esc(summary.get("test_text") or NO_TEST),
         hypervolume_line=(
             f"Hypervolume of the feasible front over {esc(_objectives(summary))} (normalised, "

@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["plot_energy", "plot_pareto"]
+__all__ = ["label_trials", "mark_chosen", "plot_energy", "plot_pareto"]
 
 
 def plot_pareto(
@@ -67,8 +67,8 @@ def plot_pareto(
             ms=10,
             label="Pareto front",
         )
-        _label_trials(ax, fr, lambda r: r.latency_ms)
-        _mark_chosen(ax, chosen, chosen.latency_ms if chosen else None)
+        label_trials(ax, fr, lambda r: r.latency_ms)
+        mark_chosen(ax, chosen, chosen.latency_ms if chosen else None)
         ax.legend(loc="lower right")
         lats = [r.latency_ms for r in ok if r.latency_ms]
         if lats and max(lats) > 20 * min(lats):  # latencies span orders of magnitude
@@ -112,8 +112,8 @@ def plot_energy(
             ms=10,
             label="Pareto front",
         )
-        _label_trials(ax, on_front, lambda r: r.energy_uj)
-        _mark_chosen(ax, chosen, chosen.energy_uj if chosen else None)
+        label_trials(ax, on_front, lambda r: r.energy_uj)
+        mark_chosen(ax, chosen, chosen.energy_uj if chosen else None)
         ax.legend(loc="best")
         energies = [r.energy_uj or 0 for r in ok]
         if max(energies) > 20 * min(energies):
@@ -124,7 +124,7 @@ def plot_energy(
     return _png(fig, ax, "energy per inference (uJ)" + (", estimate" if estimated else ""), title)
 
 
-def _label_trials(
+def label_trials(
     ax: Axes, front: Sequence[TrialRecord], x: Callable[[TrialRecord], float | None]
 ) -> None:
     """Write each front point's trial id beside it."""
@@ -138,7 +138,7 @@ def _label_trials(
         )
 
 
-def _mark_chosen(ax: Axes, chosen: TrialRecord | None, x: float | None) -> None:
+def mark_chosen(ax: Axes, chosen: TrialRecord | None, x: float | None) -> None:
     """The model exported to ``best/`` as a gold star (nothing when it has no such figure)."""
     if chosen is None or not x:
         return

@@ -35,7 +35,7 @@ from mcunas.search.tuner.kt_state import (
     trial_module,
 )
 
-__all__ = ["AgingEvolutionOracle"]
+__all__ = ["AgingEvolutionOracle", "step_choice", "trial_dominates"]
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
@@ -126,7 +126,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         best = sorted(sample, key=lambda t: t.score, reverse=reverse)[0]
         if not reverse or rng.random() < 0.5:
             return best
-        front = [t for t in sample if not any(_dominates(o, t) for o in sample)]
+        front = [t for t in sample if not any(trial_dominates(o, t) for o in sample)]
         return rng.choice(front or [best])
 
     def _random_response(self) -> dict[str, object]:
@@ -143,7 +143,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         if not mutable:
             return None
         target = rng.choice(mutable)
-        new_value = _step(_choices(target), parent.get(target.name), rng)
+        new_value = step_choice(_choices(target), parent.get(target.name), rng)
         hps = hp_module.HyperParameters()
         for hp in space:
             hps.merge([hp])
@@ -170,7 +170,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         self.sample_size = state["sample_size"]
 
 
-def _step(choices: list[HpValue], current: HpValue | None, rng: random.Random) -> HpValue:
+def step_choice(choices: list[HpValue], current: HpValue | None, rng: random.Random) -> HpValue:
     """A new value for a mutated hyperparameter.
 
     For an ordered (numeric) choice, one step up or down three times in four;
@@ -185,7 +185,7 @@ def _step(choices: list[HpValue], current: HpValue | None, rng: random.Random) -
     return rng.choice(others)
 
 
-def _dominates(a: trial_module.Trial, b: trial_module.Trial) -> bool:
+def trial_dominates(a: trial_module.Trial, b: trial_module.Trial) -> bool:
     """``a`` is at least as accurate and as fast as ``b``, and better in one."""
     sa, sb = a.score or 0.0, b.score or 0.0
     la, lb = _latency(a), _latency(b)

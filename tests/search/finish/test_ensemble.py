@@ -156,7 +156,7 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 
 
 def test_the_export_names_the_averages_own_figures() -> None:
-    from mcunas.search.finish.export import _exported_arena
+    from mcunas.search.finish.export import exported_arena
     from mcunas.search.finish.records import Refit
     from mcunas.search.report.result import SearchResult
 
@@ -170,6 +170,6 @@ def test_the_export_names_the_averages_own_figures() -> None:
         "61.8 KB~, flash 250.3 KB~ (simulator estimates)"
     )
     trial = SimpleNamespace(arena_bytes=2000, source="simulator:lat-1", estimated=True)
-    arena = _exported_arena(trial, Refit.from_dict(info))
+    arena = exported_arena(trial, Refit.from_dict(info))
     assert arena.bytes == 9000 and not arena.measured  # the average's arena, not the trial's
-    assert _exported_arena(trial, Refit.from_dict({"samples": 36})).bytes == 2000
+    assert exported_arena(trial, Refit.from_dict({"samples": 36})).bytes == 2000

@@ -65,12 +65,12 @@ def _rec(tid: str, acc: float, lat: float, energy: float) -> TrialRecord:
 def test_front_points_are_labelled_and_the_chosen_one_starred() -> None:
     front = [_rec("03", 0.9, 2.0, 40.0), _rec("07", 0.95, 5.0, 90.0)]
     ax = _Axes()
-    report_plots._label_trials(ax, front, lambda r: r.latency_ms)
-    report_plots._mark_chosen(ax, front[1], front[1].latency_ms)
+    report_plots.label_trials(ax, front, lambda r: r.latency_ms)
+    report_plots.mark_chosen(ax, front[1], front[1].latency_ms)
     assert ax.labels == ["03", "07"]
     assert ax.stars == [(5.0, 95.0, "chosen: trial 07")]
-    report_plots._mark_chosen(ax, None, None)  # nothing chosen: nothing drawn
-    report_plots._mark_chosen(ax, front[0], None)  # no such figure (no energy): nothing drawn
+    report_plots.mark_chosen(ax, None, None)  # nothing chosen: nothing drawn
+    report_plots.mark_chosen(ax, front[0], None)  # no such figure (no energy): nothing drawn
     assert len(ax.stars) == 1
 
 
@@ -83,9 +83,9 @@ def test_plots_draw_with_and_without_a_chosen_model(plot) -> None:
 
 
 def test_chosen_by_is_shown_when_the_summary_has_it() -> None:
-    assert "Chosen by:</b> front, then tie" in report._chosen_by(
+    assert "Chosen by:</b> front, then tie" in report.chosen_by_text(
         {"chosen_by": "front, then tie"}, None
     )
-    assert "seed" in report._chosen_by({"best": {"chosen_by": "seed design kept"}}, None)
-    assert "faster" in report._chosen_by({}, "tied with trial 2; faster")
-    assert report._chosen_by({}, None) == ""
+    assert "seed" in report.chosen_by_text({"best": {"chosen_by": "seed design kept"}}, None)
+    assert "faster" in report.chosen_by_text({}, "tied with trial 2; faster")
+    assert report.chosen_by_text({}, None) == ""

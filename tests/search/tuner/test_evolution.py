@@ -7,19 +7,19 @@ import random
 import keras_tuner
 
 from mcunas.search.tuner import evolution
-from mcunas.search.tuner.evolution import _step
+from mcunas.search.tuner.evolution import step_choice
 from mcunas.search.tuner.oracles import make_oracle, start_with_reference
 
 
 def test_numeric_mutations_step_to_a_neighbour_most_of_the_time() -> None:
     rng = random.Random(0)
     choices = [8, 16, 24, 32, 48, 64]
-    moves = [_step(choices, 24, rng) for _ in range(400)]
+    moves = [step_choice(choices, 24, rng) for _ in range(400)]
     assert all(m != 24 and m in choices for m in moves)
     near = sum(m in (16, 32) for m in moves) / len(moves)
     assert 0.75 <= near <= 0.9  # three in four local, plus the far draws that land near
-    assert {_step(choices, 8, rng) for _ in range(50)} >= {16}  # an end steps inwards
-    assert {_step(["relu", "relu6"], "relu", rng) for _ in range(5)} == {"relu6"}
+    assert {step_choice(choices, 8, rng) for _ in range(50)} >= {16}  # an end steps inwards
+    assert {step_choice(["relu", "relu6"], "relu", rng) for _ in range(5)} == {"relu6"}
 
 
 class _Metrics:
@@ -40,10 +40,11 @@ class _Trial:
 
 def test_front_membership_by_accuracy_and_latency() -> None:
     fast, slow_good, dominated = _Trial(0.9, 2.0), _Trial(0.95, 8.0), _Trial(0.85, 3.0)
-    assert evolution._dominates(fast, dominated)
-    assert not evolution._dominates(fast, slow_good) and not evolution._dominates(slow_good, fast)
-    assert not evolution._dominates(fast, fast)
-    assert evolution._dominates(fast, _Trial(0.9, None))  # no latency: slowest
+    assert evolution.trial_dominates(fast, dominated)
+    assert not evolution.trial_dominates(fast, slow_good)
+    assert not evolution.trial_dominates(slow_good, fast)
+    assert not evolution.trial_dominates(fast, fast)
+    assert evolution.trial_dominates(fast, _Trial(0.9, None))  # no latency: slowest
 
 
 def _space_oracle(tmp_path, max_trials: int = 30):  # noqa: ANN001, ANN202
