@@ -56,19 +56,7 @@ def plot_pareto(
         )
         fig.colorbar(sc, ax=ax, label="peak SRAM (KB)")
         _error_bars(ax, ok)
-        fr = sorted(front, key=lambda r: r.latency_ms or 0)
-        ax.plot(
-            [r.latency_ms or 0.0 for r in fr],
-            [100 * (r.int8_accuracy or 0) for r in fr],
-            "o--",
-            mfc="none",
-            mec="red",
-            color="red",
-            ms=10,
-            label="Pareto front",
-        )
-        label_trials(ax, fr, lambda r: r.latency_ms)
-        mark_chosen(ax, chosen, chosen.latency_ms if chosen else None)
+        _front_line(ax, front, chosen, lambda r: r.latency_ms)
         ax.legend(loc="lower right")
         lats = [r.latency_ms for r in ok if r.latency_ms]
         if lats and max(lats) > 20 * min(lats):  # latencies span orders of magnitude
@@ -102,18 +90,7 @@ def plot_energy(
         uj = [r.energy_uj or 0.0 for r in ok]  # every one set: ok holds trials with energy
         ax.errorbar(uj, acc, xerr=err, fmt="none", ecolor="grey", alpha=0.5)
         ax.scatter(uj, acc, s=36, label="feasible trials")
-        on_front = sorted((r for r in front if r.energy_uj), key=lambda r: r.energy_uj or 0)
-        ax.plot(
-            [r.energy_uj or 0.0 for r in on_front],
-            [100 * (r.int8_accuracy or 0) for r in on_front],
-            "o--",
-            mfc="none",
-            color="red",
-            ms=10,
-            label="Pareto front",
-        )
-        label_trials(ax, on_front, lambda r: r.energy_uj)
-        mark_chosen(ax, chosen, chosen.energy_uj if chosen else None)
+        _front_line(ax, [r for r in front if r.energy_uj], chosen, lambda r: r.energy_uj)
         ax.legend(loc="best")
         energies = [r.energy_uj or 0 for r in ok]
         if max(energies) > 20 * min(energies):
@@ -122,6 +99,28 @@ def plot_energy(
         ax.text(0.5, 0.5, "no feasible candidate", ha="center", transform=ax.transAxes)
     estimated = any(energy_mark(r) for r in ok)
     return _png(fig, ax, "energy per inference (uJ)" + (", estimate" if estimated else ""), title)
+
+
+def _front_line(
+    ax: Axes,
+    front: Sequence[TrialRecord],
+    chosen: TrialRecord | None,
+    x: Callable[[TrialRecord], float | None],
+) -> None:
+    """The front as a dashed red line along ``x``, its trials labelled, the chosen one starred."""
+    on_front = sorted(front, key=lambda r: x(r) or 0.0)
+    ax.plot(
+        [x(r) or 0.0 for r in on_front],
+        [100 * (r.int8_accuracy or 0) for r in on_front],
+        "o--",
+        mfc="none",
+        mec="red",
+        color="red",
+        ms=10,
+        label="Pareto front",
+    )
+    label_trials(ax, on_front, x)
+    mark_chosen(ax, chosen, x(chosen) if chosen else None)
 
 
 def label_trials(
