@@ -14,7 +14,7 @@ from mcunas.figures import Figures
 from mcunas.search.finish.records import Ensemble, Refit, Rescore, RescoreRun
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.record import figure_columns
-from mcunas.search.results.store import TrialStatus, TrialStore
+from mcunas.search.results.store import TrialStore
 from mcunas.search.settings.config import SearchConfig
 from mcunas.search.settings.progress import Progress
 from mcunas.search.trial.pipeline import TrialPipeline
@@ -143,15 +143,9 @@ class Executor:
 
 def _finished(tmp_path: Path, executor: Executor, finalists: int = 2) -> SimpleNamespace:
     from mcunas.data.datasets import load_dataset
+    from tests.search.finish.test_rescore_here import store_of_finished_trials
 
-    store = TrialStore.open(tmp_path)
-    for i in range(3):
-        tid, width = f"0{i}", 8 * (i + 1)
-        store.start_trial(tid, {"width": width})
-        store.finish_trial(
-            tid, TrialStatus.OK, score=0.9 + i / 100, int8_accuracy=0.9 + i / 100,
-            latency_ms=1.0 + i, peak_sram_bytes=1000 * width, model_path=f"models/{tid}.tflite",
-        )  # fmt: skip
+    store = store_of_finished_trials(tmp_path)
     config = SearchConfig(board="esp32s3", finalists=finalists, refit="off")
     dataset = load_dataset(None, seed=0)
     return SimpleNamespace(

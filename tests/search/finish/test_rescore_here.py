@@ -13,10 +13,9 @@ from mcunas.search.settings.progress import Progress
 from tests.search.finish.test_choice import FoldRunner
 
 
-def _run(tmp_path, finalists: int, rows: int = 3):  # noqa: ANN001, ANN202
-    from mcunas.data.datasets import load_dataset
-
-    store = TrialStore.open(tmp_path)
+def store_of_finished_trials(path, rows: int = 3) -> TrialStore:  # noqa: ANN001
+    """A store of ``rows`` finished trials, each wider, more accurate and slower than the last."""
+    store = TrialStore.open(path)
     for i in range(rows):
         tid, width = f"0{i}", 8 * (i + 1)
         store.start_trial(tid, {"width": width})
@@ -24,6 +23,13 @@ def _run(tmp_path, finalists: int, rows: int = 3):  # noqa: ANN001, ANN202
             tid, TrialStatus.OK, score=0.9 + i / 100, int8_accuracy=0.9 + i / 100,
             latency_ms=1.0 + i, peak_sram_bytes=1000 * width, model_path=f"models/{tid}.tflite",
         )  # fmt: skip
+    return store
+
+
+def _run(tmp_path, finalists: int, rows: int = 3):  # noqa: ANN001, ANN202
+    from mcunas.data.datasets import load_dataset
+
+    store = store_of_finished_trials(tmp_path, rows)
     built, closed = [], []
 
     def components(families=None, measure=True):  # noqa: ANN001, ANN202
