@@ -21,7 +21,7 @@ from mcunas.search.settings.config import SearchConfig
 
 if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset
-    from mcunas.search.finish.records import Refit
+    from mcunas.search.finish.refit_records import Refit
     from mcunas.search.frontends.searched import FrontendSearch
 
 __all__ = ["RunEnd", "data_of"]

@@ -20,18 +20,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from mcunas.jsontext import JsonObject
-from mcunas.search.finish.refit_records import REFIT_META, Ensemble, Refit, figures_of_columns
 
 __all__ = [
-    "REFIT_META",
     "RESCORE_META",
-    "Ensemble",
     "Plan",
-    "Refit",
     "Rescore",
     "RescoreRun",
     "Rescored",
-    "figures_of_columns",
 ]
 
 RESCORE_META = "rescore"  # the store's meta key for the re-scoring runs

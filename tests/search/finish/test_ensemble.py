@@ -157,7 +157,7 @@ def test_an_average_that_cannot_be_measured_leaves_the_refit(tmp_path: Path, mon
 
 def test_the_export_names_the_averages_own_figures() -> None:
     from mcunas.search.finish.export import exported_arena
-    from mcunas.search.finish.records import Refit
+    from mcunas.search.finish.refit_records import Refit
     from mcunas.search.report.result import SearchResult
 
     own = {"source": "simulator:lat-1", "estimated": True, "latency_ms": 18.12}

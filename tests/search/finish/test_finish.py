@@ -11,7 +11,8 @@ import pytest
 
 from mcunas.errors import FatalError
 from mcunas.figures import Figures
-from mcunas.search.finish.records import Ensemble, Refit, Rescore, RescoreRun
+from mcunas.search.finish.records import Rescore, RescoreRun
+from mcunas.search.finish.refit_records import Ensemble, Refit
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.record import figure_columns
 from mcunas.search.results.store import TrialStore
