@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.search.settings.config import SearchConfig
+from mcunas.search.settings.plugins import starts_from_reference
 
 if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset
@@ -250,7 +251,7 @@ def reference_choice(
         return None, "--seed-arch none"
     if config.seed_arch != AUTO:
         return config.seed_arch, f"--seed-arch {config.seed_arch}"
-    if config.strategy == "hyperband" or "stages" not in getattr(space, "families", ()):
+    if not starts_from_reference(config.strategy) or "stages" not in getattr(space, "families", ()):
         return None, "--seed-arch auto seeds no hyperband search and no space without stages"
     name, why = auto_choice(dataset.kind, dataset.input_shape)
     return name, f"--seed-arch auto: {why}"

@@ -42,6 +42,7 @@ __all__ = [
     "plugin_for",
     "plugins",
     "register",
+    "starts_from_reference",
 ]
 
 
@@ -55,6 +56,8 @@ class StrategyPlugin:
         help: what ``mcunas search --help`` says of it, after the choices.
         options: a dataclass of its own options (None: it has none).
         validate: checks a ``SearchConfig`` naming it; raises ``UserError`` (None: no check).
+        no_reference: its names that never start from a reference design (``--seed-arch
+            auto`` seeds none of them; Keras Tuner's hyperband).
     """
 
     names: tuple[str, ...]
@@ -62,6 +65,7 @@ class StrategyPlugin:
     help: str = ""
     options: type | None = None
     validate: Callable[[SearchConfig], None] | None = None
+    no_reference: tuple[str, ...] = ()
 
 
 _REGISTRY: dict[str, StrategyPlugin] = {}
@@ -106,6 +110,11 @@ def plugin_for(name: str) -> StrategyPlugin:
         known = ", ".join(_REGISTRY) or "none registered (import mcunas.engine)"
         raise UserError(f"Unknown strategy '{name}'; choose {known}.")
     return plugin
+
+
+def starts_from_reference(name: str) -> bool:
+    """Whether ``--strategy name`` can start from a reference design (``--seed-arch``)."""
+    return name not in plugin_for(name).no_reference
 
 
 def option_fields() -> Iterator[Field[object]]:

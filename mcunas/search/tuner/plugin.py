@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from mcunas.errors import UserError
 from mcunas.search.settings.config import SearchConfig
-from mcunas.search.settings.plugins import StrategyPlugin
+from mcunas.search.settings.plugins import StrategyPlugin, starts_from_reference
 
 if TYPE_CHECKING:
     from mcunas.search.tuner.strategy import TunerStrategy
@@ -35,7 +35,7 @@ def check_settings(config: SearchConfig) -> None:
     from mcunas.space.reference import get_reference
 
     get_reference(config.seed_arch or "")
-    if config.strategy == "hyperband":
+    if not starts_from_reference(config.strategy):
         raise UserError(
             "--seed-arch starts evolution, random, bayesian or supernet; not hyperband."
         )
@@ -49,4 +49,4 @@ def _strategy() -> TunerStrategy:
     return TunerStrategy()
 
 
-PLUGIN = StrategyPlugin(NAMES, _strategy, HELP, None, check_settings)
+PLUGIN = StrategyPlugin(NAMES, _strategy, HELP, None, check_settings, no_reference=("hyperband",))
