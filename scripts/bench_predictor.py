@@ -24,8 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.core_fit import core_cycle_ratios, load_runs  # noqa: E402
-from bench.latency_error import coverage, leave_one_board_out, path_bands  # noqa: E402
-from mcunas.boards.catalog import BoardProfile  # noqa: E402
+from bench.latency_error import check_rows, leave_one_board_out, path_bands, summary  # noqa: E402
 from mcunas.cost.fit.scale import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
@@ -34,97 +33,50 @@ from mcunas.cost.fit.scale import (  # noqa: E402
     fit_scales,
     leave_one_out,
     load_calibration,
-    path_band,
     predict_row_ms,
     summarize,
 )
-from mcunas.cost.latency import predict_latency  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
-def bare_profile(row, setup: dict | None = None) -> BoardProfile:  # noqa: ANN001
-    """What a user writes for the row's board: core, clock, memory place, kernels."""
-    return BoardProfile(
-        name="bare",
-        core=row.core,
-        clock_hz=row.clock_hz,
-        sram_bytes=1 << 20,
-        flash_bytes=1 << 22,
-        kernels=row.kernels,
-        memory=row.memory,
-        setup=setup or {},
-    )
-
-
-def stated_runtime_report(bare: list) -> None:  # noqa: ANN001
-    """Cortex-M rows of runtimes from 2021 on, the profile stating that runtime.
-
-    Stated: the band such a profile prints (STATED_RUNTIME_ERRORS, fitted with every
-    row). Nested: each row's band from the other boards' recent-runtime errors alone.
-    Rows of older runtimes have no held-out check: the factor's only old-runtime
-    board is their own (NUCLEO-L4R5ZI).
-    """
-    recent = [r for r in bare if r.row.recent]
-    rows = [r for r in recent if r.row.core.startswith("cortex-m")]
-    stated = [
-        predict_latency(
-            read_graph(r.row.model), bare_profile(r.row, {"runtime": f"tflm-{r.row.runtime_year}"})
-        ).error_pct
-        for r in rows
-    ]
-    nested = [
-        path_band(r.row.path, [o for o in recent if o.row.board != r.row.board]) for r in rows
-    ]
-    err = statistics.median(abs(r.error_pct) for r in rows)
-    print(
-        f"Cortex-M, runtime stated (2021 on, n={len(rows)}): median |error| {err:.1f}%, "
-        f"median band ±{statistics.median(stated):.0f}%, holds {coverage(rows, stated):.0%}; "
-        f"nested holds {coverage(rows, nested):.0%} (median ±{statistics.median(nested):.0f}%)"
-    )
-
-
 def band_report(bare: list) -> None:  # noqa: ANN001
-    """Coverage of the stated band on the leave-one-board-out predictions.
+    """Every row as a bare profile and with its published setup stated, by library and family.
 
-    Stated: the band a bare profile prints today (the defaults were fitted with
-    every row). Nested: each row's band from the other boards' errors alone
-    (scale_fit.path_band), so no row sets its own band.
+    Stated bands are what a profile prints (the defaults were fitted with every row);
+    nested ones come from the other boards' errors alone, so no row sets its own band.
+    "before" states the setup with every prior moving the estimate, as the model did
+    before a prior only widened the band.
     """
-    stated = [predict_latency(read_graph(r.row.model), bare_profile(r.row)).error_pct for r in bare]
-    nested = [path_band(r.row.path, [o for o in bare if o.row.board != r.row.board]) for r in bare]
-    errs = [abs(r.error_pct) for r in bare]
+    checks = check_rows(bare, lambda row: read_graph(row.model))
+    groups: dict[str, list] = defaultdict(list)
+    for c in checks:
+        groups[c.group].append(c)
+        groups["all rows"].append(c)
+        if c.row.core.startswith("cortex-m"):
+            groups["all Cortex-M"].append(c)
     print(
-        f"Stated band (bare profile): holds {coverage(bare, stated):.0%} of rows, median band "
-        f"±{statistics.median(stated):.0f}%; nested (other boards' errors): holds "
-        f"{coverage(bare, nested):.0%}; median |error| {statistics.median(errs):.1f}%"
+        "\nBare profile and published setup stated, by kernel library / core family:\n"
+        f"  {'group':<20} {'n':>3} | {'bare: med.err':>13} {'band':>5} {'holds':>5} "
+        f"{'nested':>6} | {'setup: med.err':>14} {'before':>6} {'band':>5} {'holds':>5} "
+        f"{'nested':>6} {'before':>6}"
     )
-    setup_split(bare, stated, nested)
-    stated_runtime_report(bare)
+    for name in sorted(groups, key=lambda g: (g.startswith("all"), g)):
+        s = summary(groups[name])
+        print(
+            f"  {name:<20} {s['n']:>3} | {s['bare_median']:12.1f}% {s['bare_band']:4.0f}% "
+            f"{s['bare_holds']:5.0%} {s['bare_nested']:6.0%} | {s['setup_median']:13.1f}% "
+            f"{s['before_median']:5.1f}% {s['setup_band']:4.0f}% {s['setup_holds']:5.0%} "
+            f"{s['setup_nested']:6.0%} {s['before_nested']:6.0%}"
+        )
+    misses = [c for c in checks if abs(c.bare_error) > c.bare_nested]
+    print(
+        "Nested misses (bare): "
+        + ", ".join(f"{c.row.id} {c.bare_error:+.0f}% (band ±{c.bare_nested:.0f}%)" for c in misses)
+    )
     tiny = [r for r in bare if sum(op.macs for op in read_graph(r.row.model).ops) < 10_000]
     if tiny:
         inside = sum(abs(r.error_pct) <= 30 for r in tiny)
         print(f"Models under 10k MACs (bare profile): {inside}/{len(tiny)} within ±30%")
-
-
-def setup_split(bare: list, stated: list, nested: list) -> None:  # noqa: ANN001
-    """The Cortex-M rows of the bare-profile check, split by the setup their source states."""
-    print("Cortex-M, bare profile, by stated setup (n, median |error|, median band, nested holds):")
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, r in enumerate(bare):
-        if r.row.core.startswith("cortex-m"):
-            groups["all Cortex-M"].append(i)
-            year = r.row.runtime_year
-            vintage = "runtime <= 2020" if year is not None and year <= 2020 else "runtime 2021 on"
-            groups[vintage].append(i)
-            groups[f"memory = {r.row.memory}"].append(i)
-    for name, idx in groups.items():
-        rows = [bare[i] for i in idx]
-        err = statistics.median(abs(r.error_pct) for r in rows)
-        print(
-            f"  {name:<18} n={len(idx):<2} {err:5.1f}%"
-            f"  ±{statistics.median(stated[i] for i in idx):.0f}%"
-            f"  {coverage(rows, [nested[i] for i in idx]):.0%}"
-        )
 
 
 def old_runtime_factor(rows: list) -> None:  # noqa: ANN001

@@ -46,6 +46,7 @@ from mcunas.cost.coefficients import (
     PRIOR_TABLES,
     STATED_RUNTIME_ERRORS,
     PathTable,
+    family_value,
     path_for,
 )
 from mcunas.cost.microbench import microbench_tables
@@ -139,6 +140,16 @@ class _Resolved:
             return self.op_errors[variant]
         return max(self.error_pct, NO_DATA_ERROR_PCT)
 
+    def flat_error(self, variant: str) -> float:
+        """Stated error of a variant the path's scale leaves alone (a flat-loop kernel).
+
+        Measured, it carries no more than the error of the rows that measured it, those
+        whose time is the interpreter's fixed costs (:data:`OVERHEAD_ERROR_PCT`), not the
+        band of the scaled kernels; unmeasured, :meth:`variant_error`.
+        """
+        error = self.variant_error(variant)
+        return min(error, OVERHEAD_ERROR_PCT) if variant in self.checked else error
+
 
 def _checked(entry: dict[str, Any], path: str) -> frozenset[str]:
     """Variants the stated error was measured on (see :func:`scale_fit.checked_variants`)."""
@@ -165,9 +176,10 @@ def resolve(board: Any, kernels: str) -> _Resolved:
     entry = _board_entry(board, kernels)
     where = board.path or board.name
     try:
-        scale = float(entry.get("scale", DEFAULT_SCALES.get(path, 1.0)))
+        scale = float(entry.get("scale", family_value(DEFAULT_SCALES, path, board.core, 1.0)))
         defaults = STATED_RUNTIME_ERRORS if runtime_stated(board) else DEFAULT_ERRORS
-        error = float(entry.get("error_pct", defaults.get(path, NO_DATA_ERROR_PCT)))
+        default_error = family_value(defaults, path, board.core, NO_DATA_ERROR_PCT)
+        error = float(entry.get("error_pct", default_error))
         checked = _checked(entry, path) if "error_pct" in entry or not entry else frozenset()
         op_errors = {str(k): float(v) for k, v in entry.get("op_error_pct", {}).items()}
         changes = {k: float(entry[k]) for k in _OVERRIDE_KEYS if k in entry}
@@ -326,11 +338,15 @@ def _tally(graph: Any, board: Any, main: _Resolved, ref: _Resolved) -> _Tally:
         coef = main if fast else ref
         scaled, unscaled = split_cycles(feat, coef.table)
         dispatch = coef.table.op_overhead * coef.factor
-        work = scaled * coef.factor * coef.scale + (unscaled * coef.factor - dispatch)
+        kernel, flat = scaled * coef.factor * coef.scale, unscaled * coef.factor - dispatch
         if board.multicore_kernels:
-            work *= MULTICORE_FACTORS.get(op.name, 1.0)
-        cycles = work + dispatch
-        spent = work * coef.variant_error(feat.variant) + dispatch * OVERHEAD_ERROR_PCT
+            kernel, flat = (w * MULTICORE_FACTORS.get(op.name, 1.0) for w in (kernel, flat))
+        cycles = kernel + flat + dispatch
+        spent = (
+            kernel * coef.variant_error(feat.variant)
+            + flat * coef.flat_error(feat.variant)
+            + dispatch * OVERHEAD_ERROR_PCT
+        )
         error = round(spent / cycles, 1) if cycles > 0 else OVERHEAD_ERROR_PCT
         tally.total, tally.weighted = tally.total + cycles, tally.weighted + spent
         tally.fixed += unscaled * coef.factor

@@ -3,9 +3,12 @@
 A profile may state where the weights and the arena live, whether the caches are
 on, the flash wait states at its clock, the TFLM and CMSIS-NN vintage and the
 compiler's optimisation level (``board_checks.check_setup``). Each stated key is a
-:class:`SetupEffect`: a factor on the modelled time with its own error, and the
-basis of both, ``fitted`` (published rows on at least two boards or model pairs)
-or ``prior`` (no checkable figure; a wide band, named as a prior).
+:class:`SetupEffect` with its basis. A ``fitted`` effect (published rows measured
+it: the old-runtime factor on CMSIS-NN's DSP path, code and data in TCM) moves the
+estimate and adds its error. A ``prior`` (no published pair checks it) does not
+move the estimate: its guess only widens the band, to hold both the baseline and
+the guess (:func:`widened`). Moved by guesses, the held-out rows' estimates went the
+wrong way as often as the right one.
 
 The baseline every factor is relative to is what the default scales were fitted
 on: weights in flash behind the chip's cache or flash accelerator, the arena in
@@ -24,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mcunas.boards.checks import runtime_year
-from mcunas.cost.coefficients import MEMORY_FACTORS
+from mcunas.cost.coefficients import MEMORY_FACTORS, path_for
 
 # What a key left out means (the fitted baseline); `mcunas boards show` prints it.
 BASELINE = {
@@ -52,6 +55,9 @@ OLD_RUNTIME_BASIS = (
 )
 LAST_OLD_YEAR = 2020
 FIRST_RECENT_CMSIS_NN = 3
+# The code paths whose rows the factor was fitted on: on any other path (TFLM's reference
+# kernels, Helium, the M0+'s C) no pair checks it, so it widens the band only.
+OLD_RUNTIME_PATHS = ("cmsis-nn-dsp",)
 
 # Priors (no checkable published pair with the setup stated): factor on time, error %.
 _WEIGHTS = {  # (cache on, cache off)
@@ -75,13 +81,42 @@ _OPT = {"O2": (1.0, 0.0), "O3": (0.95, 10.0), "Os": (1.2, 25.0)}
 
 @dataclass(frozen=True)
 class SetupEffect:
-    """One stated key's effect: ``factor`` on the time, its ``error_pct``, and why."""
+    """One stated key's effect: ``factor`` on the time, its ``error_pct``, and why.
+
+    A ``prior`` (no published pair measured it) keeps ``factor`` 1: its guess,
+    ``prior_factor`` with ``prior_error_pct``, only widens ``error_pct`` to hold both
+    the baseline and the guess (:func:`widened`). A ``fitted`` effect moves the estimate.
+    """
 
     key: str
     value: str
     factor: float
     error_pct: float
     basis: str
+    prior_factor: float = 1.0
+    prior_error_pct: float = 0.0
+
+    @property
+    def kind(self) -> str:
+        """``fitted``, ``prior`` or ``baseline``: the first word of :attr:`basis`."""
+        return self.basis.split(":")[0]
+
+
+def widened(factor: float, error_pct: float) -> float:
+    """The band (in %) of an unapplied prior: it holds the baseline and the prior's range.
+
+    ``factor`` x (1 + ``error_pct``) above and its inverse below, in % of the time:
+    a guess of x1.5 +/-50% that no pair checks is stated as +/-125%, centred on 1.
+    """
+    return (max(factor, 1.0 / factor) * (1.0 + error_pct / 100.0) - 1.0) * 100.0
+
+
+def _prior(key: str, value: str, factor: float, error_pct: float, basis: str) -> SetupEffect:
+    """A prior's effect: no move, the band widened by its guess (``basis`` starts ``prior``)."""
+    if factor == 1.0 and error_pct == 0.0:
+        return SetupEffect(key, value, 1.0, 0.0, "baseline")
+    band = round(widened(factor, error_pct), 1)
+    return SetupEffect(key, value, 1.0, band, basis, factor, error_pct)
 
 
 def setup_effects(board: Any) -> list[SetupEffect]:
@@ -100,8 +135,8 @@ def setup_effects(board: Any) -> list[SetupEffect]:
         effects.append(vintage)
     if "opt" in setup:
         factor, error = _OPT[setup["opt"]]
-        basis = "baseline" if setup["opt"] == "O2" else "prior: compiler optimisation level"
-        effects.append(SetupEffect("opt", setup["opt"], factor, error, basis))
+        basis = "prior: compiler optimisation level"
+        effects.append(_prior("opt", setup["opt"], factor, error, basis))
     return effects
 
 
@@ -130,8 +165,10 @@ def _placement(board: Any, setup: dict[str, Any]) -> list[SetupEffect]:
         if memory == "sram":
             return []
         factor, error = MEMORY_FACTORS.get(memory, (1.0, 0.0))
-        basis = "fitted: Teensy 4.1 hello_world (one board)" if memory == "tcm" else "prior"
-        return [SetupEffect("memory", memory, factor, error, basis)]
+        if memory == "tcm":
+            basis = "fitted: Teensy 4.1 hello_world (one board)"
+            return [SetupEffect("memory", memory, factor, error, basis)]
+        return [_prior("memory", memory, factor, error, "prior: external memory")]
     weights, arena = setup.get("weights", "flash"), setup.get("arena", "sram")
     if weights == "tcm" and arena == "tcm":
         factor, error = MEMORY_FACTORS["tcm"]
@@ -141,8 +178,7 @@ def _placement(board: Any, setup: dict[str, Any]) -> list[SetupEffect]:
     for key, value, table in (("weights", weights, _WEIGHTS), ("arena", arena, _ARENA)):
         if key in setup:
             factor, error = table[value][on]
-            basis = "baseline" if factor == 1.0 and error == 0 else "prior: memory placement"
-            effects.append(SetupEffect(key, value, factor, error, basis))
+            effects.append(_prior(key, value, factor, error, "prior: memory placement"))
     return effects
 
 
@@ -158,7 +194,7 @@ def _cache(cache: bool, wait_states: int | None, weights: str) -> SetupEffect:
         factor, error = UNCACHED_DEFAULT
     else:
         factor, error = 1.0 + UNCACHED_PER_WAIT_STATE * wait_states, 50.0
-    return SetupEffect("cache", value, factor, error, "prior: uncached flash fetches")
+    return _prior("cache", value, factor, error, "prior: uncached flash fetches")
 
 
 def _vintage(board: Any, setup: dict[str, Any]) -> SetupEffect | None:
@@ -173,13 +209,24 @@ def _vintage(board: Any, setup: dict[str, Any]) -> SetupEffect | None:
     if not old:
         return SetupEffect("runtime", value, 1.0, 0.0, "baseline")
     factor, error = OLD_RUNTIME_FACTOR
-    return SetupEffect("runtime", value, factor, error, OLD_RUNTIME_BASIS)
+    path = path_for(str(board.core), str(getattr(board, "kernels", "")))
+    if path in OLD_RUNTIME_PATHS:
+        return SetupEffect("runtime", value, factor, error, OLD_RUNTIME_BASIS)
+    basis = f"prior: the runtime factor was fitted on {', '.join(OLD_RUNTIME_PATHS)}, not {path}"
+    return _prior("runtime", value, factor, error, basis)
+
+
+def effect_label(effect: SetupEffect) -> str:
+    """``fitted``, or ``prior: x1.50 not applied, widens only`` for a prior."""
+    if effect.kind != "prior":
+        return effect.kind
+    return f"prior: x{effect.prior_factor:.2f} not applied, widens only"
 
 
 def band_breakdown(board: Any, error_pct: float) -> str:
     """What a model's stated error is made of, and which key would narrow it.
 
-    ``+/-48%: +/-41% kernels, +/-25% weights (prior); state `runtime` to narrow``.
+    ``+/-48%: +/-41% kernels, +/-33% weights (prior: x0.90 not applied, widens only)``.
     The kernel share is what is left of ``error_pct`` after the setup effects'
     errors (they add in quadrature).
     """
@@ -187,7 +234,7 @@ def band_breakdown(board: Any, error_pct: float) -> str:
     setup_error = combined(effects)[1]
     kernels = math.sqrt(max(error_pct**2 - setup_error**2, 0.0))
     parts = [f"+/-{kernels:.0f}% kernels"] + [
-        f"+/-{e.error_pct:.0f}% {e.key} ({e.basis.split(':')[0]})" for e in effects
+        f"+/-{e.error_pct:.0f}% {e.key} ({effect_label(e)})" for e in effects
     ]
     text = f"+/-{error_pct:.0f}%: " + ", ".join(parts)
     if str(getattr(board, "core", "")).startswith("cortex-m") and not runtime_stated(board):

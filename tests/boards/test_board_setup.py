@@ -1,6 +1,7 @@
 """The setup keys of a board profile: checked on load, turned into latency factors."""
 
 import dataclasses
+import math
 
 import pytest
 from click.testing import CliRunner
@@ -10,7 +11,7 @@ from mcunas.boards.checks import runtime_year
 from mcunas.commands.cli import cli, main
 from mcunas.cost.fit.scale import CALIBRATION_CSV, load_calibration
 from mcunas.cost.latency import predict_latency
-from mcunas.cost.setup import OLD_RUNTIME_FACTOR, combined, setup_effects
+from mcunas.cost.setup import OLD_RUNTIME_FACTOR, combined, setup_effects, widened
 from mcunas.errors import BoardProfileError
 from mcunas.tflite.reader import read_graph
 
@@ -86,24 +87,63 @@ def test_old_runtime_moves_the_estimate_by_the_fitted_factor_and_widens_it(tmp_p
     assert b.ms / a.ms == pytest.approx(OLD_RUNTIME_FACTOR[0])
     assert b.error_pct > a.error_pct
     assert combined(setup_effects(old_cmsis))[0] == pytest.approx(OLD_RUNTIME_FACTOR[0])
-    assert setup_effects(old)[0].basis.startswith("fitted")
+    assert setup_effects(old)[0].kind == "fitted"
+
+
+def test_old_runtime_on_a_path_it_was_not_fitted_on_only_widens(tmp_path):
+    graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
+    for kernels, core in (("reference", "cortex-m4f"), ("cmsis-nn", "cortex-m0plus")):
+        bare = _replace(_load(tmp_path, ""), kernels=kernels, core=core)
+        old = _replace(_load(tmp_path, 'runtime = "2.3.1"\n'), kernels=kernels, core=core)
+        (effect,) = setup_effects(old)
+        assert effect.kind == "prior" and effect.factor == 1.0, kernels
+        assert effect.prior_factor == pytest.approx(OLD_RUNTIME_FACTOR[0])
+        a, b = predict_latency(graph, bare), predict_latency(graph, old)
+        assert b.ms == pytest.approx(a.ms) and b.error_pct > a.error_pct
+
+
+def _replace(board, **changes):
+    return dataclasses.replace(board, **changes)
 
 
 def test_placement_and_cache_priors_are_named_priors(tmp_path):
     board = _load(tmp_path, 'weights = "sdram"\narena = "psram"\ncache = false\nopt = "Os"\n')
     effects = {e.key: e for e in setup_effects(board)}
     assert set(effects) == {"weights", "arena", "cache", "opt"}
-    assert all(e.basis.startswith("prior") for e in effects.values() if e.key != "cache")
+    assert all(e.kind == "prior" for e in effects.values())
     cached = _load(tmp_path, 'weights = "sdram"\narena = "psram"\nopt = "Os"\n')
-    assert combined(setup_effects(board))[0] > combined(setup_effects(cached))[0] > 1.0
+    # their guesses still order the band: caches off is the wider one
+    assert combined(setup_effects(board))[1] > combined(setup_effects(cached))[1] > 0
+
+
+def test_a_prior_no_pair_supports_widens_the_band_and_does_not_move_the_estimate(tmp_path):
+    graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
+    bare = predict_latency(graph, _load(tmp_path, ""))
+    for extra in ('arena = "sdram"\n', 'opt = "Os"\n', "cache = false\n", 'weights = "sram"\n'):
+        board = _load(tmp_path, extra)
+        (effect,) = setup_effects(board)
+        assert effect.kind == "prior" and effect.factor == 1.0 and effect.prior_factor != 1.0
+        # the band holds both the baseline and the guess with its own error
+        assert effect.error_pct == pytest.approx(
+            widened(effect.prior_factor, effect.prior_error_pct), abs=0.1
+        )
+        low, high = sorted((1.0, effect.prior_factor * (1 + effect.prior_error_pct / 100)))
+        assert effect.error_pct >= (high / low - 1) * 100 - 0.1
+        est = predict_latency(graph, board)
+        assert est.ms == pytest.approx(bare.ms)
+        assert est.error_pct > bare.error_pct
+        assert est.error_pct == pytest.approx(math.hypot(bare.error_pct, effect.error_pct), abs=0.2)
 
 
 def test_uncached_flash_costs_per_wait_state(tmp_path):
     few = _load(tmp_path, "cache = false\nflash_wait_states = 1\n")
     many = _load(tmp_path, "cache = false\nflash_wait_states = 7\n")
     zero = _load(tmp_path, "cache = false\nflash_wait_states = 0\n")
-    factors = [combined(setup_effects(b))[0] for b in (zero, few, many)]
-    assert factors[0] == 1.0 and factors[0] < factors[1] < factors[2]
+    effects = [setup_effects(b)[0] for b in (zero, few, many)]
+    assert effects[0].prior_factor == 1.0 and effects[0].prior_factor < effects[1].prior_factor
+    assert effects[1].prior_factor < effects[2].prior_factor
+    assert effects[1].error_pct < effects[2].error_pct  # more wait states: a wider guess
+    assert all(e.factor == 1.0 for e in effects)
 
 
 def test_memory_key_still_applies_without_weights_or_arena(tmp_path):
@@ -141,10 +181,11 @@ def test_band_breakdown_names_each_part_and_the_key_that_would_narrow_it(tmp_pat
     graph = read_graph(load_calibration(CALIBRATION_CSV)[4].model)
     board = _load(tmp_path, 'arena = "sdram"\n')
     text = band_breakdown(board, predict_latency(graph, board).error_pct)
-    assert "kernels" in text and "+/-50% arena (prior)" in text and "state `runtime`" in text
-    stated = _load(tmp_path, 'runtime = "tflm-2024"\n')
+    assert "kernels" in text and "+/-125% arena (prior: x1.50 not applied" in text
+    assert "state `runtime`" in text
+    stated = _load(tmp_path, 'runtime = "2.3.1"\n')
     text = band_breakdown(stated, predict_latency(graph, stated).error_pct)
-    assert "kernels" in text and "state" not in text
+    assert "kernels" in text and "runtime (fitted)" in text and "state" not in text
 
 
 def test_power_rail_board_adds_the_boards_own_draw(tmp_path):

@@ -45,6 +45,8 @@ CALIBRATION_CSV = CALIBRATION_DIR / "measurements.csv"
 # Further published rows mcunas added (sources checked; see calibration/README.md).
 CALIBRATION_EXTRA_CSV = CALIBRATION_DIR / "measurements_extra.csv"
 _REQUIRED = ("id", "model_file", "core", "clock_mhz", "kernels", "latency_ms")
+# The setup keys a row may state (a profile's, mcunas/boards/checks.py's check_setup).
+_SETUP_KEYS = ("weights", "arena", "cache", "flash_wait_states", "opt", "runtime", "cmsis_nn")
 
 
 # Rows of older runtimes are evidence of spread, not the centre: where a code path
@@ -69,6 +71,20 @@ class CalibrationRow:
     runtime: str = ""
     source: str = ""
     memory: str = "sram"  # where model, arena and code lived (a profile's ``memory``)
+    # the build setup its source states, as a profile's setup keys (``arena = sdram``)
+    setup: tuple[tuple[str, str | bool | int], ...] = ()
+
+    @property
+    def off_baseline(self) -> bool:
+        """True when the row ran with weights or arena in external memory, or caches off.
+
+        Such a row is slower for a reason no kernel scale holds and no published pair
+        has fitted (mcunas/cost/setup.py's priors): it checks a stated setup and is
+        left out of every fit.
+        """
+        stated = dict(self.setup)
+        external = {stated.get("weights"), stated.get("arena"), self.memory} & {"sdram", "psram"}
+        return bool(external) or stated.get("cache") is False
 
     @property
     def path(self) -> str:
@@ -174,7 +190,31 @@ def _calibration_row(path: Path, n: int, raw: dict[str, str], models_dir: Path) 
         runtime=raw.get("runtime", ""),
         source=raw.get("source", ""),
         memory=memory,
+        setup=_setup(raw.get("setup") or "", where),
     )
+
+
+MAX_SETUP_CHARS = 200  # a setup cell is a few keys: longer is not one
+
+
+def _setup(text: str, where: str) -> tuple[tuple[str, str | bool | int], ...]:
+    """A ``setup`` cell, ``arena=sdram; opt=Os``, checked as a profile's keys are."""
+    from mcunas.boards.checks import check_setup
+
+    if len(text) > MAX_SETUP_CHARS:
+        raise UserError(f"{where}: setup is longer than {MAX_SETUP_CHARS} characters")
+    data: dict[str, str | bool | int] = {}
+    for part in filter(None, (p.strip() for p in text.split(";"))):
+        key, sep, value = (x.strip() for x in part.partition("="))
+        if not sep:
+            raise UserError(f"{where}: setup {part!r} is not key=value")
+        data[key] = {"true": True, "false": False}.get(value, value)
+        if key == "flash_wait_states" and value.isdigit():
+            data[key] = int(value)
+    unknown = sorted(set(data) - set(_SETUP_KEYS))
+    if unknown:
+        raise UserError(f"{where}: unknown setup key {unknown[0]!r}")
+    return tuple(check_setup(data, f"{where}: setup").items())
 
 
 def _bounded(text: str, low: float, high: float, what: str) -> float:

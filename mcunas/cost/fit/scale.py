@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from mcunas.cost.coefficients import DISPATCH_CYCLES
+from mcunas.cost.coefficients import DISPATCH_CYCLES, core_family, family_value
 from mcunas.cost.fit.rows import (
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
@@ -43,6 +43,8 @@ __all__ = [
     "LooResult",
     "cached_graph",
     "checked_variants",
+    "band_table",
+    "family_scales",
     "path_band",
     "fit_dispatch",
     "fit_scales",
@@ -109,7 +111,7 @@ def predict_row_ms(
     from mcunas.cost.latency import INVOKE
 
     shares = row_cycles(row)
-    cycles = sum(scales.get(p, 1.0) * c for p, c in shares.items() if p != INVOKE)
+    cycles = sum(_scale(scales, p, row) * c for p, c in shares.items() if p != INVOKE)
     cycles += shares.get(INVOKE, 0.0) * _invoke_ratio(invoke)
     return cycles / row.clock_hz * 1000.0
 
@@ -124,6 +126,11 @@ def row_fixed_ms(row: CalibrationRow, invoke: float | None = None) -> float:
     shares = row_cycles(row)
     fixed = shares.get(FIXED, 0.0) + shares.get(INVOKE, 0.0) * _invoke_ratio(invoke)
     return fixed / row.clock_hz * 1000.0
+
+
+def _scale(scales: dict[str, float], path: str, row: CalibrationRow) -> float:
+    """The scale of ``path`` for ``row``'s core family (the path's own where none is fitted)."""
+    return family_value(scales, path, row.core, 1.0)
 
 
 def _invoke_ratio(invoke: float | None) -> float:
@@ -148,9 +155,9 @@ def fit_dispatch(rows: Iterable[CalibrationRow], scales: dict[str, float]) -> fl
     from mcunas.cost.latency import INVOKE
 
     per_board: dict[str, list[float]] = {}
-    for row in rows:
+    for row in (r for r in rows if not r.off_baseline):
         shares = row_cycles(row)
-        modelled = sum(scales.get(p, 1.0) * c for p, c in shares.items())
+        modelled = sum(_scale(scales, p, row) * c for p, c in shares.items())
         if _fixed_share(shares, modelled) < OVERHEAD_ROW_SHARE or not shares.get(INVOKE):
             continue
         rest = row.latency_ms / 1000.0 * row.clock_hz - (modelled - shares[INVOKE])
@@ -178,18 +185,23 @@ def fit_scales(
     Work on other paths inside a row (ops the library does not accelerate)
     is charged at the ``fixed`` scales (1 where absent) and taken off first.
     Where a path has rows of a recent runtime (:attr:`CalibrationRow.recent`),
-    its older rows are left out.
+    its older rows are left out. A path measured on several core families also
+    gets a scale per family (``tflm-ref/cortex``, :func:`family_scales`).
     """
-    fixed = dict(fixed or {})
     rows = list(rows)
     recent_paths = {r.path for r in rows if r.recent}
+    used = [r for r in rows if (r.recent or r.path not in recent_paths) and not r.off_baseline]
+    scales = _path_scales(used, dict(fixed or {}))
+    return {**scales, **family_scales(used, scales)}
+
+
+def _path_scales(rows: Sequence[CalibrationRow], fixed: dict[str, float]) -> dict[str, float]:
+    """The scales of :func:`fit_scales` before any per-family one."""
     logs: dict[str, dict[str, list[float]]] = {}
     for row in rows:
-        if row.path in recent_paths and not row.recent:
-            continue
         shares = row_cycles(row)
         measured = row.latency_ms / 1000.0 * row.clock_hz
-        other = sum(fixed.get(p, 1.0) * c for p, c in shares.items() if p != row.path)
+        other = sum(_scale(fixed, p, row) * c for p, c in shares.items() if p != row.path)
         own = shares.get(row.path, 0.0)
         if own > 0 and measured > other:
             per_board = logs.setdefault(row.path, {})
@@ -201,6 +213,42 @@ def fit_scales(
             for p, boards in logs.items()
         },
     }
+
+
+def family_scales(rows: Sequence[CalibrationRow], scales: dict[str, float]) -> dict[str, float]:
+    """Per core family, the scale of a path that rows measured on several families.
+
+    A path's tables carry its anchor core's cycles and other cores' speeds are
+    priors (CoreMark per MHz for the scalar C paths), so a family's rows may sit
+    far from the others' (TFLM's reference kernels on a Cortex-M4 run 3x slower per
+    cycle than CoreMark carries over from the ESP chips). The family's own scale,
+    fitted on its rows whose time is mostly kernel work, is pooled with the path's
+    with the weight of :data:`PRIOR_BOARDS` boards: one board moves it half way.
+    """
+    out: dict[str, float] = {}
+    kernel = [r for r in rows if r.path in scales and not _overhead_row(r, scales)]
+    for path in sorted({r.path for r in kernel}):
+        families = sorted({core_family(r.core) for r in kernel if r.path == path})
+        if len(families) < 2:
+            continue
+        for family in families:
+            mine = [r for r in kernel if r.path == path and core_family(r.core) == family]
+            own = _path_scales(mine, {k: v for k, v in scales.items() if k != path}).get(path)
+            if own is None:
+                continue
+            boards = len({r.board or r.id for r in mine})
+            pooled = (boards * math.log(own) + PRIOR_BOARDS * math.log(scales[path])) / (
+                boards + PRIOR_BOARDS
+            )
+            out[f"{path}/{family}"] = math.exp(pooled)
+    return out
+
+
+def _overhead_row(row: CalibrationRow, scales: dict[str, float]) -> bool:
+    """True when a row's modelled time (at ``scales``) is mostly fixed costs."""
+    shares = row_cycles(row)
+    total = sum(_scale(scales, p, row) * c for p, c in shares.items())
+    return _fixed_share(shares, total) >= OVERHEAD_ROW_SHARE
 
 
 @dataclass(frozen=True)
@@ -242,7 +290,7 @@ def _predicted_from(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> 
     used = sum(r.path == row.path for r in fit_rows)
     predicted = predict_row_ms(row, scales, invoke)
     fixed = row_fixed_ms(row, invoke)
-    return LooResult(row, predicted, scales.get(row.path, 1.0), used, fixed)
+    return LooResult(row, predicted, _scale(scales, row.path, row), used, fixed)
 
 
 # Share of rows a stated error band should hold: a prediction interval, not a median.
@@ -254,7 +302,7 @@ BAND_Z = 1.645
 PRIOR_BOARDS = 1.0
 
 
-def path_band(path: str, results: Sequence[LooResult]) -> float:
+def path_band(path: str, results: Sequence[LooResult], family: str | None = None) -> float:
     """Stated error (in %) of a new board on ``path``, from leave-one-board-out results.
 
     A 90% prediction interval of the log error ln(predicted / measured): its
@@ -265,15 +313,47 @@ def path_band(path: str, results: Sequence[LooResult]) -> float:
     states its library's spread, not that one board's luck; a path with many
     boards states its own. The band is exp(z sigma) - 1: symmetric in % of the
     measured latency, so it also holds the log-symmetric interval below.
+
+    Only rows whose time is mostly kernel work count where there are some: a
+    row of a few hundred MACs (hello_world) measures the interpreter's fixed
+    costs, which carry their own error. With ``family`` (``cortex``, ``riscv32``:
+    :func:`~mcunas.cost.coefficients.core_family`), the path's own rows are those
+    of that core family: the band of TFLM's reference kernels on a Cortex-M is
+    sized from the Cortex-M rows' held-out errors, pooled with the library's.
     NaN without results.
     """
     if not results:
         return float("nan")
+    results = [r for r in results if not r.row.off_baseline]
+    kernel = [r for r in results if r.fixed_ms < OVERHEAD_ROW_SHARE * r.predicted_ms]
+    results = kernel or results
+    if not results:
+        return float("nan")
     library = [r for r in results if _library(r.row.path) == _library(path)] or list(results)
     prior = statistics.mean(_board_mean_squares(library))
-    own = _board_mean_squares([r for r in results if r.row.path == path])
+    mine = [
+        r
+        for r in results
+        if r.row.path == path and (family is None or core_family(r.row.core) == family)
+    ]
+    own = _board_mean_squares(mine)
     variance = (sum(own) + PRIOR_BOARDS * prior) / (len(own) + PRIOR_BOARDS)
     return (math.exp(BAND_Z * math.sqrt(variance)) - 1.0) * 100.0
+
+
+def band_table(results: Sequence[LooResult]) -> dict[str, float]:
+    """Every path's band, and a band per core family for paths measured on several.
+
+    The keys are those :func:`~mcunas.cost.coefficients.family_value` reads:
+    ``tflm-ref`` and ``tflm-ref/cortex``, ``tflm-ref/riscv32``, ...
+    """
+    out: dict[str, float] = {}
+    for path in sorted({r.row.path for r in results}):
+        out[path] = path_band(path, results)
+        families = sorted({core_family(r.row.core) for r in results if r.row.path == path})
+        if len(families) > 1:
+            out.update({f"{path}/{f}": path_band(path, results, f) for f in families})
+    return out
 
 
 def _library(path: str) -> str:
