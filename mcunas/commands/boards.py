@@ -83,6 +83,7 @@ def _describe(board: BoardProfile) -> list[str]:
         f"  serial            {board.baud} baud, USB ids {', '.join(board.hwids) or '-'}",
         f"  profile file      {board.path}",
     ]
+    lines += _basis_lines(board)
     lines += _setup_lines(board)
     if board.latency:
         lines += _latency_lines(board.latency)
@@ -129,7 +130,7 @@ def _latency_lines(latency: dict) -> list[str]:
 
 def _setup_lines(board: BoardProfile) -> list[str]:
     """The setup keys (stated or their baseline) and how each moved the latency estimate."""
-    from mcunas.cost.setup import BASELINE, combined, setup_effects
+    from mcunas.cost.setup import BASELINE, combined, effect_label, setup_effects
 
     lines = ["  setup             (a key left out means the baseline the defaults were fitted on)"]
     for key, baseline in BASELINE.items():
@@ -140,8 +141,26 @@ def _setup_lines(board: BoardProfile) -> list[str]:
     effects = setup_effects(board)
     for e in effects:
         lines.append(
-            f"    effect {e.key:<11} x{e.factor:.2f} +/-{e.error_pct:.0f}%  ({e.value}; {e.basis})"
+            f"    effect {e.key:<11} x{e.factor:.2f} +/-{e.error_pct:.0f}%  "
+            f"{effect_label(e)} ({'; '.join(filter(None, (e.value, e.basis.partition(': ')[2])))})"
         )
     factor, error = combined(effects)
-    lines.append(f"    latency moved      x{factor:.2f}, +/-{error:.0f}% added in quadrature")
+    lines.append(
+        f"    latency moved      x{factor:.2f}, +/-{error:.0f}% added in quadrature "
+        "(fitted effects move it; priors only widen it)"
+    )
+    return lines
+
+
+def _basis_lines(board: BoardProfile) -> list[str]:
+    """Kernel scale, core speed and band of the board's library: fitted or prior, and why."""
+    from mcunas.cost.fit.basis import latency_basis
+    from mcunas.errors import BoardProfileError
+
+    try:
+        parts = [p for p in latency_basis(board) if not p.part.startswith("setup")]
+    except BoardProfileError:
+        return []
+    lines = ["  latency basis     (fitted: set by measured rows; prior: carried over or guessed)"]
+    lines += [f"    {p.part:<18} {p.value:<30} {p.kind:<8} {p.source}" for p in parts]
     return lines

@@ -220,6 +220,9 @@ def _print_profile(model: str, prof: Any) -> None:
         from mcunas.cost.setup import band_breakdown
 
         click.echo(f"  band              {band_breakdown(board, lat.error_pct)}")
+    from mcunas.cost.fit.basis import basis_summary
+
+    click.echo(f"  basis             {basis_summary(board)} (setup priors widen the band only)")
     click.echo(
         f"lower bound         {lat.lower_bound_ms:.2f} ms at {board.peak_macs_per_cycle:g} "
         f"MACs/cycle; MAC utilisation {lat.mac_utilisation:.1%} of {graph.total_macs:,} MACs"

@@ -45,6 +45,7 @@ __all__ = [
     "checked_variants",
     "band_table",
     "family_scales",
+    "overhead_row",
     "path_band",
     "fit_dispatch",
     "fit_scales",
@@ -226,7 +227,7 @@ def family_scales(rows: Sequence[CalibrationRow], scales: dict[str, float]) -> d
     with the weight of :data:`PRIOR_BOARDS` boards: one board moves it half way.
     """
     out: dict[str, float] = {}
-    kernel = [r for r in rows if r.path in scales and not _overhead_row(r, scales)]
+    kernel = [r for r in rows if r.path in scales and not overhead_row(r, scales)]
     for path in sorted({r.path for r in kernel}):
         families = sorted({core_family(r.core) for r in kernel if r.path == path})
         if len(families) < 2:
@@ -244,7 +245,7 @@ def family_scales(rows: Sequence[CalibrationRow], scales: dict[str, float]) -> d
     return out
 
 
-def _overhead_row(row: CalibrationRow, scales: dict[str, float]) -> bool:
+def overhead_row(row: CalibrationRow, scales: dict[str, float]) -> bool:
     """True when a row's modelled time (at ``scales``) is mostly fixed costs."""
     shares = row_cycles(row)
     total = sum(_scale(scales, p, row) * c for p, c in shares.items())
