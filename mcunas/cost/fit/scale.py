@@ -222,25 +222,31 @@ def family_scales(rows: Sequence[CalibrationRow], scales: dict[str, float]) -> d
     A path's tables carry its anchor core's cycles and other cores' speeds are
     priors (CoreMark per MHz for the scalar C paths), so a family's rows may sit
     far from the others' (TFLM's reference kernels on a Cortex-M4 run 3x slower per
-    cycle than CoreMark carries over from the ESP chips). The family's own scale,
-    fitted on its rows whose time is mostly kernel work, is pooled with the path's
-    with the weight of :data:`PRIOR_BOARDS` boards: one board moves it half way.
+    cycle than CoreMark carries over from the ESP chips). A family's scale is the
+    mean log scale of its boards' rows whose time is mostly kernel work, pooled
+    with the median board of the path with the weight of :data:`PRIOR_BOARDS`
+    boards: one board moves it half way, and one family far off does not move
+    the others (a median, not a mean).
     """
     out: dict[str, float] = {}
     kernel = [r for r in rows if r.path in scales and not overhead_row(r, scales)]
     for path in sorted({r.path for r in kernel}):
-        families = sorted({core_family(r.core) for r in kernel if r.path == path})
-        if len(families) < 2:
+        mine = [r for r in kernel if r.path == path]
+        if len({core_family(r.core) for r in mine}) < 2:
             continue
-        for family in families:
-            mine = [r for r in kernel if r.path == path and core_family(r.core) == family]
-            own = _path_scales(mine, {k: v for k, v in scales.items() if k != path}).get(path)
-            if own is None:
-                continue
-            boards = len({r.board or r.id for r in mine})
-            pooled = (boards * math.log(own) + PRIOR_BOARDS * math.log(scales[path])) / (
-                boards + PRIOR_BOARDS
-            )
+        fixed = {k: v for k, v in scales.items() if k != path}
+        logs: dict[str, tuple[str, float]] = {}
+        for board in {r.board or r.id for r in mine}:
+            own = _path_scales([r for r in mine if (r.board or r.id) == board], fixed).get(path)
+            if own is not None:
+                family = core_family(next(r.core for r in mine if (r.board or r.id) == board))
+                logs[board] = (family, math.log(own))
+        if not logs:
+            continue
+        centre = statistics.median(v for _, v in logs.values())
+        for family in sorted({f for f, _ in logs.values()}):
+            own_logs = [v for f, v in logs.values() if f == family]
+            pooled = (sum(own_logs) + PRIOR_BOARDS * centre) / (len(own_logs) + PRIOR_BOARDS)
             out[f"{path}/{family}"] = math.exp(pooled)
     return out
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 
 import pytest
 
@@ -12,7 +13,6 @@ from mcunas.cost.coefficients import DEFAULT_ERRORS, DEFAULT_SCALES
 from mcunas.cost.fit.scale import (
     PRIOR_BOARDS,
     LooResult,
-    family_scales,
     fit_scales,
     load_calibration,
     path_band,
@@ -55,14 +55,29 @@ def test_rows_of_the_interpreters_fixed_costs_do_not_size_a_kernel_band():
 def test_a_family_on_one_board_moves_the_scale_half_way_in_log():
     rows = load_calibration()
     scales = fit_scales(rows)
-    assert set(family_scales(rows, {p: v for p, v in scales.items() if "/" not in p})) == {
-        k for k in scales if "/" in k
-    }
-    own = fit_scales([r for r in rows if r.id == "f413-person-ref"])["tflm-ref"]
-    pooled = scales["tflm-ref"]
-    expected = math.exp((math.log(own) + PRIOR_BOARDS * math.log(pooled)) / (1 + PRIOR_BOARDS))
-    assert scales["tflm-ref/cortex"] == pytest.approx(expected, rel=0.02)
     assert scales["tflm-ref/cortex"] == pytest.approx(DEFAULT_SCALES["tflm-ref/cortex"], rel=1e-3)
+    own = fit_scales([r for r in rows if r.id == "f413-person-ref"])["tflm-ref"]
+    others = {
+        r.board: fit_scales([r])["tflm-ref"]
+        for r in rows
+        if r.path == "tflm-ref" and r.id.endswith("person-ref")
+    }
+    centre = statistics.median(math.log(v) for v in others.values())
+    expected = math.exp((math.log(own) + PRIOR_BOARDS * centre) / (1 + PRIOR_BOARDS))
+    assert scales["tflm-ref/cortex"] == pytest.approx(expected, rel=0.02)
+    assert own > scales["tflm-ref/cortex"] > scales["tflm-ref/xtensa"]
+
+
+def test_one_family_far_off_does_not_move_the_others():
+    rows = load_calibration()
+    slower = [
+        dataclasses.replace(r, latency_ms=r.latency_ms * 10) if r.id == "f413-person-ref" else r
+        for r in rows
+    ]
+    a, b = fit_scales(rows), fit_scales(slower)
+    assert b["tflm-ref/cortex"] > 2 * a["tflm-ref/cortex"]
+    for family in ("xtensa", "riscv32"):
+        assert b[f"tflm-ref/{family}"] == pytest.approx(a[f"tflm-ref/{family}"])
 
 
 def test_a_bare_profile_states_its_familys_band_for_reference_kernels():
