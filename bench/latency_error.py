@@ -27,7 +27,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from mcunas.boards.catalog import BoardProfile
@@ -35,7 +35,20 @@ from mcunas.cost.coefficients import core_family
 
 # The product's own prediction from a set of rows, so a bare profile here is predicted
 # exactly as leave_one_out predicts a row.
-from mcunas.cost.fit.scale import CalibrationRow, LooResult, _predicted_from, band_table, path_band
+from mcunas.cost.fit.scale import (
+    PRIOR_BOARDS,
+    CalibrationRow,
+    LooResult,
+    _board_mean_squares,
+    _library,
+    _predicted_from,
+    band_table,
+    fit_dispatch,
+    fit_scales,
+    path_band,
+    predict_row_ms,
+    row_fixed_ms,
+)
 from mcunas.cost.latency import predict_latency
 from mcunas.cost.setup import SetupEffect, runtime_stated, setup_effects
 
@@ -43,7 +56,9 @@ __all__ = [
     "RowCheck",
     "check_rows",
     "coverage",
+    "former_check",
     "leave_one_board_out",
+    "nested_band",
     "path_bands",
     "profile_for",
     "published_setup",
@@ -116,38 +131,53 @@ def check_rows(bare: Sequence[LooResult], graph_of: Any) -> list[RowCheck]:
     """Every leave-one-board-out result checked bare and with its published setup stated.
 
     ``graph_of(row)`` gives a row's graph. The stated bands are what ``mcunas
-    profile`` prints; the nested ones replace the kernels' part by the band the
-    other boards' errors give (:func:`~mcunas.cost.fit.scale.path_band`).
+    profile`` prints; the nested ones are the same estimate's band with the
+    kernel libraries' errors replaced by the bands the other boards' errors give
+    (:func:`nested_band`), so a row of fixed costs is held to its op-weighted band.
     """
     out = []
     for r in bare:
-        graph, family = graph_of(r.row), core_family(r.row.core)
+        graph = graph_of(r.row)
         others = [o for o in bare if o.row.board != r.row.board]
-        nested = path_band(r.row.path, others, family)
-        plain = predict_latency(graph, profile_for(r.row))
-        stated = profile_for(r.row, published_setup(r.row))
-        effects = setup_effects(stated)
-        if runtime_stated(stated):
-            recent = [o for o in others if o.row.recent]
-            nested = path_band(r.row.path, recent, family) if recent else nested
+        plain, stated = profile_for(r.row), profile_for(r.row, published_setup(r.row))
         # the leave-one-board-out prediction already holds the bare profile's own effects
-        base = _after(setup_effects(profile_for(r.row)))[0]
-        moved, widened = _after(effects), _before(effects)
-        moved, widened = (moved[0] / base, moved[1]), (widened[0] / base, widened[1])
+        base = _after(setup_effects(plain))[0]
+        effects = setup_effects(stated)
+        moved, widened = _after(effects)[0] / base, _before(effects)
+        before_band = math.hypot(nested_band(graph, plain, others), widened[1])
         out.append(
             RowCheck(
                 r.row,
                 r.error_pct,
-                plain.error_pct,
-                path_band(r.row.path, others, family),
-                _moved(r, moved[0]),
+                predict_latency(graph, plain).error_pct,
+                nested_band(graph, plain, others),
+                _moved(r, moved),
                 predict_latency(graph, stated).error_pct,
-                math.hypot(nested, moved[1]),
-                _moved(r, widened[0]),
-                math.hypot(nested, widened[1]),
+                nested_band(graph, stated, others),
+                _moved(r, widened[0] / base),
+                before_band,
             )
         )
     return out
+
+
+def nested_band(graph: Any, board: BoardProfile, others: Sequence[LooResult]) -> float:
+    """``board``'s stated band for ``graph`` with its libraries' errors from ``others`` alone.
+
+    The board's library and TFLM's reference kernels (which run what the library does
+    not) state :func:`~mcunas.cost.fit.scale.path_band` of the other boards' rows
+    (runtimes of 2021 on only when the profile states its runtime, as the defaults do).
+    """
+    from mcunas.cost.coefficients import path_for
+
+    if runtime_stated(board):
+        others = [o for o in others if o.row.recent] or others
+    family = core_family(board.core)
+    latency = {
+        lib: {"error_pct": path_band(path_for(board.core, lib), others, family)}
+        for lib in {board.kernels, "reference"}
+    }
+    return predict_latency(graph, replace(board, latency=latency)).error_pct
 
 
 def _after(effects: list[SetupEffect]) -> tuple[float, float]:
@@ -188,4 +218,63 @@ def summary(checks: Sequence[RowCheck]) -> dict[str, float]:
         "setup_nested": held([x.setup_error for x in c], [x.setup_nested for x in c]),
         "before_nested": held([x.before_error for x in c], [x.before_nested for x in c]),
         "nested_band": med(x.bare_nested for x in c),
+        "setup_nested_band": med(x.setup_nested for x in c),
     }
+
+
+def former_check(rows: Sequence[CalibrationRow]) -> list[RowCheck]:
+    """The same checks by the former method, on the same rows, for a before-and-after table.
+
+    One scale per path for every core family, a path's band from all its rows
+    (those of the interpreter's fixed costs too) without a band per family, and
+    every setup prior moving the estimate by its guess. Its stated bands are not
+    rebuilt (they were constants of the former code): ``bare_band`` and
+    ``setup_band`` hold the nested ones.
+    """
+    fitted = [r for r in rows if not r.off_baseline]
+    bare = [_former_predicted(r, [o for o in fitted if o.board != r.board]) for r in rows]
+    out = []
+    for r in bare:
+        others = [o for o in bare if o.row.board != r.row.board and not o.row.off_baseline]
+        stated = profile_for(r.row, published_setup(r.row))
+        if runtime_stated(stated):
+            others = [o for o in others if o.row.recent] or others
+        nested = _former_band(r.row.path, others)
+        base = _before(setup_effects(profile_for(r.row)))[0]
+        factor, error = _before(setup_effects(stated))
+        plain = [o for o in bare if o.row.board != r.row.board and not o.row.off_baseline]
+        bare_nested = _former_band(r.row.path, plain)
+        moved = _moved(r, factor / base)
+        out.append(
+            RowCheck(
+                r.row,
+                r.error_pct,
+                bare_nested,
+                bare_nested,
+                moved,
+                math.hypot(nested, error),
+                math.hypot(nested, error),
+                moved,
+                math.hypot(nested, error),
+            )  # fmt: skip
+        )
+    return out
+
+
+def _former_predicted(row: CalibrationRow, fit_rows: Sequence[CalibrationRow]) -> LooResult:
+    """``row`` predicted with one scale per path (no per-family scale), as before."""
+    scales = {k: v for k, v in fit_scales(fit_rows).items() if "/" not in k}
+    invoke = fit_dispatch(fit_rows, scales)
+    predicted = predict_row_ms(row, scales, invoke)
+    return LooResult(row, predicted, scales.get(row.path, 1.0), 0, row_fixed_ms(row, invoke))
+
+
+def _former_band(path: str, results: Sequence[LooResult]) -> float:
+    """The former path band: every row of the path, no family, no kernel-work filter."""
+    if not results:
+        return float("nan")
+    library = [r for r in results if _library(r.row.path) == _library(path)] or list(results)
+    prior = statistics.mean(_board_mean_squares(library))
+    own = _board_mean_squares([r for r in results if r.row.path == path])
+    variance = (sum(own) + PRIOR_BOARDS * prior) / (len(own) + PRIOR_BOARDS)
+    return (math.exp(1.645 * math.sqrt(variance)) - 1.0) * 100.0

@@ -24,7 +24,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.core_fit import core_cycle_ratios, load_runs  # noqa: E402
-from bench.latency_error import check_rows, leave_one_board_out, path_bands, summary  # noqa: E402
+from bench.latency_error import (  # noqa: E402
+    check_rows,
+    former_check,
+    leave_one_board_out,
+    path_bands,
+    summary,
+)
 from mcunas.cost.fit.scale import (  # noqa: E402
     CALIBRATION_CSV,
     CALIBRATION_EXTRA_CSV,
@@ -39,44 +45,62 @@ from mcunas.cost.fit.scale import (  # noqa: E402
 from mcunas.tflite.reader import read_graph  # noqa: E402
 
 
-def band_report(bare: list) -> None:  # noqa: ANN001
+def band_report(rows: list, bare: list) -> None:  # noqa: ANN001
     """Every row as a bare profile and with its published setup stated, by library and family.
 
     Stated bands are what a profile prints (the defaults were fitted with every row);
     nested ones come from the other boards' errors alone, so no row sets its own band.
-    "before" states the setup with every prior moving the estimate, as the model did
-    before a prior only widened the band.
+    "before" is the former method on the same rows (bench.latency_error.former_check):
+    one scale per path, a band per path, every setup prior moving the estimate.
     """
-    checks = check_rows(bare, lambda row: read_graph(row.model))
+    now = check_rows(bare, lambda row: read_graph(row.model))
+    before = former_check(rows)
+    print(
+        "\nHeld-out coverage by kernel library / core family (nested: each row's band from"
+        " the other boards only; width: its median; band, holds: as stated)\n"
+        f"  {'group':<18} {'n':>3} | {'bare: med.err':>13} {'before':>6} {'nested':>6} "
+        f"{'before':>6} {'width':>5} {'band':>5} {'holds':>5} | {'setup: med.err':>14} "
+        f"{'before':>6} {'nested':>6} {'before':>6} {'width':>5} {'band':>5} {'holds':>5}"
+    )
+    old = _groups(before)
+    for name, checks in sorted(_groups(now).items(), key=lambda g: (g[0].startswith("all"), g[0])):
+        s, b = summary(checks), summary(old[name])
+        print(
+            f"  {name:<18} {s['n']:>3} | {s['bare_median']:12.1f}% {b['bare_median']:5.1f}% "
+            f"{s['bare_nested']:6.0%} {b['bare_nested']:6.0%} {s['nested_band']:4.0f}% "
+            f"{s['bare_band']:4.0f}% {s['bare_holds']:5.0%} | {s['setup_median']:13.1f}% "
+            f"{b['setup_median']:5.1f}% {s['setup_nested']:6.0%} {b['setup_nested']:6.0%} "
+            f"{s['setup_nested_band']:4.0f}% {s['setup_band']:4.0f}% {s['setup_holds']:5.0%}"
+        )
+    for label, checks in (("now", now), ("before", before)):
+        misses = [c for c in checks if abs(c.bare_error) > c.bare_nested]
+        missed = [c for c in checks if abs(c.setup_error) > c.setup_nested]
+        print(f"Nested misses, {label}: bare " + _names(misses, "bare") + "; setup stated "
+              + _names(missed, "setup"))  # fmt: skip
+    tiny = [r for r in bare if sum(op.macs for op in read_graph(r.row.model).ops) < 10_000]
+    if tiny:
+        inside = sum(abs(r.error_pct) <= 30 for r in tiny)
+        print(f"Models under 10k MACs (bare profile): {inside}/{len(tiny)} within ±30%")
+
+
+def _groups(checks: list) -> dict[str, list]:  # noqa: ANN001
     groups: dict[str, list] = defaultdict(list)
     for c in checks:
         groups[c.group].append(c)
         groups["all rows"].append(c)
         if c.row.core.startswith("cortex-m"):
             groups["all Cortex-M"].append(c)
-    print(
-        "\nBare profile and published setup stated, by kernel library / core family:\n"
-        f"  {'group':<20} {'n':>3} | {'bare: med.err':>13} {'band':>5} {'holds':>5} "
-        f"{'nested':>6} | {'setup: med.err':>14} {'before':>6} {'band':>5} {'holds':>5} "
-        f"{'nested':>6} {'before':>6}"
-    )
-    for name in sorted(groups, key=lambda g: (g.startswith("all"), g)):
-        s = summary(groups[name])
-        print(
-            f"  {name:<20} {s['n']:>3} | {s['bare_median']:12.1f}% {s['bare_band']:4.0f}% "
-            f"{s['bare_holds']:5.0%} {s['bare_nested']:6.0%} | {s['setup_median']:13.1f}% "
-            f"{s['before_median']:5.1f}% {s['setup_band']:4.0f}% {s['setup_holds']:5.0%} "
-            f"{s['setup_nested']:6.0%} {s['before_nested']:6.0%}"
+    return groups
+
+
+def _names(checks: list, kind: str) -> str:  # noqa: ANN001
+    return (
+        ", ".join(
+            f"{c.row.id} {getattr(c, kind + '_error'):+.0f}% (±{getattr(c, kind + '_nested'):.0f}%)"
+            for c in checks
         )
-    misses = [c for c in checks if abs(c.bare_error) > c.bare_nested]
-    print(
-        "Nested misses (bare): "
-        + ", ".join(f"{c.row.id} {c.bare_error:+.0f}% (band ±{c.bare_nested:.0f}%)" for c in misses)
+        or "none"
     )
-    tiny = [r for r in bare if sum(op.macs for op in read_graph(r.row.model).ops) < 10_000]
-    if tiny:
-        inside = sum(abs(r.error_pct) <= 30 for r in tiny)
-        print(f"Models under 10k MACs (bare profile): {inside}/{len(tiny)} within ±30%")
 
 
 def old_runtime_factor(rows: list) -> None:  # noqa: ANN001
@@ -174,7 +198,7 @@ def main() -> int:
     ]
     within = [r for r in conv if abs(r.error_pct) <= 30]
     print(f"Bare profile, conv models: {len(within)}/{len(conv)} within ±30%")
-    band_report(bare)
+    band_report(rows, bare)
     if args.emit_defaults:
         emit_defaults(rows, results, bare)
     print(f"\n({time.perf_counter() - start:.2f} s)")

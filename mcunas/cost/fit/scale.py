@@ -326,7 +326,8 @@ def path_band(path: str, results: Sequence[LooResult], family: str | None = None
     costs, which carry their own error. With ``family`` (``cortex``, ``riscv32``:
     :func:`~mcunas.cost.coefficients.core_family`), the path's own rows are those
     of that core family: the band of TFLM's reference kernels on a Cortex-M is
-    sized from the Cortex-M rows' held-out errors, pooled with the library's.
+    sized from the Cortex-M rows' held-out errors, pooled with the library's. A kind
+    with no row of its own states what kinds seen on one board met on it.
     NaN without results.
     """
     if not results:
@@ -344,8 +345,33 @@ def path_band(path: str, results: Sequence[LooResult], family: str | None = None
         if r.row.path == path and (family is None or core_family(r.row.core) == family)
     ]
     own = _board_mean_squares(mine)
+    if not own:  # a kind no board measured: what other kinds met on their first board
+        prior = _new_kind_variance(results, path, family) or prior
     variance = (sum(own) + PRIOR_BOARDS * prior) / (len(own) + PRIOR_BOARDS)
     return (math.exp(BAND_Z * math.sqrt(variance)) - 1.0) * 100.0
+
+
+def _kind(result: LooResult, by_family: bool) -> str:
+    path = result.row.path
+    return f"{path}/{core_family(result.row.core)}" if by_family else path
+
+
+def _new_kind_variance(results: Sequence[LooResult], path: str, family: str | None) -> float:
+    """Mean square log error of the kinds (path, or path and core family) seen on one board.
+
+    A leave-one-board-out prediction of such a board had no row of its kind: its error
+    is what a kind without measurements costs (a first Cortex-M board on the reference
+    kernels, a first Helium board). 0 when no other kind was seen on one board only.
+    """
+    by_family = family is not None
+    target = f"{path}/{family}" if by_family else path
+    boards: dict[str, set[str]] = {}
+    for r in results:
+        boards.setdefault(_kind(r, by_family), set()).add(r.row.board)
+    single = [k for k, b in boards.items() if len(b) == 1 and k != target]
+    errors = [statistics.mean(_board_mean_squares([r for r in results if _kind(r, by_family) == k]))
+              for k in single]  # fmt: skip
+    return statistics.mean(errors) if errors else 0.0
 
 
 def band_table(results: Sequence[LooResult]) -> dict[str, float]:
