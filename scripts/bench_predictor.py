@@ -6,7 +6,9 @@ Leave-one-out predicts each row as a board profile would: from the other rows
 of its board where there are some, else from the other boards. Leave-one-
 board-out predicts it from the other boards only: a bare profile.
 
-scripts/bench predictor                   # LOO table, per family, worst cases
+scripts/bench predictor                   # LOO table, per family, worst cases, and the
+                                          # bands' coverage by kernel library and core family
+                                          # (bare and published setup stated; now and before)
 scripts/bench predictor --csv FILE.csv    # another measurements file (same columns)
 scripts/bench predictor --emit-defaults   # also print DEFAULT_SCALES / _ERRORS / _CHECKED
 """
