@@ -165,9 +165,11 @@ def report_loo(
 
 
 def _scale_without(row: CalibrationRow) -> float:
-    """The path's scale fitted on the calibration rows other than ``row`` (1 if none)."""
+    """The path's scale (its core family's) fitted on the calibration rows but ``row`` (or 1)."""
+    from mcunas.cost.coefficients import family_value
+
     rest = [r for r in load_calibration() if r.id != row.id]
-    return fit_scales(rest).get(row.path, 1.0)
+    return family_value(fit_scales(rest), row.path, row.core, 1.0)
 
 
 # How a fitted profile's [latency] source line starts: read back to tell fitted profiles
