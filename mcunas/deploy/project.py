@@ -183,7 +183,7 @@ def write_project(
     main = _template("deploy_main.cpp.in").substitute(
         values, platform_main=platform.substitute(values)
     )
-    written = [write_file(src / "main.cpp", main)]
+    written = [write_file(src / "main.cpp", main, inside=out_dir)]
     with storage_errors(src):
         written += write_model_sources(model_bytes, src, graph.op_names())
         written += write_frontend_files(frontend, src)
@@ -201,8 +201,9 @@ def write_project(
         "Platform and TFLite Micro port pinned as in mcunas's measurement firmware."
     )
     text = platformio_ini(board.pio_env, options, header, extra)
-    written.append(write_file(out_dir / "platformio.ini", text))
-    written.append(write_file(out_dir / "README.md", _readme(values, out_dir, written, espidf)))
+    written.append(write_file(out_dir / "platformio.ini", text, inside=out_dir))
+    readme = _readme(values, out_dir, written, espidf)
+    written.append(write_file(out_dir / "README.md", readme, inside=out_dir))
     return written
 
 
@@ -231,21 +232,22 @@ def _write_idf_files(out_dir: Path, values: dict[str, Any], frontend: bool) -> l
     main_cmake = Template(_IDF_MAIN_CMAKE).substitute(
         frontend_src=' "frontend_data.cc"' if frontend else ""
     )
+    root_cmake = Template(_IDF_ROOT_CMAKE).substitute(name=name)
     written = [
-        write_file(out_dir / "CMakeLists.txt", Template(_IDF_ROOT_CMAKE).substitute(name=name)),
-        write_file(out_dir / "main" / "CMakeLists.txt", main_cmake),
+        write_file(out_dir / "CMakeLists.txt", root_cmake, inside=out_dir),
+        write_file(out_dir / "main" / "CMakeLists.txt", main_cmake, inside=out_dir),
     ]
     with storage_errors(out_dir):
         for source, target in (
             (fw / "src" / "idf_component.yml", out_dir / "main" / "idf_component.yml"),
             (fw / "esp-idf" / "partitions.csv", out_dir / "partitions.csv"),
         ):
-            written.append(write_file(target, source.read_bytes()))
+            written.append(write_file(target, source.read_bytes(), inside=out_dir))
         for defaults in sorted((fw / "esp-idf").glob("sdkconfig.defaults*")):
             text = defaults.read_text("utf-8").replace(
                 "firmware/esp-idf/partitions.csv", "partitions.csv"
             )
-            written.append(write_file(out_dir / defaults.name, text))
+            written.append(write_file(out_dir / defaults.name, text, inside=out_dir))
     return written
 
 
