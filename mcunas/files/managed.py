@@ -223,15 +223,17 @@ def open_managed(root: Path, path: Path, flags: int, what: str) -> int:
     return fd
 
 
-def refuse_links(root: Path, names: Sequence[str], what: str) -> None:
-    """Refuse in one line if a name below ``root`` is a symlink or shares its file.
+def refuse_links(root: Path, names: Sequence[str], what: str, *, deep: bool = False) -> None:
+    """Refuse in one line if a name below ``root`` is a symlink, holds one, or shares its file.
 
     For files another library opens by path (SQLite's database and its
-    ``-wal``/``-shm``/``-journal``, Keras Tuner's state): checked before they
-    are opened, since that library follows links.
+    ``-wal``/``-shm``/``-journal``, Keras Tuner's ``tuner/`` folder): checked
+    before they are opened, since that library follows links. With ``deep``, a
+    folder among ``names`` is searched (no link followed) for a symlink inside.
 
     Raises:
-        UserError: one of ``names`` is a symlink, or a regular file with other hard links.
+        UserError: one of ``names`` (or a path inside one) is a symlink, or a
+            regular file with other hard links.
     """
     for name in names:
         path = Path(root, name)
@@ -246,3 +248,14 @@ def refuse_links(root: Path, names: Sequence[str], what: str) -> None:
                 f"Refused to use the {what} {path}: it has {info.st_nlink} hard links (one "
                 "may be another file of yours). Copy it to a file of its own, or remove it."
             )
+        if deep and stat.S_ISDIR(info.st_mode):
+            _refuse_links_inside(Path(root), path)
+
+
+def _refuse_links_inside(root: Path, folder: Path) -> None:
+    """Refuse a symlink anywhere inside ``folder`` (its sub-folders searched, none followed)."""
+    for here, dirs, files in os.walk(folder):
+        for entry in (*dirs, *files):
+            if os.path.islink(os.path.join(here, entry)):
+                rel = Path(here, entry).relative_to(root).parts
+                raise _planted(root, rel, "a symlink")
