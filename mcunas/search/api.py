@@ -25,6 +25,7 @@ from mcunas.files import (
     FolderLock,
     ensure_writable,
     first_missing,
+    plain_name,
     refuse_links,
 )
 from mcunas.jsontext import JsonObject
@@ -41,7 +42,7 @@ __all__ = ["check_search", "run_planned"]
 
 def default_out(board: str) -> Path:
     """``runs/<board>-<YYYYmmdd-HHMMSS>``."""
-    return Path("runs") / f"{board}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path("runs") / f"{plain_name(board, 'board name')}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def check_search(config: SearchConfig) -> BoardProfile:
