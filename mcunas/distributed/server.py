@@ -87,7 +87,32 @@ def patient_servicer(oracle: Any, note: Callable[[str], None] | None = None) -> 
                 self.told.discard(request.tuner_id)
             return kt_state.create_trial_response(trial)
 
+        def UpdateTrial(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+            _running_only(self.oracle, request.trial_id, context)
+            return super().UpdateTrial(request, context)
+
+        def EndTrial(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+            _running_only(self.oracle, request.trial.trial_id, context)
+            return super().EndTrial(request, context)
+
     return PatientServicer(oracle)
+
+
+def _running_only(oracle: Any, trial_id: str, context: Any) -> None:
+    """Refuse a Keras Tuner call about a trial no worker runs (a client's, not the oracle's).
+
+    A worker's tuner reports only the trial it was handed; one taken back from it
+    is dropped there (see ``on_trial_end``), so an update or end of a trial not
+    running anywhere comes from no worker of this search.
+    """
+    from mcunas.search.tuner import kt_state
+
+    ids = {str(t.trial_id) for t in kt_state.running(oracle).values()}
+    if str(trial_id) not in ids:
+        context.abort(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"trial {str(trial_id)[:64]!r} is not running on any worker of this chief",
+        )
 
 
 def build_server(

@@ -136,3 +136,28 @@ def test_sizes_are_bounded_and_the_search_goes_on(wire, service, tmp_path):
     rec = service.store.get("3")
     assert (rec.status, rec.model_path) == ("ok", os.path.join("models", "trial_3.tflite"))
     assert files_under(tmp_path / "models") == ["trial_3.tflite"]
+
+
+class Aborted(Exception):
+    pass
+
+
+class Context:
+    def abort(self, code, details):
+        raise Aborted(f"{code.name}: {details}")
+
+
+def test_keras_tuners_service_takes_updates_and_ends_of_running_trials_only():
+    from types import SimpleNamespace
+
+    from mcunas.distributed.server import patient_servicer
+    from tests.distributed.test_distributed import FakeOracle
+
+    oracle = FakeOracle()
+    oracle.ongoing_trials["w1"] = FakeTrial("3")
+    servicer = patient_servicer(oracle)
+    for tid in ("4", "../../PWNED"):
+        with pytest.raises(Aborted, match="FAILED_PRECONDITION: trial .* is not running"):
+            servicer.EndTrial(SimpleNamespace(trial=SimpleNamespace(trial_id=tid)), Context())
+        with pytest.raises(Aborted, match="not running"):
+            servicer.UpdateTrial(SimpleNamespace(trial_id=tid), Context())
