@@ -7,7 +7,9 @@ every trial has been handed out, not when every trial has ended; a worker that
 left then was missing when a killed worker's trial came back to the queue, and
 the search waited for good. Instead the worker hears "idle" (Keras Tuner's own
 status for "ask again"), after a short hold so its loop asks about once a
-second, and takes the trial if it comes back.
+second, and takes the trial if it comes back. Its ``UpdateTrial`` and
+``EndTrial`` take only a trial running on a worker: Keras Tuner's service
+would take any of the oracle's trials from any caller.
 """
 
 from __future__ import annotations
