@@ -226,8 +226,8 @@ class FolderLock:
     The lock is a file inside the folder holding the owner's pid. The OS
     releases it when the owner exits, however it dies, so a ``kill -9`` leaves
     no stale lock; the file itself stays and is reused. It is opened with
-    :func:`~mcunas.files.managed.open_managed`: a symlink or a hard link planted
-    at its name is refused, never truncated through.
+    :func:`~mcunas.files.managed.open_managed`: a symlink planted at its name is
+    refused; a file with other hard links is locked but never written.
 
     Example::
 
@@ -254,14 +254,16 @@ class FolderLock:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            text = os.pread(fd, 64, 0).decode(errors="replace")
+            holder = "".join(c for c in text if c.isdigit())[:12] or "unknown"
             os.close(fd)
             raise UserError(
                 f"{self.path.parent} is in use by another {self.what} (pid {holder}). "
                 "Wait for it to finish, or choose another --out."
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if os.fstat(fd).st_nlink == 1:  # a file with other names is theirs too: not written
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
 

@@ -193,43 +193,55 @@ def write_managed(root: Path, path: Path, data: bytes, what: str = "output") -> 
     return Path(path)
 
 
-def open_managed(root: Path, path: Path, flags: int, what: str) -> int:
-    """Open (or create) ``path`` below ``root`` for keeping: no link, a regular file, one link.
+def open_managed(root: Path, path: Path, flags: int, what: str, *, fresh: bool = False) -> int:
+    """Open (or create) ``path`` below ``root`` following no link: a regular file's descriptor.
 
-    For a file kept open and written in place (the folder lock): ``O_NOFOLLOW``
-    refuses a symlink, and the open file must be a regular file that no hard
-    link shares, or a planted link to another file would be written.
+    For a file written in place (the folder lock, a build log). ``O_NOFOLLOW``
+    refuses a symlink at ``path`` in one line; with ``fresh`` whatever is at
+    ``path`` (a symlink, a hard link to another file) is removed first and a
+    new file made with ``O_EXCL``, so nothing planted there is written. A
+    caller that keeps an existing file (the lock) must not write into it while
+    it has other hard links (``os.fstat(fd).st_nlink > 1``): those are another
+    file's names too.
 
     Raises:
-        UserError: ``path`` is a symlink, not a regular file, or has other hard links.
+        UserError: ``path`` is a symlink (without ``fresh``), or not a regular file.
     """
     *folders, name = _parts(root, path)
+    extra = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     with storage_errors(path), _folder_fd(root, folders) as dir_fd:
+        if fresh:
+            with contextlib.suppress(FileNotFoundError, IsADirectoryError):
+                os.unlink(name, dir_fd=dir_fd)
+            flags |= os.O_CREAT | os.O_EXCL
         try:
-            extra = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
             fd = os.open(name, flags | extra, FILE_MODE, dir_fd=dir_fd)
         except OSError as exc:
             if exc.errno != errno.ELOOP:
                 raise
             raise _planted(root, _parts(root, path), "a symlink") from None
-    info = os.fstat(fd)
-    why = None if stat.S_ISREG(info.st_mode) else f"{kind_of(info.st_mode)}, not a regular file"
-    if why is None and info.st_nlink > 1:
-        why = f"a file with {info.st_nlink} hard links (one may be another file of yours)"
-    if why is not None:
+    mode = os.fstat(fd).st_mode
+    if not stat.S_ISREG(mode):
         os.close(fd)
-        raise UserError(f"Refused to use the {what} {path}: it is {why}. Remove it.")
+        raise UserError(
+            f"Refused to use the {what} {path}: it is {kind_of(mode)}, not a regular file. "
+            "Remove it."
+        )
     os.set_blocking(fd, True)
     return fd
 
 
-def refuse_links(root: Path, names: Sequence[str], what: str, *, deep: bool = False) -> None:
+def refuse_links(
+    root: Path, names: Sequence[str], what: str, *, deep: bool = False, linked_ok: bool = False
+) -> None:
     """Refuse in one line if a name below ``root`` is a symlink, holds one, or shares its file.
 
     For files another library opens by path (SQLite's database and its
     ``-wal``/``-shm``/``-journal``, Keras Tuner's ``tuner/`` folder): checked
     before they are opened, since that library follows links. With ``deep``, a
     folder among ``names`` is searched (no link followed) for a symlink inside.
+    With ``linked_ok`` a regular file with other hard links passes (a store in
+    a backup made of hard links, ``cp -al``, is still the user's store).
 
     Raises:
         UserError: one of ``names`` (or a path inside one) is a symlink, or a
@@ -243,7 +255,7 @@ def refuse_links(root: Path, names: Sequence[str], what: str, *, deep: bool = Fa
             continue
         if stat.S_ISLNK(info.st_mode):
             raise _planted(Path(root), (name,), "a symlink")
-        if stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
+        if not linked_ok and stat.S_ISREG(info.st_mode) and info.st_nlink > 1:
             raise UserError(
                 f"Refused to use the {what} {path}: it has {info.st_nlink} hard links (one "
                 "may be another file of yours). Copy it to a file of its own, or remove it."

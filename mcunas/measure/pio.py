@@ -300,8 +300,8 @@ class PioProject:
         return found
 
     def _run(self, cmd: list[str], log_path: Path, timeout_s: float, stage: str) -> tuple[int, str]:
-        fd = open_managed(self.work_dir, log_path, os.O_WRONLY | os.O_CREAT, "build log")
-        os.ftruncate(fd, 0)  # after the checks: a planted link or hard link is never cut
+        # a new file: whatever was planted at the log's name is removed, never written
+        fd = open_managed(self.work_dir, log_path, os.O_WRONLY, "build log", fresh=True)
         env = dict(os.environ, PLATFORMIO_DISABLE_PROGRESSBAR="true")
         with open(fd, "w", encoding="utf-8", errors="replace") as log:
             log.write("$ " + " ".join(cmd) + "\n")

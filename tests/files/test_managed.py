@@ -100,7 +100,7 @@ def test_plain_names_pass(name):
     assert plain_name(name) == name
 
 
-def test_the_folder_lock_refuses_a_planted_symlink_and_a_hard_link(tmp_path, victim):
+def test_the_folder_lock_refuses_a_symlink_and_never_writes_a_shared_file(tmp_path, victim):
     run = tmp_path / "run"
     run.mkdir()
     (run / FolderLock.NAME).symlink_to(victim)
@@ -108,13 +108,27 @@ def test_the_folder_lock_refuses_a_planted_symlink_and_a_hard_link(tmp_path, vic
         pass
     assert "\n" not in str(refused.value) and "symlink" in str(refused.value)
     (run / FolderLock.NAME).unlink()
-    os.link(victim, run / FolderLock.NAME)
-    with pytest.raises(UserError, match="hard links"), FolderLock(run, "mcunas search"):
-        pass
-    assert untouched(victim)
+    os.link(victim, run / FolderLock.NAME)  # planted, or a backup made of hard links
+    with FolderLock(run, "mcunas search"):  # locked, but nothing written into it
+        assert untouched(victim)
     (run / FolderLock.NAME).unlink()
     with FolderLock(run, "mcunas search"):  # its own file: made, and the pid written
         assert (run / FolderLock.NAME).read_text() == f"{os.getpid()}\n"
+
+
+def test_a_fresh_file_replaces_whatever_was_planted_at_its_name(tmp_path, victim):
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    os.link(victim, logs / "build.log")
+    fd = open_managed(tmp_path, logs / "build.log", os.O_WRONLY, "build log", fresh=True)
+    os.write(fd, b"$ pio run\n")
+    os.close(fd)
+    assert untouched(victim) and (logs / "build.log").read_text() == "$ pio run\n"
+    (logs / "build.log").unlink()
+    (logs / "build.log").symlink_to(victim)
+    fd = open_managed(tmp_path, logs / "build.log", os.O_WRONLY, "build log", fresh=True)
+    os.close(fd)
+    assert untouched(victim) and not (logs / "build.log").is_symlink()
 
 
 def test_open_managed_refuses_a_link_below_its_root(tmp_path, victim):
@@ -137,3 +151,8 @@ def test_refuse_links_finds_a_link_deep_inside_a_folder(tmp_path, victim):
     (tmp_path / "trials.sqlite-wal").symlink_to(victim)
     with pytest.raises(UserError, match="trials.sqlite-wal"):
         refuse_links(tmp_path, ["trials.sqlite-wal"], "trial store")
+    os.link(victim, tmp_path / "trials.sqlite-shm")  # SQLite would rewrite it in place
+    with pytest.raises(UserError, match="hard links"):
+        refuse_links(tmp_path, ["trials.sqlite-shm"], "trial store")
+    os.link(victim, tmp_path / "trials.sqlite")  # a store in a hard-linked backup: the user's
+    refuse_links(tmp_path, ["trials.sqlite"], "trial store", linked_ok=True)

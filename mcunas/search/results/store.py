@@ -65,7 +65,8 @@ class TrialStore:
         """
         self.path = Path(path)
         name = self.path.name  # SQLite follows links: none is planted at its files' names
-        sidecars = [name, f"{name}-wal", f"{name}-shm", f"{name}-journal"]
+        refuse_links(self.path.parent, [name], "trial store", linked_ok=True)
+        sidecars = [f"{name}-wal", f"{name}-shm", f"{name}-journal"]  # rewritten whole
         refuse_links(self.path.parent, sidecars, "trial store")
         output_path(self.path, "trial store")
         self.path.parent.mkdir(parents=True, exist_ok=True)
