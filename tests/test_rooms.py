@@ -21,7 +21,7 @@ ROOM_LINES: dict[str, int] = {
     "mcunas.engine": 250,
     "mcunas.errors": 200,
     "mcunas.figures": 250,
-    "mcunas.files": 450,
+    "mcunas.files": 700,
     "mcunas.jsontext": 100,
     "mcunas.limits": 250,
     "mcunas.paths": 150,

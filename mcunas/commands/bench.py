@@ -191,9 +191,11 @@ def _write_project(
     board: Any, model_bytes: bytes, project_dir: str | None, pio: str, frontend: bytes | None
 ) -> None:
     """``--dry-run``: write the measurement firmware project and say how to build it."""
+    from mcunas.files import plain_name
     from mcunas.measure.pio import PioProject
 
-    work = Path(project_dir) if project_dir else user_path("build", f"{board.name}-dry-run")
+    name = f"{plain_name(board.name, 'board name')}-dry-run"  # a name from a profile file
+    work = Path(project_dir) if project_dir else user_path("build", name)
     PioProject(board, work, pio=pio).generate(model_bytes, frontend=frontend)
     click.echo(f"Firmware project for {board.name} written to {work} (not built).")
     click.echo(f"Build and flash it: pio run -e {board.pio_env} -d {work} -t upload")

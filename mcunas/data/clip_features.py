@@ -93,7 +93,7 @@ def graph_wav_features(
 
         buf = io.BytesIO()
         np.savez(buf, x=x, noise=noise if noise is not None else np.zeros(0, np.float32))
-        write_file(cache, buf.getvalue())
+        write_file(cache, buf.getvalue(), "feature cache", inside=Path(cache).parent)
     return x, note, noise
 
 

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from mcunas.errors import UserError
+from mcunas.files import plain_name, write_file
 
 __all__ = [
     "NOISE_FOLDER",
@@ -161,8 +162,11 @@ def clip(speech: np.ndarray | None, rng: np.random.Generator) -> np.ndarray:
     return out + bed * rms / 10 ** (snr / 20)
 
 
-def write_wav(path: Path, x: np.ndarray) -> None:
-    """16-bit mono PCM at 16 kHz, peak-limited so nothing clips."""
+def write_wav(path: Path, x: np.ndarray, inside: Path | None = None) -> None:
+    """16-bit mono PCM at 16 kHz, peak-limited so nothing clips.
+
+    With ``inside`` (the dataset's folder) no link below it is followed.
+    """
     peak = float(np.max(np.abs(x))) if len(x) else 0.0
     if peak > 0.99:
         x = x * (0.99 / peak)
@@ -173,7 +177,7 @@ def write_wav(path: Path, x: np.ndarray) -> None:
         w.setsampwidth(2)
         w.setframerate(RATE)
         w.writeframes(pcm.tobytes())
-    path.write_bytes(buf.getvalue())
+    write_file(path, buf.getvalue(), "clip", inside=inside)
 
 
 def split_variants(rng: np.random.Generator, test_fraction: float) -> tuple[list, list]:
@@ -218,7 +222,7 @@ def make(
     Raises:
         UserError: a tool failed, or the settings leave a split empty.
     """
-    words = tuple(words)
+    words = tuple(plain_name(w, "word") for w in words)  # each a folder's name
     if per_class < 2 or not 0 < test_fraction < 1 or not words:
         raise UserError("the dataset needs 2 clips a class or more, 0 < test fraction < 1, a word")
     if len(set(words)) != len(words) or {UNKNOWN, SILENCE} & set(words):
@@ -234,16 +238,15 @@ def make(
             ("test", n_test, test_variants),
         ):
             folder = out / part / label
-            folder.mkdir(parents=True, exist_ok=True)
             for i in range(n):
-                write_wav(folder / f"{label}_{i:04d}.wav", one_clip(label, variants, rng))
+                clip_x = one_clip(label, variants, rng)
+                write_wav(folder / f"{label}_{i:04d}.wav", clip_x, inside=out)
             counts[part][label] = n
         if progress:
             progress(f"{label}: {per_class} clips")
     bg = out / "train" / NOISE_FOLDER
-    bg.mkdir(parents=True, exist_ok=True)
     for kind in NOISE_KINDS:
-        write_wav(bg / f"{kind}.wav", 0.1 * noise(kind, RATE * BACKGROUND_SECONDS, rng))
+        write_wav(bg / f"{kind}.wav", 0.1 * noise(kind, RATE * BACKGROUND_SECONDS, rng), out)
     manifest = {
         "seed": seed, "per_class": per_class, "test_fraction": test_fraction,
         "sample_rate": RATE, "clip_samples": CLIP_SAMPLES, "classes": list(labels),
@@ -252,7 +255,7 @@ def make(
         "snr_db": list(SNR_DB), "espeak_ng": _version(["espeak-ng", "--version"]),
         "sox": _version(["sox", "--version"]),
     }  # fmt: skip
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")
+    write_file(out / "manifest.json", json.dumps(manifest, indent=1) + "\n", inside=out)
     return manifest
 
 

@@ -2,23 +2,27 @@
 
 :class:`ChiefService` answers ``mcunas.Search/Call`` (see :mod:`.wire`). It admits a
 worker only with the same mcunas version, search settings and dataset content;
-writes every row a worker sends into the store (nothing else writes it); after
-each finished trial runs the search's own bookkeeping (progress line, draw cap,
-time budget, failure streak) on the chief's tuner; and hands the trial of a
-worker silent for ``timeout_s`` back to Keras Tuner's oracle, which gives it to
-the next worker that asks (Keras Tuner does not do this by itself).
+writes every row a worker sends into the store (nothing else writes it), for a
+trial it handed out to that worker only, with every value checked
+(:mod:`.checks`: a worker is a client like any other); after each finished
+trial runs the search's own bookkeeping (progress line, draw cap, time budget,
+failure streak) on the chief's tuner; and hands the trial of a worker that
+leaves (``leave``: Ctrl-C, a normal exit) or is silent for ``timeout_s``
+(killed, stopped, cut off) back to Keras Tuner's oracle, which gives it to the
+next worker that asks (Keras Tuner does not do this by itself).
 """
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import mcunas
+from mcunas.distributed import checks
 from mcunas.distributed.alone import AloneWatch
 from mcunas.errors import McunasError
 from mcunas.search.results.store import TrialStatus, TrialStore
@@ -52,7 +56,8 @@ class ChiefService:
         note: Callable[[str], None],
         timeout_s: float,
     ) -> None:
-        self.store, self.oracle, self.models_dir = store, oracle, models_dir
+        self.store, self.oracle, self.models_dir = store, oracle, Path(models_dir)
+        self.out_dir = self.models_dir.parent  # the search's folder: nothing is written outside
         self.welcome, self.after_trial, self.note = welcome, after_trial, note
         self.timeout_s = timeout_s
         self.lock = threading.RLock()
@@ -83,7 +88,7 @@ class ChiefService:
         return dict(self.welcome)
 
     def _op_join(self, payload: dict[str, Any]) -> dict[str, Any]:
-        name = str(payload["worker"])
+        name = checks.worker_name(payload["worker"])
         why = self._refusal(payload)
         if why:
             self.note(f"Refused worker {name}: {why}")
@@ -115,14 +120,19 @@ class ChiefService:
         self._known(payload)
 
     def _op_leave(self, payload: dict[str, Any]) -> None:
-        name = str(payload["worker"])
-        if self.seen.pop(name, None) is not None:
-            self.verified.discard(name)
-            self.note(f"Worker {name} left ({len(self.verified)} connected).")
+        name = self._known(payload)
+        token = self.tokens.get(name)
+        if token and payload.get("token") != token:
+            raise McunasError(f"only the process that joined as {name} may leave as it")
+        del self.seen[name]
+        self.verified.discard(name)
+        tids = self._hand_back(name)
+        then = f": {_goes(tids)} to the next worker." if tids else "."
+        self.note(f"Worker {name} left ({len(self.verified)} connected){then}")
 
     def _known(self, payload: dict[str, Any]) -> str:
-        name = str(payload["worker"])
-        if name not in self.verified:
+        name = payload.get("worker")
+        if not isinstance(name, str) or name not in self.verified:
             raise McunasError(f"unknown worker {name}: join first")
         self.seen[name] = time.monotonic()
         return name
@@ -135,41 +145,54 @@ class ChiefService:
 
     # -- the store -----------------------------------------------------------------
     def _owned(self, payload: dict[str, Any]) -> str:
-        name, tid = self._known(payload), str(payload["tid"])
+        name, tid = self._known(payload), checks.trial_id(payload["tid"])
         if self.owner.get(tid) != name:
             raise McunasError(f"trial {tid} was handed to another worker; dropping it here")
         return tid
 
+    def _handed_out(self, name: str, tid: str) -> bool:
+        """Whether the chief gave trial ``tid`` to worker ``name`` (its oracle, or a job)."""
+        if self.oracle is None:
+            return self.owner.get(tid) == name
+        trial = running(self.oracle).get(name)
+        return trial is not None and str(trial.trial_id) == tid
+
     def _op_start_trial(self, payload: dict[str, Any]) -> None:
-        name, tid = self._known(payload), str(payload["tid"])
+        name, tid = self._known(payload), checks.trial_id(payload["tid"])
+        if not self._handed_out(name, tid):
+            raise McunasError(f"trial {tid} was handed to another worker (or never to {name})")
+        hyper = checks.hyperparameters(payload.get("hyperparameters"))
+        values = checks.client_columns(payload.get("values") or {})
         earlier = self.store.get(tid)
         if earlier is not None and earlier.status != TrialStatus.RUNNING:  # never redo one
             if self.oracle is not None:  # or the oracle would hand it to this worker again
                 release(self.oracle, name)
             raise McunasError(f"trial {tid} was handed to another worker and has finished")
         self.owner[tid] = name
-        values = dict(payload.get("values") or {})
-        self.store.start_trial(tid, payload.get("hyperparameters") or {}, worker=name, **values)
+        self.store.start_trial(tid, hyper, worker=name, **values)
 
     def _op_update(self, payload: dict[str, Any]) -> None:
-        self.store.update(self._owned(payload), **payload["values"])
+        tid = self._owned(payload)
+        self.store.update(tid, **checks.client_columns(payload["values"]))
 
     def _op_record_model(self, payload: dict[str, Any]) -> dict[str, Any]:
         tid = self._owned(payload)
-        model = base64.b64decode(payload["model"])
-        path = self.store.record_model(tid, self.models_dir, model, None, **payload["values"])
+        model = checks.decoded(payload["model"], "model", checks.MAX_MODEL_BYTES)
+        values = checks.client_columns(payload["values"])
+        path = self.store.record_model(tid, self.models_dir, model, None, **values)
         return {"path": str(path)}
 
     def _op_finish_trial(self, payload: dict[str, Any]) -> None:
         tid = self._owned(payload)
-        self.store.finish_trial(tid, TrialStatus(payload["status"]), **payload["values"])
+        values = checks.client_columns({**payload["values"], "status": payload["status"]})
+        self.store.finish_trial(tid, **values)
         self.owner.pop(tid, None)
         if self.after_trial is not None:
             self.after_trial(tid)
 
     def _op_get(self, payload: dict[str, Any]) -> dict[str, Any]:
         self._known(payload)
-        rec = self.store.get(str(payload["tid"]))
+        rec = self.store.get(checks.trial_id(payload["tid"]))
         return {"row": None if rec is None else rec.to_dict()}
 
     def _op_trials(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -187,13 +210,10 @@ class ChiefService:
             for name in silent:
                 del self.seen[name]
                 self.verified.discard(name)
-                tids = self._take_back(name)
-                for tid in tids:
-                    self.owner.pop(tid, None)
-                what = f"trial {tids[0]} goes" if len(tids) == 1 else f"trials {', '.join(tids)} go"
+                tids = self._hand_back(name)
                 self.note(
                     f"Worker {name} silent for {self.timeout_s:g} s: "
-                    + (f"{what} to the next worker." if tids else "dropped.")
+                    + (f"{_goes(tids)} to the next worker." if tids else "dropped.")
                 )
             if self.alone is not None:
                 self.alone.check(len(self.verified), self._waiting())
@@ -214,6 +234,13 @@ class ChiefService:
         left = wanted - len(getattr(self.oracle, "trials", {}))
         return ["the next trial"] if left > 0 else []
 
+    def _hand_back(self, name: str) -> list[str]:
+        """The trials ``name`` was running, handed back (it left, or fell silent)."""
+        tids = self._take_back(name)
+        for tid in tids:
+            self.owner.pop(tid, None)
+        return tids
+
     def _take_back(self, name: str) -> list[str]:
         """The trials ``name`` was running, handed back to be run again."""
         tid = requeue(self.oracle, name)
@@ -224,3 +251,8 @@ class ChiefService:
         """Workers heard from within the timeout."""
         with self.lock:
             return len(self.verified)
+
+
+def _goes(tids: list[str]) -> str:
+    """The words "trial 5 goes", or "trials 5, 6 go"."""
+    return f"trial {tids[0]} goes" if len(tids) == 1 else f"trials {', '.join(tids)} go"

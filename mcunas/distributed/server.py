@@ -7,7 +7,9 @@ every trial has been handed out, not when every trial has ended; a worker that
 left then was missing when a killed worker's trial came back to the queue, and
 the search waited for good. Instead the worker hears "idle" (Keras Tuner's own
 status for "ask again"), after a short hold so its loop asks about once a
-second, and takes the trial if it comes back.
+second, and takes the trial if it comes back. Its ``UpdateTrial`` and
+``EndTrial`` take only a trial running on a worker: Keras Tuner's service
+would take any of the oracle's trials from any caller.
 """
 
 from __future__ import annotations
@@ -87,7 +89,32 @@ def patient_servicer(oracle: Any, note: Callable[[str], None] | None = None) -> 
                 self.told.discard(request.tuner_id)
             return kt_state.create_trial_response(trial)
 
+        def UpdateTrial(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+            _running_only(self.oracle, request.trial_id, context)
+            return super().UpdateTrial(request, context)
+
+        def EndTrial(self, request: Any, context: Any) -> Any:  # noqa: N802 - gRPC's name
+            _running_only(self.oracle, request.trial.trial_id, context)
+            return super().EndTrial(request, context)
+
     return PatientServicer(oracle)
+
+
+def _running_only(oracle: Any, trial_id: str, context: Any) -> None:
+    """Refuse a Keras Tuner call about a trial no worker runs (a client's, not the oracle's).
+
+    A worker's tuner reports only the trial it was handed; one taken back from it
+    is dropped there (see ``on_trial_end``), so an update or end of a trial not
+    running anywhere comes from no worker of this search.
+    """
+    from mcunas.search.tuner import kt_state
+
+    ids = {str(t.trial_id) for t in kt_state.running(oracle).values()}
+    if str(trial_id) not in ids:
+        context.abort(
+            grpc.StatusCode.FAILED_PRECONDITION,
+            f"trial {str(trial_id)[:64]!r} is not running on any worker of this chief",
+        )
 
 
 def build_server(

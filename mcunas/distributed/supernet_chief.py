@@ -28,6 +28,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from mcunas.distributed import checks
 from mcunas.distributed.chief import ChiefService
 from mcunas.distributed.jobs import Job, JobBoard
 from mcunas.distributed.server import open_door
@@ -89,8 +90,12 @@ class SupernetService(ChiefService):
 
     def _op_checkpoint(self, payload: dict[str, Any]) -> dict[str, Any]:
         self.jobs.owned(self._known(payload), payload["job"])
-        write_file(self.checkpoint, base64.b64decode(payload["data"]))
-        stop = self.on_epoch(int(payload["epoch"]), float(payload["loss"]), payload["seconds"])
+        data = checks.decoded(payload["data"], "checkpoint", checks.MAX_CHECKPOINT_BYTES)
+        epoch = int(checks.finite(payload["epoch"], "epoch", 0, 1e6))
+        loss = checks.finite(payload["loss"], "loss", -1e12, 1e12)
+        seconds = checks.finite(payload["seconds"], "seconds")
+        write_file(self.checkpoint, data, "supernet checkpoint", inside=self.out_dir)
+        stop = self.on_epoch(epoch, loss, seconds)
         return {"stop": bool(stop)}
 
     def _op_supernet(self, payload: dict[str, Any]) -> dict[str, Any]:
@@ -156,7 +161,11 @@ class ChiefJobs:
             return None
         if data.get("type") == "failed" and job.taken:
             data["worker"] = job.taken[-1]
-        return self.wire.result_from_wire(data)
+        try:
+            return self.wire.result_from_wire(data)
+        except (TypeError, ValueError, KeyError, IndexError) as exc:  # a worker's bad value
+            who = job.taken[-1] if job.taken else "a worker"
+            return self.wire.failed(f"{who} sent a result that cannot be read ({exc})"[:300])
 
     def _gather(
         self, ids: list[int], finished: Callable[[Job], None], progress: Progress | None

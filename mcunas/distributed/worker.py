@@ -25,6 +25,7 @@ from typing import Any
 import mcunas
 from mcunas.distributed.alone import ChiefAbsence
 from mcunas.distributed.auth import CHIEF_ONLY
+from mcunas.distributed.checks import worker_name
 from mcunas.distributed.remote_store import RemoteStore
 from mcunas.distributed.wire import (
     ChiefUnreachable,
@@ -34,7 +35,7 @@ from mcunas.distributed.wire import (
     open_channel,
     parse_address,
 )
-from mcunas.errors import UserError
+from mcunas.errors import McunasError, UserError
 from mcunas.search.run import Executor, SearchRun, Strategy
 from mcunas.search.settings.config import IDENTITY, SearchConfig
 from mcunas.search.settings.progress import Progress
@@ -72,6 +73,13 @@ class WorkerSettings:
         self.config = config  # KERASTUNER_* mode: the worker's own settings, checked by the chief
         if "chief" in self.name:
             raise UserError(f"--name {self.name}: Keras Tuner reserves names containing 'chief'")
+        try:
+            worker_name(self.name)
+        except McunasError:
+            raise UserError(
+                f"--name {self.name[:60]!r}: give letters, digits, '.', '@', '_' or '-' (at most "
+                "64, starting with a letter or digit)"
+            ) from None
 
 
 class ChiefConnection:
@@ -133,7 +141,8 @@ class ChiefConnection:
         """Stop the heartbeat and tell the chief (a chief already gone is not waited for)."""
         self._stop.set()
         with contextlib.suppress(RemoteError, ChiefUnreachable):
-            call(self.channel, {"op": "leave", "worker": self.settings.name}, timeout_s=5)
+            leave = {"op": "leave", "worker": self.settings.name, "token": self.token}
+            call(self.channel, leave, timeout_s=5)  # the chief hands this worker's trial on
 
 
 def run_worker(

@@ -42,8 +42,8 @@ def frontend_sources(model_bytes: bytes) -> dict[str, str]:
 
 
 def write_frontend_sources(model_bytes: bytes, out_dir: Path) -> list[Path]:
-    """Write the three files into ``out_dir``; returns their paths."""
+    """Write the three files into ``out_dir`` (no link there followed); returns their paths."""
     paths = []
     for name, text in frontend_sources(model_bytes).items():
-        paths.append(write_file(Path(out_dir) / name, text))
+        paths.append(write_file(Path(out_dir) / name, text, inside=Path(out_dir)))
     return paths

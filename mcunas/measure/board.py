@@ -75,7 +75,10 @@ def _pio_project(board: BoardProfile, work_dir: Path, pio: str = "pio") -> Any:
 
 
 def _default_work_dir(board: BoardProfile, port: str) -> Path:
-    return user_path("build") / f"{board.name}-{re.sub(r'[^A-Za-z0-9]+', '_', port).strip('_')}"
+    from mcunas.files import plain_name  # a profile's name, from a file: one plain name
+
+    name = plain_name(board.name, "board name")
+    return user_path("build") / f"{name}-{re.sub(r'[^A-Za-z0-9]+', '_', port).strip('_')}"
 
 
 def probe_board(

@@ -30,7 +30,7 @@ from pathlib import Path
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, FatalError, MeasurementError
-from mcunas.files import output_path, write_file
+from mcunas.files import managed_folder, open_managed, write_file
 from mcunas.measure.elfsize import ElfSizes, read_elf_sizes
 from mcunas.measure.pio_output import build_error, log_tail, upload_hint
 from mcunas.measure.setup_report import runtime_label
@@ -39,6 +39,7 @@ from mcunas.tflite.csource import model_crc32
 
 __all__ = [
     "BUILD_TIMEOUT_S",
+    "template_files",
     "UPLOAD_TIMEOUT_S",
     "BuildInfo",
     "PioProject",
@@ -58,9 +59,7 @@ _REQUIRED_SYMBOLS = {
     "model_ops.h": ("McunasRegisterOps", "McunasOpResolver"),
 }
 # PlatformIO writes sdkconfig.<env> beside its build; sdkconfig.defaults* are sources.
-_TEMPLATE_IGNORE = shutil.ignore_patterns(
-    "generated", ".pio", "sdkconfig", "sdkconfig.esp32*", "__pycache__"
-)
+_TEMPLATE_IGNORE = ("generated", ".pio", "sdkconfig", "sdkconfig.esp32*", "__pycache__")
 
 
 @dataclass(frozen=True)
@@ -150,8 +149,8 @@ class PioProject:
         self._copy_template()
         from mcunas.tflite.csource import write_model_sources
 
-        if self.generated_dir.exists():
-            shutil.rmtree(self.generated_dir)
+        managed_folder(self.work_dir, self.generated_dir)  # a planted link: refused, not emptied
+        shutil.rmtree(self.generated_dir)
         write_model_sources(model_bytes, self.generated_dir, op_names)
         self._check_generated(model_bytes)
         self.frontend_defines = {}
@@ -160,7 +159,8 @@ class PioProject:
 
             check_signal_ops(self.board)
             self.frontend_defines = write_frontend_build(frontend, model_bytes, self.generated_dir)
-        write_file(self.generated_dir / "mcunas_config.h", self.config_header(), "firmware header")
+        header, root = self.config_header(), self.work_dir
+        write_file(self.generated_dir / "mcunas_config.h", header, "firmware header", inside=root)
         self.model_crc32 = model_crc32(model_bytes)
         return self.work_dir
 
@@ -204,14 +204,15 @@ class PioProject:
                 "firmware/): reinstall mcunas (its package ships them) or point "
                 "MCUNAS_FIRMWARE_DIR at a folder holding both."
             )
-        self.work_dir.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(ini, self.work_dir / "platformio.ini")
-        shutil.copytree(
-            firmware, self.work_dir / "firmware", dirs_exist_ok=True, ignore=_TEMPLATE_IGNORE
-        )
+        # copied file by file into the project folder, following no link there
+        copies = [(ini, Path("platformio.ini"))]
+        copies += [(f, "firmware" / f.relative_to(firmware)) for f in template_files(firmware)]
         if self.board.pio_platform.startswith("espressif32"):
             # ESP-IDF builds need the root CMakeLists.txt beside platformio.ini.
-            shutil.copy2(firmware / "esp-idf" / "CMakeLists.txt", self.work_dir / "CMakeLists.txt")
+            copies.append((firmware / "esp-idf" / "CMakeLists.txt", Path("CMakeLists.txt")))
+        root = self.work_dir
+        for source, name in copies:
+            write_file(root / name, source.read_bytes(), "firmware project", inside=root)
 
     def _check_generated(self, model_bytes: bytes) -> None:
         for name, symbols in _REQUIRED_SYMBOLS.items():
@@ -299,10 +300,10 @@ class PioProject:
         return found
 
     def _run(self, cmd: list[str], log_path: Path, timeout_s: float, stage: str) -> tuple[int, str]:
-        log_path = output_path(log_path, "build log")
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        # a new file: whatever was planted at the log's name is removed, never written
+        fd = open_managed(self.work_dir, log_path, os.O_WRONLY, "build log", fresh=True)
         env = dict(os.environ, PLATFORMIO_DISABLE_PROGRESSBAR="true")
-        with open(log_path, "w", encoding="utf-8", errors="replace") as log:
+        with open(fd, "w", encoding="utf-8", errors="replace") as log:
             log.write("$ " + " ".join(cmd) + "\n")
             log.flush()
             try:
@@ -329,3 +330,17 @@ def _marker_pin(board: BoardProfile) -> int:
     """The profile's energy marker GPIO, -1 for none."""
     pin = board.power.get("marker_pin")
     return -1 if pin is None else int(pin)
+
+
+def template_files(folder: Path) -> list[Path]:
+    """The firmware template's files, without build output and generated sources."""
+    from fnmatch import fnmatch
+
+    def kept(name: str) -> bool:
+        return not any(fnmatch(name, pattern) for pattern in _TEMPLATE_IGNORE)
+
+    found = []
+    for here, dirs, names in os.walk(folder):
+        dirs[:] = sorted(d for d in dirs if kept(d))
+        found += [Path(here) / n for n in sorted(names) if kept(n)]
+    return found

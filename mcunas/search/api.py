@@ -25,6 +25,8 @@ from mcunas.files import (
     FolderLock,
     ensure_writable,
     first_missing,
+    plain_name,
+    refuse_links,
 )
 from mcunas.jsontext import JsonObject
 from mcunas.measure.ports import check_port
@@ -40,7 +42,7 @@ __all__ = ["check_search", "run_planned"]
 
 def default_out(board: str) -> Path:
     """``runs/<board>-<YYYYmmdd-HHMMSS>``."""
-    return Path("runs") / f"{board}-{datetime.now():%Y%m%d-%H%M%S}"
+    return Path("runs") / f"{plain_name(board, 'board name')}-{datetime.now():%Y%m%d-%H%M%S}"
 
 
 def check_search(config: SearchConfig) -> BoardProfile:
@@ -125,6 +127,7 @@ def run_planned(
     with FolderLock(out_dir, "mcunas search"):  # one writer per folder, released on death
         if overwrite:
             _clear_earlier_search(out_dir)
+        _refuse_planted_links(out_dir)
         made = (out_dir, created)
         return _run_locked(config, board, made, parts, stream, debug)
 
@@ -180,17 +183,36 @@ _SEARCH_FILES = (
     "trials.sqlite-shm",
     "pareto.json",
     "pareto.png",
+    "energy.png",
     "report.html",
 )
 _SEARCH_DIRS = ("models", "best", "tuner", "supernet")
 
 
 def _clear_earlier_search(out_dir: Path) -> None:
-    """Remove an earlier search's store, models, report and ``best/`` (``--overwrite``)."""
+    """Remove an earlier search's store, models, report and ``best/`` (``--overwrite``).
+
+    A symlink at one of these names is removed itself, never what it points to.
+    """
     for name in _SEARCH_FILES:
         (out_dir / name).unlink(missing_ok=True)
     for name in _SEARCH_DIRS:
+        if (out_dir / name).is_symlink():
+            (out_dir / name).unlink()
         shutil.rmtree(out_dir / name, ignore_errors=True)
+
+
+def _refuse_planted_links(out_dir: Path) -> None:
+    """Refuse in one line a symlink at a folder the search keeps, or at a file opened by path.
+
+    The search's own files are written following no link (:mod:`mcunas.files.managed`:
+    a link at a file's name is replaced). SQLite and Keras Tuner open theirs by
+    path, following links: the store's files and everything in ``tuner/`` are
+    checked before either runs; the folders, so that a search stops before its
+    first trial rather than at its first write.
+    """
+    refuse_links(out_dir, (*_SEARCH_FILES[:3], *_SEARCH_DIRS), "search folder")
+    refuse_links(out_dir, ("tuner",), "Keras Tuner state", deep=True)
 
 
 def _no_trials(store: TrialStore) -> bool:

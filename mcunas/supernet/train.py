@@ -92,7 +92,8 @@ class SupernetTrainer:
         recipe = common_steps(recipe, len(dataset.x_train))  # not small series sets' 4x
         self.spec, self.dataset, self.recipe = spec, dataset, recipe
         self.epochs, self.seed, self.schedule = epochs, seed, schedule
-        self.path = Path(out_dir) / CHECKPOINT
+        self.out_dir = Path(out_dir)
+        self.path = self.out_dir / CHECKPOINT
         self.model = Supernet(spec)
         self.model.build_all()
         self.steps = steps_per_epoch(recipe, len(dataset.x_train))
@@ -147,7 +148,8 @@ class SupernetTrainer:
         arrays |= {f"o{i}": o for i, o in enumerate(opt)}
         buffer = io.BytesIO()
         np.savez(buffer, meta=np.array(json.dumps(meta)), **arrays)
-        write_file(self.path, buffer.getvalue())
+        data = buffer.getvalue()
+        write_file(self.path, data, "supernet checkpoint", inside=self.out_dir)
 
     # ----------------------------------------------------------------- training
     def train(self, report: Callable[[int, float, float], None] | None = None) -> None:

@@ -161,7 +161,7 @@ class SupernetWork:
         path = self.run.out_dir / CHECKPOINT
         if job.from_chief:  # the chief's checkpoint, or none: start afresh
             if job.checkpoint:
-                write_file(path, job.checkpoint)
+                write_file(path, job.checkpoint, "supernet checkpoint", inside=self.run.out_dir)
             else:
                 path.unlink(missing_ok=True)
         trainer = self.trainer(self.spec(job.width), job.epochs)
@@ -198,7 +198,7 @@ class SupernetWork:
             data = self.fetch()
             if hashlib.sha256(data).hexdigest() != sha256:
                 raise McunasError("the chief's supernet changed while this worker fetched it")
-            write_file(path, data)
+            write_file(path, data, "supernet checkpoint", inside=self.run.out_dir)
         trainer = self.trainer(self.spec(width), self.run.config.supernet_plan[0])
         trainer.load()
         scorer = SubnetScorer(trainer.model, self.run.dataset, self.run.config.seed)

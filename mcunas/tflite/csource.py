@@ -114,5 +114,5 @@ def write_model_sources(
     out_dir.mkdir(parents=True, exist_ok=True)
     paths = [out_dir / name for name in ("model_data.h", "model_data.cc", "model_ops.h")]
     for path in paths:
-        write_file(path, texts[path.name], "C source")
+        write_file(path, texts[path.name], "C source", inside=out_dir)
     return paths

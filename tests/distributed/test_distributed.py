@@ -79,8 +79,15 @@ def ask(svc, **payload):
     return json.loads(svc.handle(json.dumps(payload).encode()))
 
 
+def hand(svc, worker, tid):
+    """The chief's oracle hands trial ``tid`` to ``worker`` (what CreateTrial does)."""
+    svc.oracle.ongoing_trials[worker] = FakeTrial(tid)
+    svc.oracle.tuner_ids.add(worker)
+
+
 def test_join_then_write_trials(service):
     assert ask(service, **join_request())["ok"]
+    hand(service, "w1", "0")
     assert ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={"a": 1})["ok"]
     assert ask(service, op="update", worker="w1", tid="0", values={"train_s": 2.5})["ok"]
     reply = ask(service, op="record_model", worker="w1", tid="0", model="AAEC", values={})
@@ -114,7 +121,10 @@ def test_writes_need_a_joined_owner(service):
     assert "unknown worker w9" in unknown["error"]
     ask(service, **join_request("w1"))
     ask(service, **join_request("w2"))
+    hand(service, "w1", "0")
     ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={})
+    taken = ask(service, op="start_trial", worker="w2", tid="0", hyperparameters={})
+    assert "handed to another worker" in taken["error"]  # not the trial the chief gave w2
     stolen = ask(service, op="update", worker="w2", tid="0", values={"train_s": 1.0})
     assert "handed to another worker" in stolen["error"]
     again = ask(service, **join_request("w1"))
@@ -136,6 +146,7 @@ def test_a_restarted_chief_takes_a_rejoin_from_both_threads_of_one_worker(servic
 
 def test_a_finished_trial_is_never_started_again(service):
     ask(service, **join_request("w1"))
+    hand(service, "w1", "0")
     ask(service, op="start_trial", worker="w1", tid="0", hyperparameters={})
     ask(service, op="finish_trial", worker="w1", tid="0", status="ok", values={})
     service.oracle.ongoing_trials["w1"] = FakeTrial("0")
@@ -146,9 +157,8 @@ def test_a_finished_trial_is_never_started_again(service):
 
 def test_a_silent_workers_trial_goes_back_to_the_queue(service):
     ask(service, **join_request("w1"))
+    hand(service, "w1", "3")
     ask(service, op="start_trial", worker="w1", tid="3", hyperparameters={})
-    service.oracle.ongoing_trials["w1"] = FakeTrial("3")
-    service.oracle.tuner_ids.add("w1")
     time.sleep(0.3)
     service.check_silence()
     assert service.oracle._retry_queue == ["3"] and service.oracle.saved == 1

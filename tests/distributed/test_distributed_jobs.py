@@ -82,7 +82,10 @@ def test_workers_take_jobs_and_only_the_owner_writes_their_rows(chief):
     sent = ask(chief, op="next_job", worker="w1")["job"]
     assert sent == {"id": job_id, "kind": "screen", "tid": "s0000", "values": {}}
     assert ask(chief, op="next_job", worker="w2") == {"ok": True, "wait": 0.5}
-    ask(chief, op="start_trial", worker="w1", tid="s0000", hyperparameters={})
+    assert ask(chief, op="start_trial", worker="w1", tid="s0000", hyperparameters={})["ok"]
+    for tid in ("s0000", "s0001"):  # w1's trial, and one no job named
+        taken = ask(chief, op="start_trial", worker="w2", tid=tid, hyperparameters={})
+        assert not taken["ok"] and "handed to another worker" in taken["error"]
     refused = ask(chief, op="update", worker="w2", tid="s0000", values={"macs": 1})
     assert not refused["ok"] and "handed to another worker" in refused["error"]
     done = ask(chief, op="finish_trial", worker="w1", tid="s0000", status="screened", values={})

@@ -30,6 +30,7 @@ from mcunas.cost.fit.scale import (
     fit_scales,
     load_calibration,
 )
+from mcunas.files import plain_name
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
@@ -197,7 +198,7 @@ def fit_base(board: BoardProfile) -> BoardProfile:
     if board.builtin or not str(latency.get("source", "")).startswith(FIT_SOURCE):
         return board
     name = latency.get("base") or board.name
-    builtin = builtin_boards_dir() / f"{name}.toml"
+    builtin = builtin_boards_dir() / f"{plain_name(name, 'base board')}.toml"
     if not builtin.is_file():
         return replace(board, latency={})
     return replace(board, latency={**(load_board(str(builtin)).latency or {}), "base": name})
@@ -385,6 +386,7 @@ def write_user_board(board: BoardProfile, latency: LatencyTable) -> Path:
         if isinstance(entry, dict):
             lines += ["", f"[latency.{lib}]"]
             lines += [f"{k} = {_toml_value(v)}" for k, v in entry.items()]
-    out = user_boards_dir() / f"{board.name}.toml"
+    out = user_boards_dir() / f"{plain_name(board.name, 'board name')}.toml"
     check_latency(latency, f"fit of {board.name} (not written to {out})")
-    return write_file(out, "\n".join(lines).rstrip() + "\n")
+    text = "\n".join(lines).rstrip() + "\n"
+    return write_file(out, text, "fitted profile", inside=user_boards_dir())

@@ -186,7 +186,7 @@ class RecordStore:
         if not path.is_file():
             blob = self._db.execute("SELECT bytes FROM models WHERE hash=?", (key,)).fetchone()
             self._models_dir.mkdir(parents=True, exist_ok=True)
-            write_file(path, blob[0], "model cache")
+            write_file(path, blob[0], "model cache", inside=self._models_dir)
         return path
 
     def model_rows(self, board: str | None = None) -> list[CalibrationRow]:

@@ -313,7 +313,7 @@ def load_suite(size: str = "small") -> list[SuiteModel]:
     suite = build_suite(size)
     folder.mkdir(parents=True, exist_ok=True)
     for m in suite:
-        write_file(folder / f"{m.name}.tflite", m.model_bytes, "suite cache")
+        write_file(folder / f"{m.name}.tflite", m.model_bytes, "suite cache", inside=folder)
     entries = [{"name": m.name, "variants": list(m.variants)} for m in suite]
-    write_file(index, json.dumps(entries, indent=1), "suite cache")
+    write_file(index, json.dumps(entries, indent=1), "suite cache", inside=folder)
     return suite

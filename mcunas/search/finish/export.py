@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
-from mcunas.files import storage_errors, write_file
+from mcunas.files import managed_folder, plain_name, storage_errors, write_file
 from mcunas.jsontext import JsonObject, dumps
 from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.store import TrialRecord
@@ -102,8 +102,8 @@ def export_best(
     from mcunas.tflite.csource import write_model_sources
     from mcunas.tflite.reader import read_graph
 
-    dest = Path(out_dir) / "best"
-    write_file(dest / "model.tflite", model_bytes)
+    dest = managed_folder(Path(out_dir), Path(out_dir) / "best")  # never a planted link
+    write_file(dest / "model.tflite", model_bytes, inside=dest)
     op_names = read_graph(model_bytes).op_names()
     with storage_errors(dest):
         sources = write_model_sources(model_bytes, dest, op_names)
@@ -122,7 +122,7 @@ def export_best(
     if board is not None:
         front = (dest / "frontend.tflite").read_bytes() if frontend is not None else None
         _add_project(model_bytes, board, dest, (best, refit), info, front)
-    write_file(dest / "best.json", dumps(info))
+    write_file(dest / "best.json", dumps(info), inside=dest)
     return dest
 
 
@@ -137,7 +137,8 @@ def _add_project(
     """Write ``project/`` and list it in ``info``, or note there why it could not be made."""
     try:
         arena = exported_arena(*chosen)
-        _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
+        project = managed_folder(dest, dest / PROJECT_DIR)
+        _write_project(model_bytes, board, project, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
     except (BoardProfileError, CandidateError, ModelError) as exc:
         info["project_error"] = str(exc)
@@ -158,8 +159,8 @@ def _with_frontend(
     from mcunas.frontend.graph import frontend_model, readme
 
     front_bytes = frontend_model(frontend)
-    write_file(dest / "frontend.tflite", front_bytes)
-    write_file(dest / "README.md", readme(frontend))
+    write_file(dest / "frontend.tflite", front_bytes, inside=dest)
+    write_file(dest / "README.md", readme(frontend), inside=dest)
     with storage_errors(dest):
         names = sorted(p.name for p in write_frontend_sources(front_bytes, dest))
     lead = ["frontend.tflite", *names, "README.md", "model.tflite"]
@@ -263,7 +264,8 @@ def export_project(
     searched = (info.get("board") or {}).get("name")
     target = board or load_board(str(searched or ""))
     same = target.name == searched
-    folder = Path(out) if out else best_dir / (PROJECT_DIR if same else f"project-{target.name}")
+    name = PROJECT_DIR if same else f"project-{plain_name(target.name, 'board name')}"
+    folder = Path(out) if out else managed_folder(best_dir, best_dir / name)
     trial = TrialRecord(trial_id=str((info.get("trial") or {}).get("trial_id", "?")))
     for key in ("arena_bytes", "estimated", "source"):
         setattr(trial, key, (info.get("trial") or {}).get(key))

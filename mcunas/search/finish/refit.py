@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcunas.figures import Figures
-from mcunas.files import write_file
+from mcunas.files import plain_name, write_file
 from mcunas.jsontext import JsonObject
 from mcunas.search.finish.ensemble import (
     fitting_average,
@@ -247,8 +247,8 @@ def _checked(
 
 def _kept(run: FinishingRun, best: TrialRecord, model_bytes: bytes) -> JsonObject:
     """Write the refit's model; where it is and its hash."""
-    path = Path("models") / f"refit_{best.trial_id}.tflite"
-    write_file(Path(run.out_dir) / path, model_bytes)
+    path = Path("models") / f"refit_{plain_name(best.trial_id, 'trial id')}.tflite"
+    write_file(Path(run.out_dir) / path, model_bytes, "refit model", inside=Path(run.out_dir))
     return {"model_path": str(path), "model_sha256": hashlib.sha256(model_bytes).hexdigest()}
 
 

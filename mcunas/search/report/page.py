@@ -31,16 +31,16 @@ def write_report(result: SearchResult) -> dict[str, str]:
     summary = result.overview()
     keys = ("board", "budgets", "hypervolume", "wall_s", "session_wall_s", "sessions")
     pareto = {**{k: summary.get(k) for k in keys}, "front": [r.to_dict() for r in result.front]}
-    paths = {"pareto_json": write_file(out_dir / "pareto.json", dumps(pareto))}
+    paths = {"pareto_json": write_file(out_dir / "pareto.json", dumps(pareto), inside=out_dir)}
     name, best = result.board.name, result.best
     png = plot_pareto(result.trials, result.front, f"{name}: feasible candidates", best)
-    paths["pareto_png"] = write_file(out_dir / "pareto.png", png)
+    paths["pareto_png"] = write_file(out_dir / "pareto.png", png, inside=out_dir)
     energy_png = plot_energy(result.trials, result.front, f"{name}: energy", best)
-    paths["energy_png"] = write_file(out_dir / "energy.png", energy_png)
+    paths["energy_png"] = write_file(out_dir / "energy.png", energy_png, inside=out_dir)
     images = [base64.b64encode(p).decode() for p in (png, energy_png)]
     why = None if best is None else choice_reason(result.trials, best)
     page = _html(summary, result.trials, result.front, images, why)
-    paths["report_html"] = write_file(out_dir / "report.html", page)
+    paths["report_html"] = write_file(out_dir / "report.html", page, inside=out_dir)
     return {k: str(v) for k, v in paths.items()}
 
 

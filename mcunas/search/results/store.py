@@ -28,7 +28,7 @@ from typing import Any
 
 from mcunas.errors import UserError
 from mcunas.figures import Figures
-from mcunas.files import output_path, storage_errors, write_file
+from mcunas.files import output_path, plain_name, refuse_links, storage_errors, write_file
 from mcunas.search.results.record import (
     HpValues,
     TrialOrigin,
@@ -64,6 +64,10 @@ class TrialStore:
         serialises them, as a distributed search's chief does).
         """
         self.path = Path(path)
+        name = self.path.name  # SQLite follows links: none is planted at its files' names
+        refuse_links(self.path.parent, [name], "trial store", linked_ok=True)
+        sidecars = [f"{name}-wal", f"{name}-shm", f"{name}-journal"]  # rewritten whole
+        refuse_links(self.path.parent, sidecars, "trial store")
         output_path(self.path, "trial store")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage_errors(self.path):
@@ -235,8 +239,9 @@ class TrialStore:
         ``values`` are further columns (accuracies, timings; a remote worker's figure
         columns when ``figures`` is None). Returns the file's path.
         """
-        path = Path(models_dir) / f"trial_{trial_id}.tflite"
-        write_file(path, model_bytes, "trial model")
+        name = f"trial_{plain_name(trial_id, 'trial id')}.tflite"
+        path = Path(models_dir) / name  # models/ is the store's: no link in it is followed
+        write_file(path, model_bytes, "trial model", inside=Path(models_dir).parent)
         if figures is not None:
             self.record_figures(trial_id, figures)
         self.update(

@@ -19,8 +19,6 @@ Example::
 
 from __future__ import annotations
 
-import contextlib
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,7 +27,7 @@ from typing import TYPE_CHECKING
 import keras_tuner
 
 from mcunas.errors import FatalError, describe
-from mcunas.files import output_path, storage_errors
+from mcunas.files import plain_name, storage_errors, write_file
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.trial_store import Store
 from mcunas.search.settings.config import WARM_START_ENV
@@ -77,7 +75,7 @@ class WarmStart:
 
     def weights_path(self, trial_id: str) -> Path:
         """Where trial ``trial_id``'s trained weights are kept (Hyperband parents only)."""
-        return self.models_dir / f"trial_{trial_id}{WEIGHTS_SUFFIX}"
+        return self.models_dir / f"trial_{plain_name(trial_id, 'trial id')}{WEIGHTS_SUFFIX}"
 
     def keeps_weights(self, values: HpValues) -> bool:
         """True for a Hyperband trial that a later round may promote (not its last round)."""
@@ -93,26 +91,19 @@ class WarmStart:
         A full disk stops the search (:class:`DiskFull`); any other failure leaves the
         trial OK, and a promoted child trains from scratch.
         """
-        final = output_path(self.weights_path(tid), "Hyperband weights")
-        tmp: Path | None = None
+        final = self.weights_path(tid)
         try:
-            with storage_errors(final):
-                final.parent.mkdir(parents=True, exist_ok=True)
-                # a fresh name made with O_EXCL: nothing planted beside it is written through
-                fd, name = tempfile.mkstemp(dir=final.parent, prefix=f".trial_{tid}.")
-                os.close(fd)
-                tmp = Path(name)
-                self.runner.save_weights(model, tmp)
-                output_path(final, "Hyperband weights")  # still no special file there
-                os.replace(tmp, final)
+            # saved in a private folder, then written into models/ following no link there
+            with tempfile.TemporaryDirectory(prefix="mcunas-weights-") as private:
+                tmp = Path(private) / final.name
+                with storage_errors(tmp):
+                    self.runner.save_weights(model, tmp)
+                    data = tmp.read_bytes()
+            write_file(final, data, "Hyperband weights", inside=self.models_dir.parent)
         except FatalError:
             raise
         except Exception as exc:  # noqa: BLE001 - the trial itself is fine
             return f"weights not kept for Hyperband: {describe(exc)}"
-        finally:
-            if tmp is not None:
-                with contextlib.suppress(OSError):
-                    tmp.unlink(missing_ok=True)
         return None
 
     def start(self, model: keras.Model, values: HpValues) -> Start:

@@ -51,9 +51,10 @@ class VirtualProject:
         """Write the model (and the front end) where the firmware sources would go."""
         self.work_dir.mkdir(parents=True, exist_ok=True)
         path = self.work_dir / "model.tflite"
-        write_file(path, model_bytes, "virtual board model")
+        write_file(path, model_bytes, "virtual board model", inside=self.work_dir)
         if frontend is not None:
-            write_file(self.work_dir / "frontend.tflite", frontend, "virtual board front end")
+            front = self.work_dir / "frontend.tflite"
+            write_file(front, frontend, "virtual board front end", inside=self.work_dir)
         self._model, self._frontend = model_bytes, frontend
         return path
 

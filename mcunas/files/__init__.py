@@ -1,27 +1,36 @@
 """Writing results safely: atomic files, a full disk as one clear error, output folders.
 
 Used by the trial store, the report, the export of ``best/`` and anything else
-that writes a result a user will read. Low layer: imports only ``mcunas.errors``.
+that writes a result a user will read. A path the user names may be a symlink
+(its target is written); a file mcunas names inside a folder it manages is
+written by :mod:`mcunas.files.managed`, which follows no link. Storage faults
+are :mod:`mcunas.files.storage`'s. Low layer: imports only ``mcunas.errors``.
 """
 
 from __future__ import annotations
 
-import contextlib
-import errno
 import hashlib
 import os
-import sqlite3
 import stat
 import sys
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Iterator
 from pathlib import Path
 
-from mcunas.errors import FatalError, UserError
+from mcunas.errors import UserError
+from mcunas.files.managed import (
+    kind_of,
+    managed_folder,
+    open_managed,
+    plain_name,
+    refuse_links,
+    write_managed,
+)
+from mcunas.files.storage import FILE_MODE, DiskFull, is_disk_full, storage_errors
 
 __all__ = [
+    "FILE_MODE",
     "DiskFull",
     "FolderLock",
     "content_sha256",
@@ -29,115 +38,16 @@ __all__ = [
     "READ_ERRORS",
     "first_missing",
     "is_disk_full",
+    "managed_folder",
     "output_path",
+    "plain_name",
+    "refuse_links",
     "storage_errors",
     "unreadable",
     "write_file",
+    "write_managed",
 ]
 
-# Permissions of result files (mkstemp would leave them owner-only).
-FILE_MODE = 0o644
-
-
-class DiskFull(FatalError):
-    """The disk filled up while writing search results."""
-
-    def __init__(self, what: str | os.PathLike[str]) -> None:
-        super().__init__(
-            f"Disk full while writing {what}. Free some space, then run the same command "
-            "with --resume: finished trials are kept."
-        )
-
-
-def is_disk_full(exc: BaseException, where: str | os.PathLike[str] | None = None) -> bool:
-    """True if ``exc`` says the disk (or the database file's disk) is full.
-
-    SQLite reports a write that found no space as "disk I/O error" on some paths
-    (the WAL index, a journal): with ``where`` given, such an error counts as a full
-    disk when the file system holding ``where`` has less than ``FULL_BELOW_BYTES``
-    free, so a resume on a full disk says so instead of calling the store damaged.
-    """
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
-        return True
-    text = str(exc).lower()
-    if isinstance(exc, sqlite3.Error) and "disk is full" in text:
-        return True
-    io_error = isinstance(exc, sqlite3.Error) and "disk i/o error" in text
-    return io_error and where is not None and free_bytes(where) < FULL_BELOW_BYTES
-
-
-# Less free space than this on a file system that failed a write: the disk is full.
-FULL_BELOW_BYTES = 1 << 20
-
-
-def free_bytes(where: str | os.PathLike[str]) -> int:
-    """Bytes free for this user on the file system of ``where`` (its nearest existing parent)."""
-    path = Path(where).absolute()
-    while not path.exists() and path.parent != path:
-        path = path.parent
-    try:
-        st = os.statvfs(path)
-    except OSError:
-        return 1 << 62  # unknown: not full as far as anyone can tell
-    return st.f_bavail * st.f_frsize
-
-
-# errno values that mean "this path cannot be written", with the words for each.
-_UNWRITABLE = {
-    errno.EROFS: "is on a read-only file system",
-    errno.EACCES: "is not writable (permission denied)",
-    errno.EPERM: "is not writable (operation not permitted)",
-    errno.ENAMETOOLONG: "has a name too long for the file system",
-}
-
-
-@contextlib.contextmanager
-def storage_errors(what: str | os.PathLike[str]) -> Iterator[None]:
-    """Turn storage faults inside the block into one clear line about ``what``.
-
-    A full disk raises :class:`DiskFull` (stop, resume later); a read-only,
-    unwritable, locked or damaged file or folder raises :class:`UserError` with
-    the path and what to do. Anything else passes through.
-    """
-    try:
-        yield
-    except (OSError, sqlite3.OperationalError, sqlite3.DatabaseError) as exc:
-        if is_disk_full(exc, what):
-            raise DiskFull(what) from exc
-        message = _storage_message(exc)
-        if message is None:
-            raise
-        raise UserError(f"{what} {message}.") from exc
-
-
-def _storage_message(exc: BaseException) -> str | None:
-    if isinstance(exc, OSError):
-        return _UNWRITABLE.get(exc.errno or 0)
-    text = str(exc).lower()
-    if "readonly" in text or "read-only" in text:
-        return "is read-only: make it writable, or give another --out"
-    if "locked" in text:
-        return "is locked by another process: wait for it, or give another --out"
-    if "malformed" in text or "not a database" in text:
-        return f"is damaged ({exc}): restore it from a copy, or give another --out"
-    if "disk i/o" in text:
-        return (
-            f"could not be read or written ({exc}): check the disk (dmesg) and its free "
-            "space; the store may well be intact, so keep it"
-        )
-    if "unable to open" in text:
-        return "cannot be opened: check that its folder exists and is writable"
-    return None
-
-
-# What a path is, for the refusal of an output that is not a regular file.
-_KINDS = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-    (stat.S_ISFIFO, "a named pipe"),
-    (stat.S_ISSOCK, "a socket"),
-)
 _NOTED: set[str] = set()  # symlinks already announced in this process
 
 
@@ -153,7 +63,7 @@ def _special_kind(path: Path) -> str | None:
         return None
     if stat.S_ISLNK(mode):
         return "a symlink that loops or leads nowhere readable"
-    return next((words for test, words in _KINDS if test(mode)), "not a regular file")
+    return kind_of(mode)
 
 
 def output_path(path: str | os.PathLike[str], what: str = "output") -> Path:
@@ -239,16 +149,23 @@ def _damage(exc: BaseException) -> str:
     return f"damaged or of another kind: {type(exc).__name__}"
 
 
-def write_file(path: Path, data: bytes | str, what: str = "output") -> Path:
+def write_file(
+    path: Path, data: bytes | str, what: str = "output", *, inside: Path | None = None
+) -> Path:
     """Write a file atomically (temporary file + rename); :class:`DiskFull` on ENOSPC.
 
-    The path is checked by :func:`output_path` first (special files refused,
-    symlinks written through), and again just before the rename.
+    A path the user named (``inside`` None) is checked by :func:`output_path`
+    first (special files refused, symlinks written through), and again just
+    before the rename. A file mcunas names itself inside a folder it manages
+    (``inside``, the folder the user named) goes through :func:`write_managed`:
+    no link below ``inside`` is followed.
 
     Returns:
-        The path written (a symlink's target where ``path`` is a symlink).
+        The path written (a symlink's target where ``path`` is a user's symlink).
     """
     raw = data.encode() if isinstance(data, str) else data
+    if inside is not None:
+        return write_managed(Path(inside), Path(path), raw, what)
     path = output_path(path, what)
     path.parent.mkdir(parents=True, exist_ok=True)
     with storage_errors(path):
@@ -308,7 +225,9 @@ class FolderLock:
 
     The lock is a file inside the folder holding the owner's pid. The OS
     releases it when the owner exits, however it dies, so a ``kill -9`` leaves
-    no stale lock; the file itself stays and is reused.
+    no stale lock; the file itself stays and is reused. It is opened with
+    :func:`~mcunas.files.managed.open_managed`: a symlink planted at its name is
+    refused; a file with other hard links is locked but never written.
 
     Example::
 
@@ -331,19 +250,20 @@ class FolderLock:
         """Take the lock or say who holds it."""
         import fcntl
 
-        output_path(self.path, "folder lock")
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        fd = open_managed(self.path.parent, self.path, os.O_RDWR | os.O_CREAT, "folder lock")
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.pread(fd, 64, 0).decode(errors="replace").strip() or "unknown"
+            text = os.pread(fd, 64, 0).decode(errors="replace")
+            holder = "".join(c for c in text if c.isdigit())[:12] or "unknown"
             os.close(fd)
             raise UserError(
                 f"{self.path.parent} is in use by another {self.what} (pid {holder}). "
                 "Wait for it to finish, or choose another --out."
             ) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        if os.fstat(fd).st_nlink == 1:  # a file with other names is theirs too: not written
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
 
