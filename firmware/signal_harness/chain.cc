@@ -97,8 +97,8 @@ const char* Chain::finish(uint32_t frame_samples, uint32_t bands) {
                                             channels, energy_.start_index, energy_.end_index);
   if (bad != nullptr) return bad;
   const size_t fft_bytes = msig::rfft_bytes(rfft_options_.fft_length);
-  void* fft_memory = malloc(fft_bytes);
-  if (!msig::rfft_init(&fft_, rfft_options_.fft_length, fft_memory, fft_bytes)) return "rfft";
+  fft_memory_ = malloc(fft_bytes);
+  if (!msig::rfft_init(&fft_, rfft_options_.fft_length, fft_memory_, fft_bytes)) return "rfft";
   samples_ = zeroed<int16_t>(n_);
   spectrum_ = zeroed<msig::Cpx16>(bins);
   energy_out_ = zeroed<uint32_t>(bins);
@@ -108,6 +108,11 @@ const char* Chain::finish(uint32_t frame_samples, uint32_t bands) {
   clean_ = zeroed<uint32_t>(bands_);
   noise_ = zeroed<uint32_t>(bands_);
   return nullptr;
+}
+
+void Chain::release() {
+  void* owned[] = {fft_memory_, samples_, spectrum_, energy_out_, work_, mel_, root_, clean_, noise_};
+  for (void* p : owned) free(p);
 }
 
 void Chain::reset() { memset(noise_, 0, sizeof(uint32_t) * bands_); }

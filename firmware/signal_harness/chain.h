@@ -35,6 +35,8 @@ class Chain {
   void reset();
   void run(const int16_t* frame, int16_t* features);
   void print_ticks() const;
+  // Frees what finish() allocated.
+  void release();
 
  private:
   void step(Kind kind);
@@ -66,6 +68,7 @@ class Chain {
   uint32_t* clean_ = nullptr;
   uint32_t* noise_ = nullptr;
   int16_t* features_ = nullptr;
+  void* fft_memory_ = nullptr;
 };
 
 }  // namespace msig_harness

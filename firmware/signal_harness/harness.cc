@@ -4,7 +4,7 @@
 //
 //   harness IN OUT
 //
-// IN (little-endian; mcunas/frontend/kernel_graph.py writes it):
+// IN (little-endian; mcunas/frontend/kernels/graph.py writes it):
 //   "MSIG" u32 graphs
 //   per graph: u32 ops; per op: u32 name_len, name, u32 options_len, options,
 //                              u32 constants; per constant: u32 count, int16[count]
@@ -25,46 +25,35 @@
 
 namespace {
 
+// Reads the input file as it goes: a graph's tables are kept until the graph
+// is done (`keep`), frames go through one buffer.
 struct Input {
-  const uint8_t* p;
-  const uint8_t* end;
+  FILE* file;
   bool ok = true;
+  void* kept[64] = {};
+  int kept_count = 0;
 
   uint32_t u32() {
-    if (end - p < 4) {
-      ok = false;
-      return 0;
-    }
-    uint32_t v = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
-    p += 4;
-    return v;
+    uint8_t b[4] = {};
+    if (fread(b, 1, 4, file) != 4) ok = false;
+    return b[0] | (b[1] << 8) | (b[2] << 16) | (static_cast<uint32_t>(b[3]) << 24);
   }
-  const uint8_t* take(size_t n) {
-    if (static_cast<size_t>(end - p) < n) {
-      ok = false;
-      return nullptr;
-    }
-    const uint8_t* at = p;
-    p += n;
-    return at;
+  bool read(void* to, size_t n) {
+    if (n != 0 && fread(to, 1, n, file) != n) ok = false;
+    return ok;
+  }
+  // n bytes kept until release().
+  const uint8_t* keep(size_t n) {
+    if (kept_count == 64) ok = false;
+    if (!ok) return nullptr;
+    uint8_t* at = static_cast<uint8_t*>(malloc(n ? n : 1));
+    kept[kept_count++] = at;
+    return read(at, n) ? at : nullptr;
+  }
+  void release() {
+    while (kept_count > 0) free(kept[--kept_count]);
   }
 };
-
-uint8_t* read_file(const char* path, size_t* size) {
-  FILE* f = fopen(path, "rb");
-  if (f == nullptr) return nullptr;
-  size_t cap = 1 << 16, used = 0;
-  uint8_t* data = static_cast<uint8_t*>(malloc(cap));
-  for (;;) {
-    if (used == cap) data = static_cast<uint8_t*>(realloc(data, cap *= 2));
-    const size_t got = fread(data + used, 1, cap - used, f);
-    if (got == 0) break;
-    used += got;
-  }
-  fclose(f);
-  *size = used;
-  return data;
-}
 
 // One graph: its ops, then its clips; false on a malformed file or graph.
 bool run_graph(Input* in, FILE* out, long* frames_done) {
@@ -73,14 +62,14 @@ bool run_graph(Input* in, FILE* out, long* frames_done) {
   for (uint32_t i = 0; i < ops && in->ok; ++i) {
     msig_harness::OpSpec spec = {};
     const uint32_t name_len = in->u32();
-    spec.name = reinterpret_cast<const char*>(in->take(name_len));
+    spec.name = reinterpret_cast<const char*>(in->keep(name_len));
     spec.name_len = name_len;
     spec.options_len = in->u32();
-    spec.options = in->take(spec.options_len);
+    spec.options = in->keep(spec.options_len);
     spec.constants = in->u32();
     for (uint32_t c = 0; c < spec.constants && c < msig_harness::kMaxConstants && in->ok; ++c) {
       spec.counts[c] = in->u32();
-      spec.data[c] = reinterpret_cast<const int16_t*>(in->take(2u * spec.counts[c]));
+      spec.data[c] = reinterpret_cast<const int16_t*>(in->keep(2u * spec.counts[c]));
     }
     if (!in->ok) return false;
     const char* bad = chain.add(spec);
@@ -96,19 +85,22 @@ bool run_graph(Input* in, FILE* out, long* frames_done) {
     return false;
   }
   int16_t* features = static_cast<int16_t*>(malloc(2u * bands));
+  int16_t* frame = static_cast<int16_t*>(malloc(2u * n));
   for (uint32_t c = 0; c < clips && in->ok; ++c) {
     const uint32_t frames = in->u32();
     chain.reset();
     for (uint32_t f = 0; f < frames && in->ok; ++f) {
-      const int16_t* frame = reinterpret_cast<const int16_t*>(in->take(2u * n));
-      if (frame == nullptr) break;
+      if (!in->read(frame, 2u * n)) break;
       chain.run(frame, features);
       fwrite(features, 2, bands, out);
       ++*frames_done;
     }
   }
   free(features);
+  free(frame);
   chain.print_ticks();
+  chain.release();
+  in->release();
   return in->ok;
 }
 
@@ -119,24 +111,27 @@ int main(int argc, char** argv) {
     printf("usage: harness IN OUT\n");
     return 2;
   }
-  size_t size = 0;
-  uint8_t* data = read_file(argv[1], &size);
+  FILE* file = fopen(argv[1], "rb");
   FILE* out = fopen(argv[2], "wb");
-  if (data == nullptr || out == nullptr || size < 8 || memcmp(data, "MSIG", 4) != 0) {
+  char magic[4] = {};
+  if (file == nullptr || out == nullptr || fread(magic, 1, 4, file) != 4 ||
+      memcmp(magic, "MSIG", 4) != 0) {
     printf("error: cannot read %s or write %s\n", argv[1], argv[2]);
     return 2;
   }
   msig_harness::print_calibration();
-  Input in{data + 4, data + size};
+  Input in{file};
   const uint32_t graphs = in.u32();
   long frames = 0;
   for (uint32_t g = 0; g < graphs; ++g) {
     if (!run_graph(&in, out, &frames)) {
       fclose(out);
+      fclose(file);
       return 1;
     }
   }
   fclose(out);
+  fclose(file);
   printf("ok %ld\n", frames);
   return 0;
 }

@@ -98,7 +98,7 @@ bool flex_int(const uint8_t* buf, size_t len, const char* key, int64_t* out) {
     const uint8_t* name = nullptr;
     if (!r.deref(keys + i * keys_width, keys_width, &name)) return false;
     const size_t room = static_cast<size_t>(buf + len - name);
-    if (strnlen(reinterpret_cast<const char*>(name), room) == room) return false;
+    if (memchr(name, 0, room) == nullptr) return false;  // the key ends inside the buffer
     if (strcmp(reinterpret_cast<const char*>(name), key) != 0) continue;
     if (!r.in_range(types + i, 1)) return false;
     return scalar(r, values + i * width, width, types[i], out);
