@@ -170,6 +170,7 @@ def write_project(
     Raises:
         ModelError: the model is not int8 in and out, or uses an op TFLM cannot register.
         BoardProfileError: the board has no PlatformIO environment in the template.
+        UserError: the front end has an op or option the Cortex-M signal kernels refuse.
         DiskFull: the disk filled up.
     """
     graph = read_graph(model_bytes)
@@ -186,7 +187,7 @@ def write_project(
     written = [write_file(src / "main.cpp", main)]
     with storage_errors(src):
         written += write_model_sources(model_bytes, src, graph.op_names())
-        written += write_frontend_files(frontend, src)
+        written += write_frontend_files(frontend, src, espidf)
     extra: dict[str, dict[str, str]] = {}
     if espidf:
         extra = {
@@ -258,6 +259,12 @@ _FILE_ROLES = {
     "frontend_data.cc": "the front end (frontend.tflite) as a 16-byte aligned C array",
     "frontend_data.h": "its declaration, length and CRC-32",
     "frontend_ops.h": "the op resolver registering the front end's signal ops",
+    "signal_kernels.h": "mcunas's signal kernels (the front end's ops, portable C++)",
+    "signal_kernels.cc": "window, energy, filter bank, square root, noise, PCAN, log",
+    "signal_fft.cc": "the int16 real FFT",
+    "signal_options.cc": "the ops' options (flexbuffer) and their ranges",
+    "tflm_signal_ops.h": "the kernels as TFLite Micro custom ops",
+    "tflm_signal_ops.cc": "their Init, Prepare and Eval",
     "CMakeLists.txt": "the ESP-IDF build (root: project; main/: component)",
     "idf_component.yml": "the esp-tflite-micro dependency (ESP-NN kernels), pinned",
     "partitions.csv": "the partition table",
