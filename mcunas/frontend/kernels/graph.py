@@ -131,7 +131,9 @@ def _check_options(op: GraphOp) -> None:
     values = _options(op)
     for key, (lo, hi) in OPTION_RANGES[op.name].items():
         value = values.get(key)
-        if value is None or isinstance(value, float) or not lo <= int(value) <= hi:
+        if value is None:
+            raise UserError(f"front end: {op.name}: option {key} is missing")
+        if isinstance(value, float) or not lo <= int(value) <= hi:
             raise UserError(
                 f"front end: {op.name}: option {key}={value} is outside {lo}..{hi} "
                 "for mcunas's signal kernels"
