@@ -45,7 +45,6 @@ from mcunas.frontend.kernels.counts import (
     write_counts,
     write_footprint,
 )
-
 from mcunas.frontend.kernels.graph import harness_input
 from mcunas.paths import BUNDLED, package_path
 from mcunas.search.frontends.searched import BANDS, WINDOWS
@@ -78,7 +77,9 @@ def _glue(headers: Path, work: Path) -> Part:
     subprocess.run([*cmd, "-I", str(headers), "-c", str(src), "-o", str(obj)], check=True)
     flash, ram = object_sizes([obj])
     frames = max(stack_frames([obj.with_suffix(".su")]).values())
-    how = "arm-none-eabi-size; -fstack-usage (largest frame); against Chirale_TensorFlowLite 46da2f98"
+    how = (
+        "arm-none-eabi-size; -fstack-usage (largest frame); against Chirale_TensorFlowLite 46da2f98"
+    )
     return Part("tflm_glue", flash, ram, frames, how)
 
 
@@ -99,7 +100,9 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     clips = _clips(args.work / "kws", args.per_class)
     cfgs = [
-        FrontendConfig(frame_ms=float(w.split("/")[0]), hop_ms=float(w.split("/")[1]), mel_bands=b, pcan=p)
+        FrontendConfig(
+            frame_ms=float(w.split("/")[0]), hop_ms=float(w.split("/")[1]), mel_bands=b, pcan=p
+        )
         for w, b, p in itertools.product(WINDOWS, BANDS, (False, True))
     ]
     graphs, expected, frames = [], [], []
@@ -119,12 +122,16 @@ def main(argv: list[str] | None = None) -> int:
     for cfg, n, kinds, ticks in zip(cfgs, frames, report.ops, report.ticks, strict=True):
         for kind, t in zip(kinds, ticks, strict=True):
             per_frame = t * INSTRUCTIONS_PER_TICK / n
-            rows.append(CountRow(cfg.frame_ms, cfg.hop_ms, cfg.mel_bands, cfg.pcan, OP_NAMES[kind], per_frame))
+            rows.append(
+                CountRow(
+                    cfg.frame_ms, cfg.hop_ms, cfg.mel_bands, cfg.pcan, OP_NAMES[kind], per_frame
+                )
+            )
     header = [
         "Instructions retired per frame by mcunas's signal kernels on a Cortex-M4F, per op:",
         f"QEMU mps2-an386 -icount shift=0, SysTick ticks x {INSTRUCTIONS_PER_TICK} (calibration:",
         f"{report.instructions_per_tick:.2f} a tick), over {min(frames)}-{max(frames)} frames of",
-        f"the spoken-word dataset (per class {args.per_class}); all features equal the host runtime's.",
+        f"the spoken-word dataset (per class {args.per_class}); features equal the host runtime's.",
         "QEMU models no cycles. Written by: python scripts/signal_counts.py",
         f"{_version(['arm-none-eabi-g++', '--version'])}; {' '.join(ARM_FLAGS)}",
         _version(["qemu-system-arm", "--version"]),

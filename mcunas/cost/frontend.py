@@ -174,9 +174,15 @@ def _counted(cfg: FrontendConfig) -> dict[str, float] | None:
         return exact
     rates: dict[str, list[float]] = {}  # another front end: instructions per loop iteration
     for r in rows:
-        n = _iterations(FrontendConfig(frame_ms=r.frame_ms, hop_ms=r.hop_ms, mel_bands=r.bands, pcan=r.pcan))[r.op]
+        n = _iterations(
+            FrontendConfig(frame_ms=r.frame_ms, hop_ms=r.hop_ms, mel_bands=r.bands, pcan=r.pcan)
+        )[r.op]
         rates.setdefault(r.op, []).append(r.instructions / max(n, 1))
-    return {op: n * sum(rates[op]) / len(rates[op]) for op, n in _iterations(cfg).items() if n and op in rates}
+    return {
+        op: n * sum(rates[op]) / len(rates[op])
+        for op, n in _iterations(cfg).items()
+        if n and op in rates
+    }
 
 
 def _code_figures() -> tuple[int, int]:

@@ -102,8 +102,7 @@ def readme_section(values: dict[str, Any], espidf: bool) -> str:
     if not values.get("fe_crc"):
         return ""
     v = values
-    return (
-        f"""
+    return f"""
 ## The front end, then the model
 
 `frontend.tflite` ({values["fe_description"]}, CRC-32 {values["fe_crc"]}) runs
@@ -126,6 +125,4 @@ window), invokes it once per hop ({values["fe_hop_samples"]} samples) on
 (`round((feature / 2^{values["fe_bits"]}) / kInputScale) + kInputZeroPoint`,
 halves to even, as mcunas's host pipeline), then invokes the model.
 `mcunas predict best/ clip.wav` runs the same sequence on the host.
-"""
-        + ("" if espidf else KERNELS_NOTE)
-    )
+""" + ("" if espidf else KERNELS_NOTE)

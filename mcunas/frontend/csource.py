@@ -64,7 +64,9 @@ def _both_registrations(ops_text: str, op_names: list[str]) -> str:
     esp = "".join(f"  if (resolver.Add{c}() != kTfLiteOk) return kTfLiteError;\n" for c in calls)
     body = f"#if defined(ESP_PLATFORM)  // esp-tflite-micro's signal ops\n{esp}#else  // mcunas's\n"
     text = _CALL.sub("", ops_text).replace("\n\n  return kTfLiteOk;", "\n  return kTfLiteOk;")
-    text = re.sub(r"\n+  return kTfLiteOk;", "\n" + body + ours + "#endif\n  return kTfLiteOk;", text)
+    text = re.sub(
+        r"\n+  return kTfLiteOk;", "\n" + body + ours + "#endif\n  return kTfLiteOk;", text
+    )
     include = '#include "tensorflow/lite/micro/micro_mutable_op_resolver.h"\n'
     return text.replace(
         include,

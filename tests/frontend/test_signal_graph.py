@@ -64,15 +64,27 @@ def test_the_graphs_mcunas_writes_pass():
     "model,message",
     [
         (with_op_renamed(FRONT, "SignalPCAN", "SignalDelay"), "op SignalDelay is not in mcunas's"),
-        (with_option(FRONT, "SignalWindow", shift=40), "SignalWindow: option shift=40 is outside 0..30"),
-        (with_option(FRONT, "SignalRfft", fft_length=768), "SignalRfft: fft_length=768 is no power"),
+        (
+            with_option(FRONT, "SignalWindow", shift=40),
+            "SignalWindow: option shift=40 is outside 0..30",
+        ),
+        (
+            with_option(FRONT, "SignalRfft", fft_length=768),
+            "SignalRfft: fft_length=768 is no power",
+        ),
         (with_option(FRONT, "SignalRfft", T=1), "SignalRfft: option T=1 is outside 7..7"),
-        (with_option(FRONT, "SignalFilterBankLog", output_scale=0), "SignalFilterBankLog: option output_scale=0"),
+        (
+            with_option(FRONT, "SignalFilterBankLog", output_scale=0),
+            "SignalFilterBankLog: option output_scale=0",
+        ),
         (
             with_op_renamed(FRONT, "SignalFilterBankSquareRoot", "SignalFftAutoScale"),
             "op SignalFftAutoScale is out of place",
         ),
-        (with_op_renamed(FRONT, "SignalEnergy", "SignalWindow"), "SignalWindow: option shift is missing"),
+        (
+            with_op_renamed(FRONT, "SignalEnergy", "SignalWindow"),
+            "SignalWindow: option shift is missing",
+        ),
     ],
 )
 def test_a_graph_the_kernels_cannot_run_is_refused_in_one_line(model, message):

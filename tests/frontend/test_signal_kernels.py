@@ -26,7 +26,7 @@ MIN_REAL_FRAMES = 2000
 
 @pytest.fixture(scope="module")
 def cases(tmp_path_factory):
-    """The harness's input for every variant, the runtime's features, the real frames per variant."""
+    """The harness's input for all variants, the runtime's features, real frames per variant."""
     if not HAVE_AUDIO_TOOLS:
         pytest.skip("needs espeak-ng and sox: apt-get install espeak-ng sox")
     real = real_clips(tmp_path_factory.mktemp("signal") / "kws")

@@ -96,9 +96,13 @@ def test_a_graph_the_signal_kernels_cannot_run_is_refused_naming_the_op(tmp_path
 
     nano = load_board("nano33ble")
     with pytest.raises(UserError, match=r"^front end: op SignalDelay is not in mcunas's signal"):
-        PioProject(nano, tmp_path).generate(KWS, frontend=with_op_renamed(FRONT, "SignalPCAN", "SignalDelay"))
+        PioProject(nano, tmp_path).generate(
+            KWS, frontend=with_op_renamed(FRONT, "SignalPCAN", "SignalDelay")
+        )
     with pytest.raises(UserError, match=r"^front end: SignalWindow: option shift=40 is outside"):
-        PioProject(nano, tmp_path).generate(KWS, frontend=with_option(FRONT, "SignalWindow", shift=40))
+        PioProject(nano, tmp_path).generate(
+            KWS, frontend=with_option(FRONT, "SignalWindow", shift=40)
+        )
 
 
 def test_a_front_end_the_model_was_not_trained_on_is_refused(tmp_path):

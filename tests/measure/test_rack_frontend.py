@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from mcunas.boards.catalog import load_board
-from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.rack import RackMeasurer, load_rack

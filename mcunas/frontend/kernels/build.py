@@ -93,6 +93,14 @@ def arm_tools_missing() -> str | None:
     """None when the Arm compiler and QEMU are here, else the line that installs them."""
     tools = ("arm-none-eabi-g++", "arm-none-eabi-size", "qemu-system-arm")
     missing = [t for t in tools if shutil.which(t) is None]
+    if not missing:  # newlib's semihosting start-up, a package of its own
+        found = subprocess.run(
+            ["arm-none-eabi-gcc", "-print-file-name=rdimon.specs"],
+            capture_output=True,
+            text=True,
+            check=False,
+        ).stdout.strip()
+        missing = [] if Path(found).is_file() else ["newlib (rdimon.specs)"]
     return f"missing {', '.join(missing)}: {ARM_INSTALL}" if missing else None
 
 
@@ -113,10 +121,14 @@ def arm_harness(cache_dir: Path) -> Path:
     for src in sources:
         obj = folder / f"{src.stem}.o"
         extra = ["-fstack-usage", "-ffunction-sections"] if src in library_sources() else []
-        _compile(["arm-none-eabi-g++", *ARM_FLAGS, *CXX_FLAGS, *extra, "-c", str(src), "-o", str(obj)])
+        _compile(
+            ["arm-none-eabi-g++", *ARM_FLAGS, *CXX_FLAGS, *extra, "-c", str(src), "-o", str(obj)]
+        )
         objects.append(obj)
     startup = folder / "startup.o"
-    _compile(["arm-none-eabi-gcc", *ARM_FLAGS, "-c", str(harness / "startup.c"), "-o", str(startup)])
+    _compile(
+        ["arm-none-eabi-gcc", *ARM_FLAGS, "-c", str(harness / "startup.c"), "-o", str(startup)]
+    )
     link = ["arm-none-eabi-g++", *ARM_FLAGS, "--specs=rdimon.specs"]
     link += ["-T", str(harness / "mps2_an386.ld"), *map(str, objects), str(startup)]
     _compile([*link, "-o", str(elf.with_suffix(".part")), "-lm"])

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import re
 import subprocess
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -58,7 +59,9 @@ OP_NAMES = (  # the harness's op kinds, in its order (chain.h Kind)
     "SignalFilterBankLog",
 )
 # What the FFT's Init pulls in from newlib/libgcc (double cos/sin/floor, soft-float).
-MATHS = re.compile(r"^(cos|sin|floor|scalbn|__kernel_\w+|__ieee754_\w+|__aeabi_[di]\w*|__\w+df\w*)$")
+MATHS = re.compile(
+    r"^(cos|sin|floor|scalbn|__kernel_\w+|__ieee754_\w+|__aeabi_[di]\w*|__\w+df\w*)$"
+)
 
 
 @dataclass(frozen=True)
@@ -119,7 +122,9 @@ def load_footprint() -> dict[str, Part]:
     if not path.is_file():
         return {}
     return {
-        r["part"]: Part(r["part"], int(r["flash_bytes"]), int(r["ram_bytes"]), int(r["stack_bytes"]), r["how"])
+        r["part"]: Part(
+            r["part"], int(r["flash_bytes"]), int(r["ram_bytes"]), int(r["stack_bytes"]), r["how"]
+        )
         for r in _rows(path)
     }
 
@@ -141,10 +146,10 @@ def write_footprint(path: Path, parts: list[Part], header: list[str]) -> Path:
     return write_file(path, "\n".join(lines) + "\n")
 
 
-def stack_frames(files: object) -> dict[str, int]:
-    """Stack bytes by function name from ``-fstack-usage`` files (``file:line:col:sig\tN\tkind``)."""
+def stack_frames(files: Iterable[Path]) -> dict[str, int]:
+    """Stack bytes by function name from ``-fstack-usage`` files (``file:line:col:sig``, bytes)."""
     frames: dict[str, int] = {}
-    for su in files:  # type: ignore[attr-defined]
+    for su in files:
         for line in Path(su).read_text().splitlines():
             where, size = line.split("\t")[:2]
             signature = re.sub(r"^.*?:\d+:\d+:", "", where)
@@ -177,9 +182,14 @@ def footprint_of(elf: Path, fft_length: int) -> list[Part]:
     folder = elf.parent
     text, data = object_sizes(sorted(folder.glob("signal_*.o")))
     nm = subprocess.run(
-        ["arm-none-eabi-nm", "-S", "--size-sort", str(elf)], capture_output=True, text=True, check=True
+        ["arm-none-eabi-nm", "-S", "--size-sort", str(elf)],
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout.splitlines()
-    maths = sum(int(f[1], 16) for f in (line.split() for line in nm) if len(f) == 4 and MATHS.match(f[3]))
+    maths = sum(
+        int(f[1], 16) for f in (line.split() for line in nm) if len(f) == 4 and MATHS.match(f[3])
+    )
     stack = _stack(folder, fft_length)
     return [
         Part("library", text, data, stack, "arm-none-eabi-size of signal_*.o; -fstack-usage"),

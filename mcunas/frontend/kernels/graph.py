@@ -110,7 +110,9 @@ def graph_ops(model_bytes: bytes) -> list[GraphOp]:
             data = model.buffers[tensor.buffer].data if tensor.buffer > 0 else None
             if data is not None and len(data):
                 consts.append(np.frombuffer(bytes(np.asarray(data, np.uint8)), "<i2"))
-        options = bytes(np.asarray(op.customOptions, np.uint8)) if op.customOptions is not None else b""
+        options = (
+            bytes(np.asarray(op.customOptions, np.uint8)) if op.customOptions is not None else b""
+        )
         ops.append(GraphOp(name, options, tuple(consts)))
     return ops
 
@@ -139,7 +141,9 @@ def _check_options(op: GraphOp) -> None:
                 "for mcunas's signal kernels"
             )
     if op.name == "SignalRfft" and int(values["fft_length"]) & (int(values["fft_length"]) - 1):
-        raise UserError(f"front end: SignalRfft: fft_length={values['fft_length']} is no power of two")
+        raise UserError(
+            f"front end: SignalRfft: fft_length={values['fft_length']} is no power of two"
+        )
     if op.name == "SignalEnergy" and int(values["end_index"]) < int(values["start_index"]):
         raise UserError("front end: SignalEnergy: end_index is below start_index")
 
