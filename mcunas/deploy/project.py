@@ -154,15 +154,14 @@ def write_project(
 ) -> list[Path]:
     """Write the deployable project for ``model_bytes`` on ``board`` into ``out_dir``.
 
-    With ``frontend`` it runs before the model (:mod:`mcunas.deploy.frontend_part`).
-
     Args:
         model_bytes: bytes, a full-integer INT8 ``.tflite`` (one input, one output).
         board: BoardProfile, with a ``[platformio] env`` in the package's template.
         out_dir: Path, the project folder (created; files of an earlier export replaced).
         arena: ArenaFigure, the arena figure the margin is added to.
         meta: dict | None, optional ``title``, ``class_names``, ``preprocessing``.
-        frontend: bytes | None, the front end whose features the model was trained on.
+        frontend: bytes | None, the front end the model was trained on, run before it
+            (:mod:`mcunas.deploy.frontend_part`).
 
     Returns:
         The files written.

@@ -150,6 +150,7 @@ def test_a_search_shows_the_split_everywhere(capsys, tmp_path: Path, fake_runner
         split["frontend"]["latency_ms"] + split["model"]["latency_ms"]
     )
     assert info["trial"]["frontend_sram_bytes"] > 0
+    assert "emulated Cortex-M4F" in json.dumps(split["frontend"])  # counted, not assumed
     page = (out / "report.html").read_text()
     assert "front-end ms" in page and page.index("SignalWindow") < page.index("FULLY_CONNECTED")
     pareto = json.loads((out / "pareto.json").read_text())

@@ -85,15 +85,17 @@ def test_main_cpp_with_front_end_compiles_on_the_host(tmp_path, board, src):
     assert build.returncode == 0, build.stderr
 
 
-def test_export_of_a_best_folder_with_front_end(tmp_path, capsys):
+@pytest.mark.parametrize("board", ["nucleo_f746zg", "nano33ble", "rp2040"])
+def test_export_of_a_best_folder_with_front_end(tmp_path, capsys, board):
     best = tmp_path / "run" / "best"
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
     (best / "frontend.tflite").write_bytes(FRONT)
     (best / "best.json").write_text(json.dumps({"board": {"name": "esp32s3"}, "trial": {}}))
     with pytest.raises(SystemExit) as exc:
-        main(["export", str(tmp_path / "run"), "--board", "nucleo_f746zg"])
+        main(["export", str(tmp_path / "run"), "--board", board])
     assert exc.value.code == 0, capsys.readouterr()
-    src = best / "project-nucleo_f746zg" / "src"
+    src = best / f"project-{board}" / "src"
     assert (src / "frontend_data.cc").is_file()
     assert "predict_audio" in (src / "main.cpp").read_text()
+    assert (src / "signal" / "tflm_signal_ops.cc").is_file()  # the Cortex-M signal kernels

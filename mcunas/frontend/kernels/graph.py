@@ -175,12 +175,10 @@ def check_kernel_graph(model_bytes: bytes) -> None:
 
 
 def _pack_graph(model_bytes: bytes, clips: list[np.ndarray]) -> bytes:
-    from mcunas.frontend.graph import config_of_model
-
-    cfg = config_of_model(model_bytes)
-    if cfg is None:
-        raise UserError("front end: the model is not an mcunas audio front end")
     ops = graph_ops(model_bytes)
+    bank = next((op for op in ops if op.name == "SignalFilterBank"), None)
+    bands = int(_options(bank).get("num_channels", 0)) if bank else 0
+    samples = int(np.asarray(clips[0]).shape[-1]) if clips else 0
     out = [struct.pack("<I", len(ops))]
     for op in ops:
         name = op.name.encode()
@@ -188,15 +186,17 @@ def _pack_graph(model_bytes: bytes, clips: list[np.ndarray]) -> bytes:
         out.append(struct.pack("<I", len(op.options)) + op.options)
         out.append(struct.pack("<I", len(op.constants)))
         out.extend(struct.pack("<I", len(c)) + c.astype("<i2").tobytes() for c in op.constants)
-    out.append(struct.pack("<III", cfg.frame_samples, cfg.mel_bands, len(clips)))
+    out.append(struct.pack("<III", samples, bands, len(clips)))
     for frames in clips:
-        frames = np.asarray(frames, "<i2").reshape(-1, cfg.frame_samples)
+        frames = np.asarray(frames, "<i2").reshape(-1, samples)
         out.append(struct.pack("<I", len(frames)) + frames.tobytes())
     return b"".join(out)
 
 
 def harness_input(graphs: list[tuple[bytes, list[np.ndarray]]]) -> bytes:
     """The harness's input: each front end with its clips, each clip int16 (frames, samples).
+
+    The frame length is the clips'; the band count the filter bank's ``num_channels``.
 
     Each clip starts from the reset state, as :meth:`FrontendRunner.clip` does.
     """

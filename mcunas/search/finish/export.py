@@ -139,8 +139,8 @@ def _add_project(
         arena = exported_arena(*chosen)
         _write_project(model_bytes, board, dest / PROJECT_DIR, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
-    except (BoardProfileError, CandidateError, ModelError) as exc:
-        info["project_error"] = str(exc)
+    except (BoardProfileError, CandidateError, ModelError, UserError) as exc:
+        info["project_error"] = str(exc)  # UserError: a front end the board's kernels refuse
 
 
 def _with_frontend(
