@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 
 from mcunas.frontend.kernels.build import arm_harness, arm_tools_missing, host_harness, run_harness
+from mcunas.frontend.kernels.counts import OP_NAMES, load_counts
 from mcunas.frontend.kernels.graph import harness_input
 from mcunas.paths import BUNDLED, package_path
 from tests.frontend.signal_cases import edge_clips, frames_of, real_clips, reference, variants
@@ -77,6 +78,13 @@ def test_cortex_m4f_build_under_qemu_matches_bit_for_bit(cases, tmp_path_factory
     # -icount shift=0: one instruction a nanosecond, SysTick at 25 MHz: 40 a tick
     assert report.instructions_per_tick == pytest.approx(40.0, rel=0.01)
     assert len(report.ticks) == 18 and all(sum(t) > 0 for t in report.ticks)
+    # the stored counts the cost model reads are this code's (scripts/signal_counts.py)
+    stored = {(r.frame_ms, r.hop_ms, r.bands, r.pcan, r.op): r.instructions for r in load_counts()}
+    for cfg, want, kinds, ticks in zip(variants(), expected, report.ops, report.ticks, strict=True):
+        frames = len(want) // cfg.mel_bands
+        for kind, t in zip(kinds, ticks, strict=True):
+            key = (cfg.frame_ms, cfg.hop_ms, cfg.mel_bands, cfg.pcan, OP_NAMES[kind])
+            assert t * 40.0 / frames == pytest.approx(stored[key], rel=0.25), key
 
 
 def test_log_table_is_the_formula_it_states():
