@@ -48,7 +48,7 @@ const char* frontend_set_up(const TfLiteTensor* model_input, const char** messag
     return "model_schema";
   }
   if (McunasRegisterFrontendOps(g_fe_resolver) != kTfLiteOk) {
-    *message = "front-end op registration failed (signal ops missing from this TFLM?)";
+    *message = "front-end op registration failed (resolver full, or a signal op missing)";
     return "op_register_failed";
   }
   const size_t want = static_cast<size_t>(MCUNAS_FRONTEND_FRAMES) * MCUNAS_FRONTEND_MEL_BANDS;

@@ -1,13 +1,22 @@
 """Cost of the audio front-end graph on a board: latency per signal op, arena, flash.
 
-All figures are estimates. Latency: each signal op's inner loop runs a number of
-times fixed by the configuration (counted from the kernels' C loops in
-TFLite Micro's ``signal/src/*.cc``), times an assumed cycle count per iteration
-for a Cortex-M4-class core (:data:`CYCLES_PER_ITERATION`, not yet measured on a
-board: good to a factor of two at best), plus TFLM's own per-op dispatch
-(:data:`mcunas.cost.coefficients.DISPATCH_CYCLES`), at the board's clock.
-Arena: the host TFLM planner's report for the graph. Flash: the ``.tflite``
-bytes (tables and graph), not the signal kernels' code.
+All figures are estimates. Latency on a Cortex-M board: mcunas's signal kernels
+(which the firmware runs there) retire a number of instructions per frame
+counted on an emulated Cortex-M4F (``mcunas/calibration/signal_kernels_m4f.csv``,
+:mod:`mcunas.frontend.kernels.counts`: QEMU counts instructions and models no
+cycles), times a stated range of cycles per such instruction for the board's
+core (:data:`CYCLES_PER_INSTRUCTION`); the estimate is the range's middle and
+its error the range's half-width. A front end not in the file (not of the
+searched space) scales each op's instructions per loop iteration. Elsewhere
+(ESP32: esp-tflite-micro's kernels) each op's inner loop runs a number of times
+fixed by the configuration (counted from the kernels' C loops in TFLite Micro's
+``signal/src/*.cc``), times an assumed cycle count per iteration
+(:data:`CYCLES_PER_ITERATION`: good to a factor of two at best). Both add TFLM's
+per-op dispatch (:data:`mcunas.cost.coefficients.DISPATCH_CYCLES`), at the
+board's clock. Arena: the host TFLM planner's report for the graph. Flash: the
+``.tflite`` bytes (tables and graph), plus on Cortex-M the kernels' code
+(``signal_kernels_m4f_footprint.csv``); SRAM on Cortex-M adds their static RAM
+and deepest stack.
 
 Example::
 
@@ -27,6 +36,7 @@ from mcunas.frontend.config import FrontendConfig, filter_bank_tables
 from mcunas.frontend.graph import config_of_model
 
 __all__ = [
+    "CYCLES_PER_INSTRUCTION",
     "CYCLES_PER_ITERATION",
     "FRONTEND_ERROR_PCT",
     "BOARD_FRONTEND",
@@ -55,6 +65,27 @@ CYCLES_PER_ITERATION = {
     "SignalPCAN": 120.0,  # per band
     "SignalFilterBankLog": 40.0,  # per band
 }
+# Cycles per instruction of the Cortex-M4F's count (Thumb-2, -O2), low and high, per core:
+# integer DSP loops with loads, 32x32->64 multiplies (single-cycle UMLAL on M4/M33/M7) and
+# taken branches (2-3 cycles) run at 1.1-1.9 on an M3/M4/M33 from flash with few wait
+# states; the M7 dual-issues (0.6) but pays cache misses (1.5). The M0+ has no Thumb-2
+# (64-bit products and clz in software, more instructions for the same loop): 1.8-4.0
+# of its cycles per M4F instruction. Assumptions, not measured on a board.
+CYCLES_PER_INSTRUCTION = {
+    "cortex-m0plus": (1.8, 4.0),
+    "cortex-m0": (1.8, 4.0),
+    "cortex-m3": (1.1, 1.9),
+    "cortex-m4": (1.1, 1.9),
+    "cortex-m4f": (1.1, 1.9),
+    "cortex-m33": (1.1, 1.9),
+    "cortex-m7": (0.6, 1.5),
+    "cortex-m55": (0.6, 1.5),
+    "cortex-m85": (0.6, 1.5),
+}
+COUNTED_SOURCE = (
+    "estimate: instructions per frame counted on an emulated Cortex-M4F (QEMU, which models "
+    "no cycles) x {lo:g}-{hi:g} cycles per instruction for {core}"
+)
 # The stated error of the front end's latency estimate: the cycle counts are assumed,
 # good to a factor of two, so the upper bound is twice the estimate.
 FRONTEND_ERROR_PCT = 100.0
@@ -92,6 +123,8 @@ class FrontendEstimate:
     arena_bytes: int
     flash_bytes: int
     source: str = "estimate: loop counts x assumed cycles per iteration (not measured)"
+    error_pct: float = FRONTEND_ERROR_PCT
+    kernel_ram_bytes: int = 0  # Cortex-M: the kernels' static RAM and deepest stack
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready figures."""
@@ -128,6 +161,59 @@ def _arena_bytes(model_bytes: bytes) -> int:
     return arena_report(interp).total_bytes
 
 
+def _counted(cfg: FrontendConfig) -> dict[str, float] | None:
+    """Instructions per frame per op on the Cortex-M4F, from the stored counts (None: no file)."""
+    from mcunas.frontend.kernels.counts import load_counts
+
+    rows = load_counts()
+    if not rows:
+        return None
+    key = (cfg.frame_ms, cfg.hop_ms, cfg.mel_bands, cfg.pcan)
+    exact = {r.op: r.instructions for r in rows if (r.frame_ms, r.hop_ms, r.bands, r.pcan) == key}
+    if exact:
+        return exact
+    rates: dict[str, list[float]] = {}  # another front end: instructions per loop iteration
+    for r in rows:
+        n = _iterations(
+            FrontendConfig(frame_ms=r.frame_ms, hop_ms=r.hop_ms, mel_bands=r.bands, pcan=r.pcan)
+        )[r.op]
+        rates.setdefault(r.op, []).append(r.instructions / max(n, 1))
+    return {
+        op: n * sum(rates[op]) / len(rates[op])
+        for op, n in _iterations(cfg).items()
+        if n and op in rates
+    }
+
+
+def _code_figures() -> tuple[int, int]:
+    """The Cortex-M kernels' flash and SRAM (static RAM + deepest stack) bytes, from the file."""
+    from mcunas.frontend.kernels.counts import load_footprint
+
+    parts = load_footprint().values()
+    return sum(p.flash_bytes for p in parts), sum(p.ram_bytes + p.stack_bytes for p in parts)
+
+
+def _op_rows(cfg: FrontendConfig, board: Any) -> tuple[list[FrontendOpCost], str, float, bool]:
+    """Per-op cycles: counted (a Cortex-M core) or assumed; the source, error % and which."""
+    per_ms = 1000.0 / board.clock_hz
+    counted = _counted(cfg) if board.core in CYCLES_PER_INSTRUCTION else None
+    rows = []
+    if counted is not None:
+        lo, hi = CYCLES_PER_INSTRUCTION[board.core]
+        mid = (lo + hi) / 2
+        iterations = _iterations(cfg)
+        for op, instructions in counted.items():
+            cycles = instructions * mid + DISPATCH_CYCLES["op"]
+            rows.append(FrontendOpCost(op, iterations[op], cycles, cycles * per_ms))
+        source = COUNTED_SOURCE.format(lo=lo, hi=hi, core=board.core)
+        return rows, source, 100.0 * (hi - lo) / (hi + lo), True
+    for op, n in _iterations(cfg).items():
+        if n:
+            cycles = n * CYCLES_PER_ITERATION[op] + DISPATCH_CYCLES["op"]
+            rows.append(FrontendOpCost(op, n, cycles, cycles * per_ms))
+    return rows, FrontendEstimate.source, FRONTEND_ERROR_PCT, False
+
+
 def estimate_frontend(model_bytes: bytes, board: Any) -> FrontendEstimate:
     """Estimate a front-end graph's latency, arena and flash on ``board``.
 
@@ -137,14 +223,9 @@ def estimate_frontend(model_bytes: bytes, board: Any) -> FrontendEstimate:
     cfg = config_of_model(model_bytes)
     if cfg is None:
         raise ModelError("the model is not an mcunas audio front end")
-    per_ms = 1000.0 / board.clock_hz
-    rows = []
-    for op, n in _iterations(cfg).items():
-        if n == 0:
-            continue
-        cycles = n * CYCLES_PER_ITERATION[op] + DISPATCH_CYCLES["op"]
-        rows.append(FrontendOpCost(op, n, cycles, cycles * per_ms))
-    frame_ms = sum(r.ms for r in rows) + DISPATCH_CYCLES["invoke"] * per_ms
+    rows, source, error, counted = _op_rows(cfg, board)
+    frame_ms = sum(r.ms for r in rows) + DISPATCH_CYCLES["invoke"] * 1000.0 / board.clock_hz
+    code_flash, code_ram = _code_figures() if counted else (0, 0)
     return FrontendEstimate(
         cfg,
         board.name,
@@ -152,7 +233,10 @@ def estimate_frontend(model_bytes: bytes, board: Any) -> FrontendEstimate:
         frame_ms,
         frame_ms * 1000.0 / cfg.hop_ms,
         _arena_bytes(model_bytes),
-        len(model_bytes),
+        len(model_bytes) + code_flash,
+        source,
+        error,
+        code_ram,
     )
 
 
@@ -166,8 +250,9 @@ class FrontendCost:
     SRAM: the front end runs in its own ``MicroInterpreter`` and arena, beside the
     model's (two interpreters, two arenas, both allocated for the program's life:
     they add, nothing is shared), plus the buffers between them: the last frame of
-    int16 samples and the window's int16 feature rows. Flash: the graph with its
-    tables (not the signal kernels' code).
+    int16 samples and the window's int16 feature rows (and on Cortex-M the signal
+    kernels' static RAM and stack). Flash: the graph with its tables (and on
+    Cortex-M the signal kernels' code).
     """
 
     config: FrontendConfig
@@ -232,7 +317,7 @@ def frontend_cost(model_bytes: bytes, frames: int, board: Any) -> FrontendCost:
     """
     est = estimate_frontend(model_bytes, board)
     cfg, frames = est.config, max(1, int(frames))
-    buffers = INT16_BYTES * (cfg.frame_samples + frames * cfg.mel_bands)
+    buffers = INT16_BYTES * (cfg.frame_samples + frames * cfg.mel_bands) + est.kernel_ram_bytes
     return FrontendCost(
         cfg,
         frames,
@@ -242,6 +327,7 @@ def frontend_cost(model_bytes: bytes, frames: int, board: Any) -> FrontendCost:
         buffers,
         est.flash_bytes,
         est.rows,
+        error_pct=est.error_pct,
         source=est.source,
     )
 

@@ -18,8 +18,8 @@ from mcunas.paths import package_path
 from mcunas.tflite.csource import model_crc32
 
 __all__ = [
-    "CORTEX_M_NOTE",
     "EXAMPLE_PLAIN",
+    "KERNELS_NOTE",
     "frontend_values",
     "readme_section",
     "write_frontend_files",
@@ -67,20 +67,33 @@ def frontend_values(frontend: bytes, model_bytes: bytes) -> dict[str, Any]:
     }
 
 
-def write_frontend_files(frontend: bytes | None, src: Path) -> list[Path]:
-    """``frontend_data.cc/.h`` and ``frontend_ops.h`` beside ``main.cpp`` (none without one)."""
+def write_frontend_files(frontend: bytes | None, src: Path, espidf: bool = True) -> list[Path]:
+    """``frontend_data.cc/.h`` and ``frontend_ops.h`` beside ``main.cpp`` (none without one).
+
+    Not ESP-IDF (a Cortex-M Arduino project): the signal kernels go into ``src/signal/``
+    after the graph is checked against them.
+
+    Raises:
+        UserError: the graph has an op or option mcunas's signal kernels refuse.
+    """
     from mcunas.frontend.csource import write_frontend_sources
 
-    return write_frontend_sources(frontend, src) if frontend else []
+    if not frontend:
+        return []
+    if espidf:
+        return write_frontend_sources(frontend, src)
+    from mcunas.frontend.kernels.graph import check_kernel_graph
+
+    check_kernel_graph(frontend)
+    return write_frontend_sources(frontend, src, Path(src) / "signal")
 
 
-CORTEX_M_NOTE = """
-**Before building for this board:** the Arduino TFLite Micro library that
-`platformio.ini` pins (Chirale_TensorFlowLite, as mcunas's measurement firmware)
-predates TFLite Micro's signal library, so `frontend_ops.h` does not compile
-with it. Point `lib_deps` at a TFLite Micro Arduino build that includes
-`signal/micro/kernels` (upstream tflite-micro from late 2023 on), or deploy to an
-ESP32 board, whose esp-tflite-micro has the signal ops.
+KERNELS_NOTE = """
+On this board the signal ops are mcunas's own kernels in `src/signal/`
+(portable C++, the integer arithmetic of TFLite Micro's signal library, equal
+bit for bit to the host runtime that made the training features), registered as
+custom ops by `frontend_ops.h`: the Arduino TFLite Micro library `platformio.ini`
+pins has no signal ops.
 """
 
 
@@ -89,16 +102,14 @@ def readme_section(values: dict[str, Any], espidf: bool) -> str:
     if not values.get("fe_crc"):
         return ""
     v = values
-    return (
-        ("" if espidf else CORTEX_M_NOTE)
-        + f"""
+    return f"""
 ## The front end, then the model
 
 `frontend.tflite` ({values["fe_description"]}, CRC-32 {values["fe_crc"]}) runs
 before the model, as in training: the same bytes made the training features in
-the host TFLite Micro runtime. Its ops are TFLite Micro's signal library
-(registered by `frontend_ops.h`), in esp-tflite-micro; an Arduino TFLite Micro
-library must include `signal/micro/kernels` (see the measurement firmware's README).
+the host TFLite Micro runtime. Its ops are TFLite Micro's signal ops
+(registered by `frontend_ops.h`): esp-tflite-micro's on an ESP32 board,
+mcunas's signal kernels (`src/signal/`) on a Cortex-M board.
 
     model_init();                      // the model's interpreter
     frontend_init();                   // the front end's (arena kFrontendArenaBytes)
@@ -114,6 +125,4 @@ window), invokes it once per hop ({values["fe_hop_samples"]} samples) on
 (`round((feature / 2^{values["fe_bits"]}) / kInputScale) + kInputZeroPoint`,
 halves to even, as mcunas's host pipeline), then invokes the model.
 `mcunas predict best/ clip.wav` runs the same sequence on the host.
-"""
-        + ("" if espidf else CORTEX_M_NOTE)
-    )
+""" + ("" if espidf else KERNELS_NOTE)

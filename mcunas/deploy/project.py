@@ -154,15 +154,14 @@ def write_project(
 ) -> list[Path]:
     """Write the deployable project for ``model_bytes`` on ``board`` into ``out_dir``.
 
-    With ``frontend`` it runs before the model (:mod:`mcunas.deploy.frontend_part`).
-
     Args:
         model_bytes: bytes, a full-integer INT8 ``.tflite`` (one input, one output).
         board: BoardProfile, with a ``[platformio] env`` in the package's template.
         out_dir: Path, the project folder (created; files of an earlier export replaced).
         arena: ArenaFigure, the arena figure the margin is added to.
         meta: dict | None, optional ``title``, ``class_names``, ``preprocessing``.
-        frontend: bytes | None, the front end whose features the model was trained on.
+        frontend: bytes | None, the front end the model was trained on, run before it
+            (:mod:`mcunas.deploy.frontend_part`).
 
     Returns:
         The files written.
@@ -170,6 +169,7 @@ def write_project(
     Raises:
         ModelError: the model is not int8 in and out, or uses an op TFLM cannot register.
         BoardProfileError: the board has no PlatformIO environment in the template.
+        UserError: the front end has an op or option the Cortex-M signal kernels refuse.
         DiskFull: the disk filled up.
     """
     graph = read_graph(model_bytes)
@@ -186,7 +186,7 @@ def write_project(
     written = [write_file(src / "main.cpp", main, inside=out_dir)]
     with storage_errors(src):
         written += write_model_sources(model_bytes, src, graph.op_names())
-        written += write_frontend_files(frontend, src)
+        written += write_frontend_files(frontend, src, espidf)
     extra: dict[str, dict[str, str]] = {}
     if espidf:
         extra = {
@@ -267,6 +267,12 @@ _FILE_ROLES = {
     "frontend_data.cc": "the front end (frontend.tflite) as a 16-byte aligned C array",
     "frontend_data.h": "its declaration, length and CRC-32",
     "frontend_ops.h": "the op resolver registering the front end's signal ops",
+    "signal_kernels.h": "mcunas's signal kernels (the front end's ops, portable C++)",
+    "signal_kernels.cc": "window, energy, filter bank, square root, noise, PCAN, log",
+    "signal_fft.cc": "the int16 real FFT",
+    "signal_options.cc": "the ops' options (flexbuffer) and their ranges",
+    "tflm_signal_ops.h": "the kernels as TFLite Micro custom ops",
+    "tflm_signal_ops.cc": "their Init, Prepare and Eval",
     "CMakeLists.txt": "the ESP-IDF build (root: project; main/: component)",
     "idf_component.yml": "the esp-tflite-micro dependency (ESP-NN kernels), pinned",
     "partitions.csv": "the partition table",

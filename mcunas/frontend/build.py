@@ -24,13 +24,13 @@ from mcunas.errors import BoardProfileError, CandidateError, ModelError
 from mcunas.frontend.config import FrontendConfig
 
 __all__ = [
-    "CORTEX_M_SIGNAL_OPS",
     "FRONTEND_ARENA_MARGIN",
     "NO_SIGNAL_OPS",
     "FrontendBuild",
     "check_signal_ops",
     "frontend_build",
     "runs_signal_ops",
+    "uses_signal_kernels",
     "write_frontend_build",
 ]
 
@@ -38,10 +38,6 @@ __all__ = [
 # a margin on top covers what the planner may need while it allocates.
 FRONTEND_ARENA_MARGIN = 0.25
 ARENA_ROUND_BYTES = 1024
-# The Arduino TFLite Micro library platformio.ini pins for Cortex-M boards predates
-# TFLM's signal library (firmware/README.md says what was checked): None until a
-# pinned library has it, else the library's name.
-CORTEX_M_SIGNAL_OPS: str | None = None
 
 
 @dataclass(frozen=True)
@@ -105,37 +101,54 @@ def frontend_build(frontend_bytes: bytes, model_bytes: bytes) -> FrontendBuild:
     return FrontendBuild(cfg, shape[0], host, size)
 
 
-# Why a board without the signal ops cannot run a front end, and what to do instead.
+# Why a board can run no front end: it builds with neither esp-tflite-micro (ESP32)
+# nor the Arduino TFLite Micro library with mcunas's signal kernels (Cortex-M).
 NO_SIGNAL_OPS = (
-    "the Arduino TFLite Micro library pinned for Cortex-M boards has no signal ops, so "
-    "frontend.tflite cannot run there yet: measure the front end and model on an ESP32 "
-    "board (esp-tflite-micro has them), or the model alone"
+    "it builds with neither esp-tflite-micro (ESP32 boards) nor the Cortex-M Arduino "
+    "library with mcunas's signal kernels, so frontend.tflite cannot run there: measure "
+    "the model alone"
 )
 
 
 def runs_signal_ops(board: Any) -> bool:
-    """True when the board's pinned TFLM has the signal ops a front-end graph needs.
+    """True when the board's firmware can run a front-end graph.
 
-    ESP32 boards build with esp-tflite-micro, which has them; Cortex-M boards only
-    once :data:`CORTEX_M_SIGNAL_OPS` names a pinned library that has them.
+    ESP32 boards build with esp-tflite-micro, which has TFLite Micro's signal ops;
+    Cortex-M boards with the pinned Arduino library, which has none, so the
+    firmware registers mcunas's own signal kernels (``firmware/src/signal/``).
     """
-    return str(board.pio_platform).startswith("espressif32") or bool(CORTEX_M_SIGNAL_OPS)
+    return str(board.pio_platform).startswith("espressif32") or board.family == "cortex-m"
 
 
-def check_signal_ops(board: Any) -> None:
-    """Refuse a front-end firmware for a board whose pinned TFLM lacks the signal ops.
+def uses_signal_kernels(board: Any) -> bool:
+    """True when the board runs the front end on mcunas's signal kernels (Cortex-M)."""
+    return not str(board.pio_platform).startswith("espressif32") and board.family == "cortex-m"
+
+
+def check_signal_ops(board: Any, frontend_bytes: bytes | None = None) -> None:
+    """Refuse a front-end firmware the board cannot build.
+
+    With ``frontend_bytes`` on a Cortex-M board, also refuse a graph mcunas's signal
+    kernels cannot run (an op they lack, an option out of range).
 
     Raises:
-        BoardProfileError: the board builds with the Cortex-M Arduino library.
+        BoardProfileError: the board can run no front end.
+        UserError: the graph has an op or option the kernels refuse (one line naming the op).
     """
     if not runs_signal_ops(board):
         raise BoardProfileError(f"{board.name}: {NO_SIGNAL_OPS}")
+    if frontend_bytes is not None and uses_signal_kernels(board):
+        from mcunas.frontend.kernels.graph import check_kernel_graph
+
+        check_kernel_graph(frontend_bytes)
 
 
 def write_frontend_build(
-    frontend_bytes: bytes, model_bytes: bytes, out_dir: Path
+    frontend_bytes: bytes, model_bytes: bytes, out_dir: Path, kernels_dir: Path | None = None
 ) -> dict[str, str]:
     """Write ``frontend_data.cc/.h`` and ``frontend_ops.h`` into ``out_dir``; return the defines.
+
+    With ``kernels_dir``, the signal kernels' sources are copied there too.
 
     Raises:
         CandidateError: the front end and the model do not fit together, or the front
@@ -147,5 +160,5 @@ def write_frontend_build(
         defines = frontend_build(frontend_bytes, model_bytes).defines()
     except ModelError as exc:
         raise CandidateError(f"front end and model do not fit together: {exc}") from None
-    write_frontend_sources(frontend_bytes, out_dir)
+    write_frontend_sources(frontend_bytes, out_dir, kernels_dir)
     return defines

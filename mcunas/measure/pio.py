@@ -157,7 +157,7 @@ class PioProject:
         if frontend is not None:
             from mcunas.frontend.build import check_signal_ops, write_frontend_build
 
-            check_signal_ops(self.board)
+            check_signal_ops(self.board, frontend)
             self.frontend_defines = write_frontend_build(frontend, model_bytes, self.generated_dir)
         header, root = self.config_header(), self.work_dir
         write_file(self.generated_dir / "mcunas_config.h", header, "firmware header", inside=root)

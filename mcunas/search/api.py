@@ -86,8 +86,9 @@ def check_search(config: SearchConfig) -> BoardProfile:
 def _check_frontend_boards(config: SearchConfig, board: BoardProfile) -> None:
     """Refuse now a front end that no measuring board can run, not after every training.
 
-    A Cortex-M board's pinned TFLM has no signal ops: the board itself, or every
-    board of the rack that measures ``board``'s profile.
+    ESP32 boards run it on esp-tflite-micro, Cortex-M boards on mcunas's signal
+    kernels; a board with neither cannot: the board itself, or every board of the
+    rack that measures ``board``'s profile.
 
     Raises:
         BoardProfileError: the board cannot run the front end.

@@ -170,10 +170,11 @@ def resolver_double(include: Path) -> None:
         f"  TfLiteStatus {m}() {{ return kTfLiteOk; }}\n"
         for m in sorted(set(RESOLVER_METHODS.values()))
     )
+    methods += "  TfLiteStatus AddCustom(const char*, TfLiteRegistration*) { return kTfLiteOk; }\n"
     path = include / "tensorflow" / "lite" / "micro" / "micro_mutable_op_resolver.h"
     path.parent.mkdir(parents=True)
     path.write_text(
-        '#pragma once\n#include "tensorflow/lite/schema/schema_generated.h"\n'
+        '#pragma once\n#include "tensorflow/lite/c/common.h"\n'
         "namespace tflite {\nclass MicroOpResolver {};\n"
         "template <unsigned int tOpCount>\n"
         "class MicroMutableOpResolver : public MicroOpResolver {\n"

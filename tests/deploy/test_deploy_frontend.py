@@ -41,15 +41,22 @@ def test_project_holds_both_graphs_and_the_call_sequence(tmp_path, board, src):
         "49", "480", "320")  # fmt: skip
     assert consts["kMelBands"] == "10" and int(consts["kFrontendArenaBytes"]) > 0
     ops = (out / src / "frontend_ops.h").read_text()
-    assert ops.count("resolver.Add") == len(set(read_graph(FRONT).op_names()))
-    assert "resolver.AddPCAN()" in ops and "McunasRegisterFrontendOps" in main_cpp
+    names = [n.split(":", 1)[1] for n in read_graph(FRONT).op_names()]
+    esp, ours = ops.split("#if defined(ESP_PLATFORM)")[1].split("#else")
+    assert esp.count("resolver.Add") == ours.count("resolver.Add") == len(names) == 9
+    assert "resolver.AddPCAN()" in esp and "McunasRegisterFrontendOps" in main_cpp
+    for name in names:  # Cortex-M: mcunas's kernels under the graph's op names
+        assert f'resolver.AddCustom("{name}", mcunas_signal::Register_{name}())' in ours
     assert model_crc32(FRONT) in (out / src / "frontend_data.h").read_text()
     readme = (out / "README.md").read_text()
     assert "predict_audio(window, scores)" in readme and "frontend_init();" in readme
     assert f"`{src}/frontend_ops.h`" in readme
     if board == "esp32s3":
         assert '"frontend_data.cc"' in (out / "main" / "CMakeLists.txt").read_text()
-    assert ("predates TFLite Micro's signal library" in readme) == (board != "esp32s3")
+    cortex_m = board != "esp32s3"
+    assert ("mcunas's own kernels in `src/signal/`" in readme) == cortex_m
+    assert (out / src / "signal" / "tflm_signal_ops.cc").is_file() == cortex_m
+    assert ("`src/signal/signal_fft.cc`" in readme) == cortex_m
 
 
 def test_project_without_front_end_is_unchanged(tmp_path):
@@ -71,21 +78,24 @@ def test_main_cpp_with_front_end_compiles_on_the_host(tmp_path, board, src):
     out = _project(tmp_path, board) / src
     resolver_double(tmp_path / "inc")
     sizes = ["-DHOST_INPUT_BYTES=490", "-DHOST_OUTPUT_BYTES=12"]
+    sizes += ["-DESP_PLATFORM"] if board == "esp32s3" else []  # as an ESP-IDF build defines
     cmd = ["g++", "-std=c++17", "-Wall", "-Werror", "-fsyntax-only", *sizes]
     cmd += ["-I", str(tmp_path / "inc"), "-I", str(HOST), "-I", str(out), str(out / "main.cpp")]
     build = subprocess.run(cmd, capture_output=True, text=True, timeout=180, check=False)
     assert build.returncode == 0, build.stderr
 
 
-def test_export_of_a_best_folder_with_front_end(tmp_path, capsys):
+@pytest.mark.parametrize("board", ["nucleo_f746zg", "nano33ble", "rp2040"])
+def test_export_of_a_best_folder_with_front_end(tmp_path, capsys, board):
     best = tmp_path / "run" / "best"
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
     (best / "frontend.tflite").write_bytes(FRONT)
     (best / "best.json").write_text(json.dumps({"board": {"name": "esp32s3"}, "trial": {}}))
     with pytest.raises(SystemExit) as exc:
-        main(["export", str(tmp_path / "run"), "--board", "nucleo_f746zg"])
+        main(["export", str(tmp_path / "run"), "--board", board])
     assert exc.value.code == 0, capsys.readouterr()
-    src = best / "project-nucleo_f746zg" / "src"
+    src = best / f"project-{board}" / "src"
     assert (src / "frontend_data.cc").is_file()
     assert "predict_audio" in (src / "main.cpp").read_text()
+    assert (src / "signal" / "tflm_signal_ops.cc").is_file()  # the Cortex-M signal kernels

@@ -19,7 +19,7 @@ import pytest
 from mcunas.boards.catalog import load_board
 from mcunas.commands import bench
 from mcunas.commands.cli import main
-from mcunas.errors import BoardProfileError, CandidateError
+from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.board import BoardMeasurer, ModelMismatch
@@ -64,7 +64,8 @@ def test_generate_writes_both_graphs_and_the_framing(tmp_path):
                               (KWS, "model_ops.h", "McunasRegisterOps")):  # fmt: skip
         text = (gen / header).read_text()
         assert fn in text
-        assert text.count("resolver.Add") == len(set(read_graph(graph).op_names()))
+        ways = 2 if header == "frontend_ops.h" else 1  # ESP-IDF's ops, or mcunas's kernels
+        assert text.count("resolver.Add") == ways * len(set(read_graph(graph).op_names()))
     assert "resolver.AddRfft()" in (gen / "frontend_ops.h").read_text()
 
 
@@ -77,9 +78,31 @@ def test_generate_without_front_end_keeps_the_old_build(tmp_path):
     assert not (project.generated_dir / "frontend_data.cc").exists()
 
 
-def test_a_cortex_m_board_is_refused_in_one_line_until_its_library_has_signal_ops(tmp_path):
-    with pytest.raises(BoardProfileError, match="no signal ops"):
-        PioProject(load_board("nucleo_f746zg"), tmp_path).generate(KWS, frontend=FRONT)
+@pytest.mark.parametrize("board", ["nano33ble", "nucleo_f746zg", "nucleo_h743zi",
+                                   "nucleo_l4r5zi", "rp2040"])  # fmt: skip
+def test_every_cortex_m_board_builds_the_front_end_on_the_signal_kernels(tmp_path, board):
+    project = PioProject(load_board(board), tmp_path)
+    project.generate(KWS, frontend=FRONT)
+    ops = (project.generated_dir / "frontend_ops.h").read_text()
+    assert '#include "signal/tflm_signal_ops.h"' in ops
+    assert 'resolver.AddCustom("SignalPCAN", mcunas_signal::Register_SignalPCAN())' in ops
+    assert (tmp_path / "firmware" / "src" / "signal" / "tflm_signal_ops.cc").is_file()
+    assert "+<signal/*.cc>" in (tmp_path / "platformio.ini").read_text()
+
+
+def test_a_graph_the_signal_kernels_cannot_run_is_refused_naming_the_op(tmp_path):
+    from mcunas.errors import UserError
+    from tests.frontend.test_signal_graph import with_op_renamed, with_option
+
+    nano = load_board("nano33ble")
+    with pytest.raises(UserError, match=r"^front end: op SignalDelay is not in mcunas's signal"):
+        PioProject(nano, tmp_path).generate(
+            KWS, frontend=with_op_renamed(FRONT, "SignalPCAN", "SignalDelay")
+        )
+    with pytest.raises(UserError, match=r"^front end: SignalWindow: option shift=40 is outside"):
+        PioProject(nano, tmp_path).generate(
+            KWS, frontend=with_option(FRONT, "SignalWindow", shift=40)
+        )
 
 
 def test_a_front_end_the_model_was_not_trained_on_is_refused(tmp_path):
@@ -198,7 +221,7 @@ def test_frontend_stage_compiles_with_the_generated_sources(tmp_path):
     assert build.returncode == 0, build.stderr
 
 
-def test_a_search_measuring_a_front_end_on_a_cortex_m_board_is_refused_before_any_training(
+def test_a_search_measuring_a_front_end_on_any_built_in_board_passes_its_checks(
     tmp_path,
 ):
     from mcunas.search.api import check_search
@@ -207,14 +230,10 @@ def test_a_search_measuring_a_front_end_on_a_cortex_m_board_is_refused_before_an
     main, sub = os.openpty()  # a port that exists: the refusal is the board's, not the port's
     try:
         port = os.ttyname(sub)
-        for board, out in (("nucleo_f746zg", "o"), ("esp32s3", "e")):
+        for board, out in (("nucleo_f746zg", "o"), ("esp32s3", "e"), ("nano33ble", "n")):
             config = SearchConfig(board=board, frontend="tflm", measure="board", port=port)
             config.out = str(tmp_path / out)
-            if board == "esp32s3":
-                assert check_search(config).name == board  # ESP32 boards have the signal ops
-            else:
-                with pytest.raises(BoardProfileError, match="no signal ops"):
-                    check_search(config)
+            assert check_search(config).name == board  # esp-tflite-micro or the signal kernels
     finally:
         os.close(sub)
         os.close(main)

@@ -1,8 +1,9 @@
 """The rack runs frontend.tflite then the model on each board, over pseudo-terminals.
 
 Virtual boards stand in for the boards: they run both graphs as the firmware does
-and report the front end in the result line. A board whose pinned TFLite Micro
-lacks the signal ops (the Cortex-M Arduino library) takes no front-end job.
+and report the front end in the result line. ESP32 boards run it on
+esp-tflite-micro's signal ops, Cortex-M boards on mcunas's signal kernels; a
+board with neither takes no front-end job.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from pathlib import Path
 import pytest
 
 from mcunas.boards.catalog import load_board
-from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.measure.rack import RackMeasurer, load_rack
@@ -74,19 +74,16 @@ def test_each_board_of_the_rack_runs_the_front_end_and_the_model(tmp_path):
     }
 
 
-def test_a_cortex_m_rack_refuses_the_front_end_in_one_line(tmp_path):
+def test_a_cortex_m_rack_runs_the_front_end_on_the_signal_kernels(tmp_path):
     with _board("nucleo_f746zg") as vb:
         with _rack(tmp_path, [("nucleo_f746zg", vb.port)], max_failures=1) as rack:
-            with pytest.raises(CandidateError) as caught:
-                rack.measure(KWS, frontend=FRONT)
-            (outcome,) = rack.measure_many([KWS], frontend=FRONT)
-            bare = rack.measure(KWS)  # the board stays in rotation for the model alone
-    message = str(caught.value)
-    assert "\n" not in message and "signal ops" in message and vb.port in message
-    assert not outcome.ok and outcome.error == message and outcome.attempts == ()
+            m = rack.measure(KWS, frontend=FRONT)
+            bare = rack.measure(KWS)
+    assert m.details["frontend"]["crc32"] == model_crc32(FRONT)
+    assert m.details["frontend"]["frames"] == 49
     assert "frontend" not in bare.details
     (status,) = rack.status()
-    assert status.out_reason is None and status.failures == 0 and status.measured == 1
+    assert status.out_reason is None and status.failures == 0 and status.measured == 2
 
 
 def test_a_mixed_rack_sends_front_end_jobs_to_the_boards_that_can_run_them(tmp_path):
@@ -139,7 +136,7 @@ def _rack_file(tmp_path, profiles, port) -> Path:
     return tmp_path / "rack.toml"
 
 
-def test_a_search_on_a_cortex_m_rack_with_a_front_end_is_refused_before_training(
+def test_a_search_on_a_rack_without_signal_ops_is_refused_before_training(
     tmp_path, ptys, capsys, monkeypatch
 ):
     from mcunas.commands.cli import main
@@ -151,16 +148,18 @@ def test_a_search_on_a_cortex_m_rack_with_a_front_end_is_refused_before_training
 
     monkeypatch.setattr(convert, "import_tensorflow", too_late)
     make_tones(tmp_path / "data", per_class=1)
-    rack = _rack_file(tmp_path, ["nucleo_f746zg", "nucleo_f746zg", "esp32s3"], ptys)
+    # neither ESP32 nor Cortex-M: no TFLite Micro build with the signal ops
+    (tmp_path / "lab.toml").write_text(PROFILE + '[platformio]\nplatform = "ststm32"\n')
+    rack = _rack_file(tmp_path, ["lab.toml", "lab.toml", "esp32s3"], ptys)
     for measure in ("board", "hybrid"):
-        args = ["search", "--board", "nucleo_f746zg", "--frontend", "tflm"]
+        args = ["search", "--board", str(tmp_path / "lab.toml"), "--frontend", "tflm"]
         args += ["--dataset", str(tmp_path / "data"), "--measure", measure, "--rack", str(rack)]
         with pytest.raises(SystemExit) as info:
             main([*args, "--out", str(tmp_path / "out")])
         err = capsys.readouterr().err.strip()
         assert info.value.code == 2 and "Traceback" not in err, err
-        assert len(err.splitlines()) == 1 and "signal ops" in err and str(rack) in err
-        assert "nucleo_f746zg@" in err and "esp32s3@" not in err  # the boards that measure
+        assert len(err.splitlines()) == 1 and "signal kernels" in err and str(rack) in err
+        assert "lab@" in err and "esp32s3@" not in err  # the boards that measure
         assert not (tmp_path / "out").exists()
 
 
@@ -173,11 +172,12 @@ def test_a_rack_with_one_board_that_runs_the_front_end_is_accepted(tmp_path, pty
     for profiles, board in (
         (["arm.toml", "esp.toml", "arm.toml"], str(tmp_path / "arm.toml")),  # a mixed rack
         (["esp32s3", "nucleo_f746zg"], "esp32s3"),
+        (["nucleo_f746zg", "nucleo_f746zg"], "nucleo_f746zg"),  # mcunas's signal kernels
     ):
         rack = _rack_file(tmp_path, profiles, ptys)
         config = SearchConfig(board=board, frontend="tflm", measure="board", rack=str(rack))
         config.out = str(tmp_path / "out")
-        assert check_search(config).name in ("lab", "esp32s3")
+        assert check_search(config).name in ("lab", "esp32s3", "nucleo_f746zg")
     config.frontend = "numpy"  # no front end: a Cortex-M rack measures the model alone
     config.board, config.rack = "nucleo_f746zg", str(_rack_file(tmp_path, ["nucleo_f746zg"], ptys))
     assert check_search(config).name == "nucleo_f746zg"

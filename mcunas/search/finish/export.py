@@ -140,8 +140,8 @@ def _add_project(
         project = managed_folder(dest, dest / PROJECT_DIR)
         _write_project(model_bytes, board, project, arena, info, frontend)
         info["files"].append(f"{PROJECT_DIR}/")
-    except (BoardProfileError, CandidateError, ModelError) as exc:
-        info["project_error"] = str(exc)
+    except (BoardProfileError, CandidateError, ModelError, UserError) as exc:
+        info["project_error"] = str(exc)  # UserError: a front end the board's kernels refuse
 
 
 def _with_frontend(
