@@ -33,9 +33,7 @@ _ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
 _NPY_MAGIC = b"\x93NUMPY"
 
 
-def read_json(
-    path: str | os.PathLike[str], what: str, error: type[UserError] = UserError
-) -> Any:
+def read_json(path: str | os.PathLike[str], what: str, error: type[UserError] = UserError) -> Any:
     """A JSON file's value (any JSON value: check its shape with :mod:`mcunas.inputs.shapes`).
 
     Raises:
@@ -67,7 +65,9 @@ def read_toml(
         raise error(f"The {what} {shown(path)} is not valid TOML: {exc}.") from None
     except (ValueError, RecursionError) as exc:  # an integer beyond Python's digit limit
         words = str(exc).split(";")[0][:120]
-        raise error(f"The {what} {shown(path)} holds a value mcunas cannot read: {words}.") from None
+        raise error(
+            f"The {what} {shown(path)} holds a value mcunas cannot read: {words}."
+        ) from None
 
 
 def load_npz(
@@ -192,7 +192,9 @@ def read_wav_data(
         except UserError:
             raise
         except (wave.Error, EOFError, OSError, ValueError, struct.error) as exc:
-            raise error(f"Cannot read the {what} {shown(path)}: {str(exc) or 'cut short'}.") from None
+            raise error(
+                f"Cannot read the {what} {shown(path)}: {str(exc) or 'cut short'}."
+            ) from None
     return WavData(width, channels, rate, raw)
 
 

@@ -26,16 +26,9 @@ _HEX64 = re.compile(r"[0-9a-f]{64}")
 BEST_FIELDS: dict[str, type | tuple[type, ...]] = {
     "class_names": list,
     "model_sha256": str,
-    "model_bytes": int,
     "board": dict,
     "trial": dict,
     "frontend": dict,
-    "budgets": dict,
-    "ops": list,
-    "files": list,
-    "preprocessing": str,
-    "dataset": str,
-    "project_error": str,
 }
 _JSON_TYPES = {list: "a list", str: "text", int: "a whole number", dict: "an object"}
 
@@ -105,7 +98,9 @@ def check_labels(
         if not np.all(np.isfinite(arr)):
             raise error(f"{key} holds NaN or infinite labels: labels are class indices 0..K-1.")
         if not np.all(arr == np.round(arr)):
-            raise error(f"{key} holds labels that are not whole numbers: labels are integers 0..K-1.")
+            raise error(
+                f"{key} holds labels that are not whole numbers: labels are integers 0..K-1."
+            )
     if samples is not None and len(arr) != samples:
         raise error(f"{key} has {len(arr)} labels for {samples} samples.")
     if len(arr) and arr.min() < 0:

@@ -219,7 +219,7 @@ def find_best_dir(source: Path) -> Path:
         UserError: neither holds ``best.json`` and ``model.tflite``.
     """
     for folder in (Path(source), Path(source) / "best"):
-        if (folder / "best.json").is_file() and (folder / "model.tflite").is_file():
+        if (folder / "best.json").exists() and (folder / "model.tflite").exists():
             return folder
     raise UserError(
         f"No best.json and model.tflite in {source} or {Path(source) / 'best'}: give a "
@@ -247,19 +247,12 @@ def export_project(
         ModelError: the model file changed since the search wrote it, or is not int8.
         BoardProfileError: the board has no PlatformIO environment.
     """
-    import json
-
     from mcunas.boards.catalog import load_board
+    from mcunas.deploy.best_files import read_best
 
     best_dir = find_best_dir(source)
-    try:
-        info = json.loads((best_dir / "best.json").read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"Cannot read {best_dir / 'best.json'}: {exc}") from exc
-    model_bytes = (best_dir / "model.tflite").read_bytes()
-    sha = info.get("model_sha256")
-    if sha and hashlib.sha256(model_bytes).hexdigest() != sha:
-        raise ModelError(f"{best_dir / 'model.tflite'} changed since the search exported it.")
+    best_files = read_best(best_dir)  # best.json's shape, the model's hash and kind, its front end
+    info, model_bytes = best_files.info, best_files.model
     searched = (info.get("board") or {}).get("name")
     target = board or load_board(str(searched or ""))
     same = target.name == searched
@@ -268,6 +261,5 @@ def export_project(
     for key in ("arena_bytes", "estimated", "source"):
         setattr(trial, key, (info.get("trial") or {}).get(key))
     arena = _trial_arena(trial) if same else None
-    front_path = best_dir / "frontend.tflite"
-    front = front_path.read_bytes() if front_path.is_file() else None
+    front = best_files.frontend
     return folder, target, _write_project(model_bytes, target, folder, arena, info, front)
