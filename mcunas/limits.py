@@ -164,6 +164,7 @@ def check_input_shape(shape: tuple[int, ...], label: str = "--input-shape") -> N
             f"{MAX_INPUT_VALUES:,} (4 MiB as int8, more than any microcontroller's SRAM)."
         )
 
+
 # The largest file of each kind mcunas reads (bytes), checked before a byte is read
 # (:mod:`mcunas.inputs`): a file beyond it is a wrong path, a damaged file or a
 # hostile one, and reading it whole would exhaust memory. Each bound is far above

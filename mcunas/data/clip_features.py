@@ -22,10 +22,10 @@ import numpy as np
 from mcunas.data.audio import read_wav
 from mcunas.errors import DatasetError
 from mcunas.files import write_file
-from mcunas.inputs.opener import read_input
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.frontend.host import FrontendRunner, scaled, to_int16
+from mcunas.inputs.opener import read_input
 
 __all__ = ["clip_features", "graph_wav_features"]
 

@@ -109,7 +109,9 @@ def _frontend(folder: Path, info: dict[str, Any]) -> tuple[FrontendConfig | None
     try:
         cfg = FrontendConfig.from_dict(named)
     except (UserError, TypeError, ValueError) as exc:
-        raise ModelError(f"{shown(folder / 'best.json')}: its frontend is not readable ({exc}).")
+        raise ModelError(
+            f"{shown(folder / 'best.json')}: its frontend is not readable ({exc})."
+        ) from None
     path = folder / "frontend.tflite"
     if not path.exists():
         raise ModelError(f"best.json names a front end and {shown(path)} is missing: {_FIX}.")

@@ -46,7 +46,9 @@ def read_json(path: str | os.PathLike[str], what: str, error: type[UserError] = 
     except ValueError as exc:
         raise error(f"The {what} {shown(path)} is not valid JSON ({exc}).") from None
     except RecursionError:
-        raise error(f"The {what} {shown(path)} is nested too deeply to be JSON mcunas wrote.")
+        raise error(
+            f"The {what} {shown(path)} is nested too deeply to be JSON mcunas wrote."
+        ) from None
 
 
 def read_toml(
@@ -199,5 +201,5 @@ def read_wav_data(
 
 
 def read_model(path: str | os.PathLike[str], what: str, error: type[UserError]) -> bytes:
-    """A ``.tflite`` file's bytes within the ``model`` bound (its graph is checked by its reader)."""
+    """A ``.tflite`` file's bytes within the ``model`` bound (its reader checks the graph)."""
     return read_input(path, "model", what, error)

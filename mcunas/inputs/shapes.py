@@ -131,7 +131,6 @@ def check_samples(x: Any, key: str, error: type[UserError]) -> np.ndarray:
     out = arr.astype(np.float32) * scale
     bad = ~np.isfinite(out.reshape(len(out), -1)).all(axis=1)
     if bad.any():
-        raise error(
-            f"{key} holds NaN or infinite values, the first in sample {int(np.flatnonzero(bad)[0])}."
-        )
+        first = int(np.flatnonzero(bad)[0])
+        raise error(f"{key} holds NaN or infinite values, the first in sample {first}.")
     return out

@@ -219,14 +219,11 @@ def load_model_bytes(source: bytes | str | os.PathLike) -> bytes:
         return bytes(source)
     path = Path(source)
     shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:120]}...{str(path)[-40:]}"
-    try:
-        if not path.exists():
-            raise ModelError(f"Model file not found: {shown}")
-        if not path.is_file():
-            raise ModelError(f"Not a file: {shown}")
-        return path.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"Cannot read model file {shown}: {exc.strerror}") from None
+    if not path.exists():
+        raise ModelError(f"Model file not found: {shown}")
+    from mcunas.inputs.formats import read_model
+
+    return read_model(path, "model file", ModelError)
 
 
 def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Graph:
