@@ -107,16 +107,31 @@ def load_npz(
                 return {name: got[name] for name in got.files}
         except UserError:
             raise
-        except (OSError, EOFError, ValueError, KeyError, zipfile.BadZipFile, zlib.error) as exc:
+        except _NPZ_ERRORS as exc:
             raise error(f"The {what} {shown(path)} cannot be read: {_npz_damage(exc)}.") from None
         except MemoryError:
             raise error(f"The {what} {shown(path)} claims arrays too large to load.") from None
 
 
+# What zipfile and numpy raise on a damaged archive: an unknown compression method is
+# NotImplementedError, an encrypted member RuntimeError, a cut header struct.error.
+_NPZ_ERRORS = (
+    OSError,
+    EOFError,
+    ValueError,
+    KeyError,
+    zipfile.BadZipFile,
+    zlib.error,
+    NotImplementedError,
+    RuntimeError,
+    struct.error,
+)
+
+
 def _npz_damage(exc: BaseException) -> str:
     if "pickle" in str(exc).lower():
         return "it holds object arrays (Python objects), which mcunas does not load"
-    if isinstance(exc, zipfile.BadZipFile | EOFError | zlib.error):
+    if isinstance(exc, zipfile.BadZipFile | EOFError | zlib.error | struct.error):
         return "damaged or cut short"
     return f"damaged or not numpy arrays ({type(exc).__name__})"
 
@@ -193,11 +208,12 @@ def read_wav_data(
                 raw = w.readframes(frames)
         except UserError:
             raise
-        except (wave.Error, EOFError, OSError, ValueError, struct.error) as exc:
+        except (wave.Error, EOFError, OSError, ValueError, RuntimeError, struct.error) as exc:
             raise error(
                 f"Cannot read the {what} {shown(path)}: {str(exc) or 'cut short'}."
             ) from None
-    return WavData(width, channels, rate, raw)
+    whole = len(raw) - len(raw) % max(1, width * channels)  # a frame cut by the file's end
+    return WavData(width, channels, rate, raw[:whole])
 
 
 def read_model(path: str | os.PathLike[str], what: str, error: type[UserError]) -> bytes:

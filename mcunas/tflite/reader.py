@@ -254,7 +254,13 @@ def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Gr
         ) from exc
     if not model.subgraphs:
         raise ModelError(f"{where} has no subgraph: not a usable .tflite model")
-    return _build_graph(model, fb, len(data))
+    try:
+        return _build_graph(model, fb, len(data))
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        raise ModelError(
+            f"{where} is a corrupt .tflite model (its tensors or ops point nowhere: "
+            f"{type(exc).__name__})"
+        ) from None
 
 
 def _enum_names(enum_cls: type) -> dict[int, str]:
