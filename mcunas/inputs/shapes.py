@@ -23,7 +23,7 @@ __all__ = ["BEST_FIELDS", "check_best_info", "check_labels", "check_samples"]
 
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 # best.json's fields that mcunas reads back, and the JSON type each must have (or null).
-BEST_FIELDS: dict[str, type | tuple[type, ...]] = {
+BEST_FIELDS: dict[str, type] = {
     "class_names": list,
     "model_sha256": str,
     "board": dict,
@@ -43,14 +43,14 @@ def check_best_info(data: Any, path: str | os.PathLike[str], error: type[UserErr
     """
     fix = "export the search again (mcunas search --resume on its folder)"
     if not isinstance(data, dict):
-        kind = "null" if data is None else type(data).__name__
-        raise error(f"{shown(path)} is not a best.json a search wrote (a JSON {kind}): {fix}.")
+        found = "null" if data is None else type(data).__name__
+        raise error(f"{shown(path)} is not a best.json a search wrote (a JSON {found}): {fix}.")
     for key, kind in BEST_FIELDS.items():
         value = data.get(key)
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, kind):
-            raise error(f"{shown(path)}: {key} must be {_JSON_TYPES[kind]}: {fix}.")  # type: ignore[index]
+            raise error(f"{shown(path)}: {key} must be {_JSON_TYPES[kind]}: {fix}.")
     names = data.get("class_names") or []
     if len(names) > MAX_CLASSES or not all(
         isinstance(n, str) and 0 < len(n) <= MAX_NAME_CHARS for n in names

@@ -240,7 +240,9 @@ def checkpoint_epochs(path: Path) -> int:
     try:
         data = load_npz(path, "supernet checkpoint", kind="checkpoint")
         return int(json.loads(str(data["meta"]))["done"])
-    except (UserError, *READ_ERRORS):
+    except UserError:
+        return 0
+    except READ_ERRORS:
         return 0
 
 
