@@ -26,6 +26,7 @@ from mcunas.boards.catalog import CORES, KERNEL_LIBRARIES, MEMORY_PLACES
 from mcunas.cost.coefficients import path_for
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
+from mcunas.inputs.formats import read_model
 from mcunas.inputs.opener import read_input_text
 from mcunas.limits import MAX_CLOCK_MHZ
 from mcunas.paths import package_path
@@ -71,6 +72,10 @@ class CalibrationRow:
     runtime: str = ""
     source: str = ""
     memory: str = "sram"  # where model, arena and code lived (a profile's ``memory``)
+
+    def model_bytes(self) -> bytes:
+        """The row's ``.tflite``, read through the guarded opener (one line if it is not one)."""
+        return read_model(self.model, f"model of calibration row {self.id}", UserError)
 
     @property
     def path(self) -> str:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import storage_errors, write_file
+from mcunas.inputs.formats import read_model
 from mcunas.jsontext import JsonObject, dumps
 from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.store import TrialRecord
@@ -50,12 +51,9 @@ def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
             (one line naming it and what to do).
     """
     src = Path(out_dir) / (best.model_path or "")
-    if not src.is_file():
+    if not src.exists():
         raise ModelError(f"Model of trial {best.trial_id} not found at {src}: {_MODEL_FIX}.")
-    try:
-        model_bytes = src.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"Model {src} of trial {best.trial_id}: {exc.strerror}.") from None
+    model_bytes = read_model(src, f"model of trial {best.trial_id}", ModelError)
     if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
         raise ModelError(
             f"Model file {src} is damaged or changed since trial {best.trial_id} wrote it "
