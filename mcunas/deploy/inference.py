@@ -180,8 +180,8 @@ def labelled_inputs(best: BestModel, path: Path) -> tuple[np.ndarray, list[str],
     """
     if path.is_dir():
         return _folder(best, path)
-    if not path.is_file():
-        raise DatasetError(f"{path} does not exist")
+    if not path.exists():
+        raise DatasetError(f"{shown(path)} does not exist")
     if path.suffix.lower() == WAV:
         return best.wav_features(path)[None], [str(path)], [None]
     if path.suffix.lower() == ".npz":

@@ -247,6 +247,9 @@ def test_cli_readers_end_in_one_line_and_exit_2_under_an_address_space_limit(
         lines = [line for line in err.splitlines() if line.startswith("Error")]
         assert code == 2 and len(lines) == 1, (what, code, err)
         assert "Traceback" not in err and "internal error" not in err, (what, err)
+        if what.startswith("predict, a ") and "folder" not in what:  # a folder is an input
+            # the clip's kind or size is named, never "does not exist"
+            assert "Refused to read" in err, (what, err)
     # No hang: each run loads best/ (its model and front end) before the clip is refused,
     # on a machine shared with other work; the reader's own second is checked above.
     specials = [r for r in results if r[0].startswith("predict, a ")]
