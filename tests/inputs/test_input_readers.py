@@ -215,8 +215,13 @@ def test_predict_checks_the_model_against_best_json(tmp_path: Path) -> None:
 def test_clips_of_another_rate_than_the_model_was_trained_on_are_refused(tmp_path) -> None:
     from mcunas.deploy.inference import BestModel
 
-    note = "wav: mono, 16000 Hz, 16000 samples (zero-padded), log-mel ..."
+    from mcunas.data.audio import wav_features
+
+    trained = tmp_path / "trained.wav"
+    trained.write_bytes(_wav_header(16000))
+    note = wav_features([trained])[1]  # what a search of 16 kHz clips writes in best.json
     best = BestModel.load(_best(tmp_path, frontend=False, preprocessing=note))
+    assert best.trained_rate == 16000
     clip = tmp_path / "slow.wav"
     clip.write_bytes(_wav_header(8000, rate=8000))
     with pytest.raises(DatasetError, match="8000 Hz, the model was trained on 16000 Hz"):
