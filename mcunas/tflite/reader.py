@@ -219,7 +219,11 @@ def load_model_bytes(source: bytes | str | os.PathLike) -> bytes:
         return bytes(source)
     path = Path(source)
     shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:120]}...{str(path)[-40:]}"
-    if not path.exists():
+    try:
+        found = path.exists()
+    except OSError as exc:  # a name too long for the file system
+        raise ModelError(f"Cannot read model file {shown}: {exc.strerror}") from None
+    if not found:
         raise ModelError(f"Model file not found: {shown}")
     from mcunas.inputs.formats import read_model
 
