@@ -16,6 +16,7 @@ Example::
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import stat
@@ -76,7 +77,7 @@ def _refuse_size(size: int, kind: str, path: Path, what: str, error: type[UserEr
 def _os_error(exc: OSError, path: Path, what: str, error: type[UserError]) -> UserError:
     if isinstance(exc, FileNotFoundError):
         return error(f"The {what} {shown(path)} does not exist.")
-    if exc.errno == 6:  # ENXIO: a socket, or a device without its driver
+    if exc.errno == errno.ENXIO:  # a socket, or a device without its driver
         return error(f"Refused to read the {what} {shown(path)}: it is a socket or a device.")
     return error(f"Cannot read the {what} {shown(path)}: {exc.strerror or exc}.")
 
