@@ -5,8 +5,8 @@
 
 - ``best.json`` is the object a search writes (:func:`mcunas.inputs.shapes.check_best_info`);
 - ``model.tflite`` is the file it names (its SHA-256), a full-integer INT8 model
-  with one input and one output, not the front-end graph, with one output per
-  class name;
+  with one input and one output, not the front-end graph (``predict`` also checks
+  it gives one output per class name: :func:`check_classes`);
 - the front end is the one ``best.json`` names under ``frontend``: then
   ``frontend.tflite`` must exist and be that graph; without the key there is no
   front end, whatever files lie beside the model.
@@ -30,7 +30,7 @@ from mcunas.inputs.shapes import check_best_info
 if TYPE_CHECKING:
     from mcunas.frontend.config import FrontendConfig
 
-__all__ = ["BestFiles", "read_best"]
+__all__ = ["BestFiles", "check_classes", "read_best"]
 
 _FIX = "export it again (mcunas search --resume on the search's folder)"
 
@@ -69,13 +69,28 @@ def read_best(folder: Path) -> BestFiles:
             f"{shown(folder / 'model.tflite')} changed since the search exported it (its "
             f"SHA-256 is not the one best.json names): {_FIX}."
         )
-    _check_model(model, folder / "model.tflite", len(info.get("class_names") or []))
+    _check_model(model, folder / "model.tflite")
     cfg, front = _frontend(folder, info)
     return BestFiles(folder, info, model, front, cfg)
 
 
-def _check_model(model: bytes, path: Path, classes: int) -> None:
-    """A full-integer model with one int8 input and output, a class per name; not a front end."""
+def check_classes(model: bytes, path: Path, classes: int) -> None:
+    """A model gives one output per class name (``predict`` names its answers by them).
+
+    Raises:
+        ModelError: another count of outputs than of names.
+    """
+    from mcunas.tflite.reader import read_graph
+
+    outputs = math.prod(read_graph(model, shown(path)).outputs[0].shape[1:])
+    if classes and outputs != classes:
+        raise ModelError(
+            f"{shown(path)} gives {outputs} outputs and best.json names {classes} classes: {_FIX}."
+        )
+
+
+def _check_model(model: bytes, path: Path) -> None:
+    """A full-integer model with one int8 input and output; not the front-end graph."""
     from mcunas.frontend.graph import config_of_model
     from mcunas.tflite.reader import read_graph
 
@@ -91,11 +106,6 @@ def _check_model(model: bytes, path: Path, classes: int) -> None:
                 f"{shown(path)} has a {tensor.dtype} {what}, not quantised int8: it is not a "
                 f"model mcunas exported ({_FIX})."
             )
-    outputs = math.prod(graph.outputs[0].shape[1:])
-    if classes and outputs != classes:
-        raise ModelError(
-            f"{shown(path)} gives {outputs} outputs and best.json names {classes} classes: {_FIX}."
-        )
 
 
 def _frontend(folder: Path, info: dict[str, Any]) -> tuple[FrontendConfig | None, bytes | None]:

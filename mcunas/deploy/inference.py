@@ -87,9 +87,10 @@ class BestModel:
             ModelError: no ``model.tflite`` or ``best.json`` in it, or either not
                 what a search exported.
         """
-        from mcunas.deploy.best_files import read_best
+        from mcunas.deploy.best_files import check_classes, read_best
 
         best = read_best(folder)
+        check_classes(best.model, folder / "model.tflite", len(best.info.get("class_names") or []))
         if best.frontend is None and (folder / "frontend.tflite").exists():
             sys.stderr.write(
                 f"Note: {shown(folder / 'best.json')} names no front end: frontend.tflite "
