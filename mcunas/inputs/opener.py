@@ -130,7 +130,7 @@ def open_input(
         _refuse_kind(st.st_mode, given, what, error)  # nothing swapped in since the stat
         _refuse_size(st.st_size, kind, given, what, error)
         fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~os.O_NONBLOCK)
-        fh = os.fdopen(fd, "rb")
+        fh = open(fd, "rb")  # noqa: SIM115 - closed by the with below
     except BaseException:
         os.close(fd)
         raise
