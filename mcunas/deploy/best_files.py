@@ -1,17 +1,9 @@
-"""Reading a search's ``best/`` back: ``best.json``, the model it names, the front end it names.
+"""Reading a search's ``best/`` back, checked alike for ``mcunas predict`` and ``export``.
 
-``mcunas predict`` and ``mcunas export`` both read ``best/`` through
-:func:`read_best`, so both check the same things before using any of it:
-
-- ``best.json`` is the object a search writes (:func:`mcunas.inputs.shapes.check_best_info`);
-- ``model.tflite`` is the file it names (its SHA-256), a full-integer INT8 model
-  with one input and one output, not the front-end graph (``predict`` also checks
-  it gives one output per class name: :func:`check_classes`);
-- the front end is the one ``best.json`` names under ``frontend``: then
-  ``frontend.tflite`` must exist and be that graph; without the key there is no
-  front end, whatever files lie beside the model.
-
-Every file is read through the guarded opener (:mod:`mcunas.inputs`).
+``best.json`` must be the object a search writes; ``model.tflite`` the file it names
+(its SHA-256), INT8 in and out, not the front-end graph; the front end the one
+``best.json`` names under ``frontend`` (none without the key, whatever files lie
+beside the model). Every file is read through the guarded opener (:mod:`mcunas.inputs`).
 """
 
 from __future__ import annotations

@@ -213,9 +213,8 @@ def test_predict_checks_the_model_against_best_json(tmp_path: Path) -> None:
 
 
 def test_clips_of_another_rate_than_the_model_was_trained_on_are_refused(tmp_path) -> None:
-    from mcunas.deploy.inference import BestModel
-
     from mcunas.data.audio import wav_features
+    from mcunas.deploy.inference import BestModel
 
     trained = tmp_path / "trained.wav"
     trained.write_bytes(_wav_header(16000))
