@@ -24,9 +24,14 @@ __all__ = [
     "MAX_INPUT_VALUES",
     "MAX_SEED",
     "PROFILE_MAXIMA",
+    "READ_BOUNDS",
+    "MAX_NUMBER_CHARS",
+    "MAX_NAME_CHARS",
+    "MAX_WAV_SECONDS",
     "Limit",
     "check_input_shape",
     "check_number",
+    "read_bound_text",
 ]
 
 MAX_SEED = 2**32 - 1  # numpy's seeds are unsigned 32-bit
@@ -158,3 +163,37 @@ def check_input_shape(shape: tuple[int, ...], label: str = "--input-shape") -> N
             f"{label} {text} has {math.prod(shape):,} values per input: at most "
             f"{MAX_INPUT_VALUES:,} (4 MiB as int8, more than any microcontroller's SRAM)."
         )
+
+
+# The largest file of each kind mcunas reads (bytes), checked before a byte is read
+# (:mod:`mcunas.inputs`): a file beyond it is a wrong path, a damaged file or a
+# hostile one, and reading it whole would exhaust memory. Each bound is far above
+# what the kind holds in practice.
+MiB = 1 << 20
+READ_BOUNDS: dict[str, tuple[int, str]] = {
+    # kind: (bytes, what fits in it)
+    "wav": (64 * MiB, "a few minutes of audio; a clip may last at most 10 minutes"),
+    "image": (64 * MiB, "a photograph of 20 megapixels several times over"),
+    "npz": (1024 * MiB, "a dataset of a billion int8 values or 256 Mi float32 values"),
+    "json": (4 * MiB, "best.json is a few KB"),
+    "model": (128 * MiB, "more than the flash of any microcontroller"),
+    "token": (4096, "a token is a line of a few dozen characters"),
+    "pem": (1 * MiB, "a certificate chain or key is a few KB"),
+    "profile": (1 * MiB, "a board profile or rack file is a few KB"),
+    "table": (64 * MiB, "a table of a few hundred thousand measured rows"),
+    "store": (16 * 1024 * MiB, "a trial store of millions of trials"),
+    "checkpoint": (2048 * MiB, "a supernet's weights and optimizer state"),
+    "text": (16 * MiB, "a project or build file"),
+}
+MAX_WAV_SECONDS = 600.0  # a keyword clip lasts a second, a noise recording a few minutes
+# The longest string mcunas converts to a number or takes as a name or address: a
+# number of 40 characters is already beyond every limit above (Python refuses to
+# convert more than 4300 digits, and a longer string is a mistake, not a number).
+MAX_NUMBER_CHARS = 40
+MAX_NAME_CHARS = 200
+
+
+def read_bound_text(kind: str) -> str:
+    """A kind's read bound in words, for the help: ``64 MiB``, ``4 KiB``."""
+    size = READ_BOUNDS[kind][0]
+    return f"{size // MiB} MiB" if size >= MiB else f"{size // 1024} KiB"

@@ -52,6 +52,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "mcunas.errors",
             "mcunas.figures",
             "mcunas.files",
+            "mcunas.inputs",
             "mcunas.limits",
             "mcunas.paths",
             "mcunas.jsontext",

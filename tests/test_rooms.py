@@ -35,6 +35,7 @@ ROOM_LINES: dict[str, int] = {
     "mcunas.distributed": 2800,
     "mcunas.frontend": 1000,
     "mcunas.frontend.kernels": 700,
+    "mcunas.inputs": 900,
     "mcunas.measure": 3600,
     "mcunas.measure.power": 600,
     "mcunas.search": 1400,

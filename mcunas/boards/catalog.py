@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +45,7 @@ from mcunas.boards.profile import (
     core_family,
 )
 from mcunas.errors import BoardProfileError, UnknownBoard
+from mcunas.inputs.formats import read_toml
 from mcunas.limits import MAX_PEAK_MACS_PER_CYCLE
 from mcunas.paths import builtin_boards_dir, user_boards_dir
 
@@ -196,12 +196,8 @@ def _memory(data: dict[str, Any], where: str) -> str:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BoardProfileError(f"{path}: cannot read board profile ({exc})") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise BoardProfileError(f"{path}: not valid TOML ({exc})") from exc
+    """A profile's table, through the guarded opener (regular file, ``profile`` bound)."""
+    return read_toml(path, "profile", "board profile", BoardProfileError)
 
 
 def _check_required(data: dict[str, Any], where: str) -> None:

@@ -13,7 +13,8 @@ import re
 from typing import Any
 
 from mcunas.errors import BoardProfileError
-from mcunas.limits import PROFILE_MAXIMA
+from mcunas.inputs.text import bounded_text
+from mcunas.limits import MAX_NUMBER_CHARS, PROFILE_MAXIMA
 
 KERNEL_LIBRARIES = ("reference", "cmsis-nn", "esp-nn")
 REQUIRED_KEYS = ("name", "core", "clock_hz", "sram_bytes", "flash_bytes", "kernels")
@@ -80,8 +81,9 @@ WEIGHT_PLACES = ("flash", "sram", "tcm", "sdram", "psram")
 ARENA_PLACES = ("sram", "tcm", "sdram", "psram")
 OPT_LEVELS = ("O2", "Os", "O3")
 MAX_WAIT_STATES = 15
-_RUNTIME = re.compile(r"tflm-(20\d\d)|(?:tflm-)?(\d+)\.(\d+)(?:\.\d+)?")
-_VERSION = re.compile(r"(\d+)\.(\d+)(?:\.\d+)?")
+# Versions: a part has at most 4 digits (the length is bounded before any conversion).
+_RUNTIME = re.compile(r"tflm-(20\d\d)|(?:tflm-)?(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?")
+_VERSION = re.compile(r"(\d{1,4})\.(\d{1,4})(?:\.\d{1,4})?")
 HWID = re.compile(r"[0-9A-F]{4}:[0-9A-F]{4}")
 # A board name is also a file and folder name (profiles, build folders): keep it plain.
 BOARD_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
@@ -287,10 +289,20 @@ def check_setup(data: dict[str, Any], where: str) -> dict[str, Any]:
     ):
         if key in data:
             value = data[key]
+            if isinstance(value, str):
+                bounded_text(value, f"{where}: {key}", MAX_NUMBER_CHARS, BoardProfileError)
             if not isinstance(value, str) or not pattern.fullmatch(value):
                 raise BoardProfileError(f"{where}: {key} must be {example}, got {value!r}")
             setup[key] = value
     return setup
+
+
+def cmsis_nn_major(version: str) -> int:
+    """The major number of a ``cmsis_nn`` version (checked by :func:`check_setup` first)."""
+    match = _VERSION.fullmatch(version) if len(version) <= MAX_NUMBER_CHARS else None
+    if match is None:
+        raise BoardProfileError(f"cmsis_nn {version[:24]!r} is not a version x.y")
+    return int(match.group(1))
 
 
 def runtime_year(runtime: str) -> int:
@@ -299,9 +311,9 @@ def runtime_year(runtime: str) -> int:
     TensorFlow versions map to their release year (2.0: 2019, 2.1-2.4: 2020, 2.5-2.7: 2021,
     2.8-2.11: 2022, later: 2023 on); a check with :func:`check_setup` comes first.
     """
-    match = _RUNTIME.fullmatch(runtime)
+    match = _RUNTIME.fullmatch(runtime) if len(runtime) <= MAX_NUMBER_CHARS else None
     if match is None:
-        raise BoardProfileError(f"runtime {runtime!r} is not tflm-YYYY or a version")
+        raise BoardProfileError(f"runtime {runtime[:24]!r} is not tflm-YYYY or a version")
     if match.group(1):
         return int(match.group(1))
     major, minor = int(match.group(2)), int(match.group(3))

@@ -183,8 +183,9 @@ def _model_and_frontend(model: str) -> tuple[bytes, bytes | None]:
 
     best = find_best_dir(Path(model))
     model_bytes, _ = load_int8_model(best / "model.tflite")
-    front = best / "frontend.tflite"
-    return model_bytes, front.read_bytes() if front.is_file() else None
+    from mcunas.deploy.best_files import read_best
+
+    return model_bytes, read_best(best).frontend  # the front end best.json names
 
 
 def _write_project(

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from mcunas.jsontext import dumps
+from mcunas.limits import MAX_WAV_SECONDS, read_bound_text
 
 
 @click.command(
@@ -19,7 +20,20 @@ Examples:
   mcunas predict out/best test.npz --json
 WAV clips go through best/frontend.tflite (when the search exported one) and then
 best/model.tflite in the host TFLite Micro runtime; without a front end, WAV clips get
-the numpy log-mel the search trained on and .npz inputs are used as they are.""",
+the numpy log-mel the search trained on and .npz inputs are used as they are.
+best/ is checked as export checks it: model.tflite must be the model best.json names
+(its SHA-256), INT8, and the front end is the one best.json names. Clips must have
+the sample rate the model was trained on: others are refused, not resampled.
+Inputs are regular files only: a WAV clip up to {wav} ({secs:g} s), an .npz up to
+{npz}, best.json up to {json}, a model up to {model}; a FIFO, device or folder
+given as a file is refused without being opened for long. .npz labels must be
+whole class indices, as many as the samples; NaN inputs are refused.""".format(
+        wav=read_bound_text("wav"),
+        secs=MAX_WAV_SECONDS,
+        npz=read_bound_text("npz"),
+        json=read_bound_text("json"),
+        model=read_bound_text("model"),
+    ),
 )
 @click.argument("best_dir", metavar="BEST_DIR", type=click.Path(path_type=Path))
 @click.argument(

@@ -97,6 +97,12 @@ def workers_wait(config: SearchConfig) -> str:
 
 def _config(ctx: click.Context, options: dict[str, Any]) -> SearchConfig:
     if options.pop("no_rescore"):
+        finalists = ctx.get_parameter_source("finalists") != click.core.ParameterSource.DEFAULT
+        if finalists and options["finalists"] != 0:
+            raise UserError(
+                f"--no-rescore is --finalists 0, and --finalists {options['finalists']} asks "
+                "for re-scoring: give one of them."
+            )
         options["finalists"] = 0
     options["objectives"] = tuple(o.strip() for o in options["objectives"].split(",") if o.strip())
     families = options.pop("families")

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 import click
 
 from mcunas.commands import SECONDS, Ranged, ranged_help
-from mcunas.limits import LIMITS
+from mcunas.limits import LIMITS, MAX_WAV_SECONDS, read_bound_text
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.settings import plugins
 from mcunas.search.settings.config import (
@@ -155,7 +155,9 @@ REST: tuple[Callable[[F], F], ...] = (
     click.option(
         "--dataset",
         help="A .npz, a folder of class subfolders of images or WAV files; "
-        "default: built-in digits.",
+        f"default: built-in digits. Regular files only: an .npz up to {read_bound_text('npz')}, "
+        f"a WAV clip up to {read_bound_text('wav')} and {MAX_WAV_SECONDS:g} s, an image up to "
+        f"{read_bound_text('image')}; a clip or image that is not one refuses the dataset.",
     ),
     click.option(
         "--families", help="Comma-separated: dsconv,mbconv,transformer,hybrid,stages [all]."
@@ -267,7 +269,8 @@ REST: tuple[Callable[[F], F], ...] = (
     click.option(
         "--token-file",
         type=click.Path(dir_okay=False),
-        help="With --serve: the shared token workers must show (made, mode 0600, if missing) "
+        help="With --serve: the shared token workers must show (made, mode 0600, if missing; "
+        f"a regular file of at most {read_bound_text('token')}, printable ASCII) "
         "[default: MCUNAS_TOKEN; off loopback without either, <out>/serve.token is made].",
     ),
     click.option(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from mcunas.commands import SECONDS, ranged_help
+from mcunas.limits import read_bound_text
 
 
 @click.command(
@@ -41,8 +42,8 @@ and sends every result to the chief. Start as many as you like, at any time.""",
 @click.option(
     "--token-file",
     type=click.Path(dir_okay=False),
-    help="The chief's shared token (a copy of its --token-file or <out>/serve.token) "
-    "[default: MCUNAS_TOKEN].",
+    help="The chief's shared token (a copy of its --token-file or <out>/serve.token; a "
+    f"regular file of at most {read_bound_text('token')}) [default: MCUNAS_TOKEN].",
 )
 @click.option(
     "--tls-ca",

@@ -26,7 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from mcunas.boards.checks import runtime_year
+from mcunas.boards.checks import cmsis_nn_major, runtime_year
 from mcunas.cost.coefficients import MEMORY_FACTORS, path_for
 
 # What a key left out means (the fitted baseline); `mcunas boards show` prints it.
@@ -205,7 +205,7 @@ def _vintage(board: Any, setup: dict[str, Any]) -> SetupEffect | None:
     value = ", ".join(f"{k}={setup[k]}" for k in stated)
     old = "runtime" in setup and runtime_year(setup["runtime"]) <= LAST_OLD_YEAR
     if "cmsis_nn" in setup:
-        old = old or int(setup["cmsis_nn"].split(".")[0]) < FIRST_RECENT_CMSIS_NN
+        old = old or cmsis_nn_major(setup["cmsis_nn"]) < FIRST_RECENT_CMSIS_NN
     if not old:
         return SetupEffect("runtime", value, 1.0, 0.0, "baseline")
     factor, error = OLD_RUNTIME_FACTOR

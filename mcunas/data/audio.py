@@ -18,12 +18,12 @@ Samples are floats in [-1, 1] (PCM divided by its full scale), mono.
 
 from __future__ import annotations
 
-import wave
 from pathlib import Path
 
 import numpy as np
 
 from mcunas.errors import DatasetError
+from mcunas.inputs.formats import read_wav_data
 
 FRAME_MS = 30.0
 HOP_MS = 20.0
@@ -101,14 +101,12 @@ def read_wav(path: Path) -> tuple[np.ndarray, int]:
         (samples, sample_rate).
 
     Raises:
-        DatasetError: The file is not a readable PCM WAV file.
+        DatasetError: The file is not a readable PCM WAV file, not a regular file,
+            larger than ``READ_BOUNDS["wav"]`` or longer than ``MAX_WAV_SECONDS``
+            (:mod:`mcunas.inputs`: checked before its samples are read).
     """
-    try:
-        with wave.open(str(path), "rb") as w:
-            width, channels, rate = w.getsampwidth(), w.getnchannels(), w.getframerate()
-            raw = w.readframes(w.getnframes())
-    except (wave.Error, EOFError, OSError) as exc:
-        raise DatasetError(f"Cannot read WAV file {path}: {exc}") from None
+    wav = read_wav_data(path, "WAV file", DatasetError)
+    width, channels, rate, raw = wav.width, wav.channels, wav.rate, wav.raw
     if not MIN_RATE_HZ <= rate <= MAX_RATE_HZ:
         raise DatasetError(
             f"WAV file {path} has a sample rate of {rate} Hz (expected {MIN_RATE_HZ} to "

@@ -25,6 +25,7 @@ from mcunas.files import write_file
 from mcunas.frontend.config import FrontendConfig
 from mcunas.frontend.graph import frontend_model
 from mcunas.frontend.host import FrontendRunner, scaled, to_int16
+from mcunas.inputs.opener import read_input
 
 __all__ = ["clip_features", "graph_wav_features"]
 
@@ -37,10 +38,8 @@ def clip_features(runner: FrontendRunner, clips: list[np.ndarray]) -> np.ndarray
 def _key(model: bytes, paths: list[Path], noise_paths: list[Path] | None) -> str:
     h = hashlib.sha256(model)
     for p in [*paths, *(noise_paths or [])]:
-        try:
-            h.update(p.name.encode() + hashlib.sha256(p.read_bytes()).digest())
-        except OSError as exc:
-            raise DatasetError(f"Cannot read WAV file {p}: {exc.strerror}") from None
+        data = read_input(p, "wav", "WAV file", DatasetError)
+        h.update(p.name.encode() + hashlib.sha256(data).digest())
     return h.hexdigest()[:16]
 
 
@@ -81,9 +80,10 @@ def graph_wav_features(
         f"{'PCAN, ' if cfg.pcan else ''}ln / {1 << cfg.output_bits} -> "
         f"{cfg.frames(length)}x{cfg.mel_bands}"
     )
-    if cache is not None and cache.is_file():
-        with np.load(cache) as got:
-            return got["x"], note, (got["noise"] if got["noise"].size else None)
+    if cache is not None and cache.exists():
+        got = _cached(cache)
+        if got is not None:
+            return got[0], note, got[1]
     runner = FrontendRunner(model)
     fixed = [np.pad(s[:length], (0, length - len(s[:length]))) for s, _ in clips]
     x = clip_features(runner, fixed)
@@ -95,6 +95,17 @@ def graph_wav_features(
         np.savez(buf, x=x, noise=noise if noise is not None else np.zeros(0, np.float32))
         write_file(cache, buf.getvalue(), "feature cache", inside=Path(cache).parent)
     return x, note, noise
+
+
+def _cached(cache: Path) -> tuple[np.ndarray, np.ndarray | None] | None:
+    """The cached features and noise windows, or None for a damaged cache (made again)."""
+    from mcunas.inputs.formats import load_npz
+
+    try:
+        got = load_npz(cache, "feature cache", DatasetError)
+        return got["x"], (got["noise"] if got["noise"].size else None)
+    except (DatasetError, KeyError):
+        return None
 
 
 def _noise(runner: FrontendRunner, paths: list[Path], length: int) -> np.ndarray | None:

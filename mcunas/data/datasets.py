@@ -41,13 +41,14 @@ import numpy as np
 from mcunas.data.audio import log_mel
 from mcunas.data.folder import read_folder
 from mcunas.errors import DatasetError
+from mcunas.inputs.formats import load_npz
+from mcunas.inputs.shapes import check_labels
 from mcunas.limits import MAX_CLASSES
 
 if TYPE_CHECKING:
     from mcunas.frontend.port import Frontend
 
 KINDS = ("image", "audio", "series")
-_ZIP_MAGIC = b"PK\x03\x04"  # numpy.savez writes a zip archive
 
 __all__ = ["KINDS", "Dataset", "load_dataset", "log_mel", "stratified_split"]
 
@@ -227,20 +228,7 @@ def _folder(
 
 
 def _read_npz(path: Path) -> dict[str, np.ndarray]:
-    try:
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
-    except OSError as exc:
-        raise DatasetError(f"Cannot read {path}: {exc.strerror}") from None
-    if magic != _ZIP_MAGIC:
-        raise DatasetError(
-            f"{path} is not an .npz file (numpy.savez writes a zip archive; this file is not one)"
-        )
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except Exception as exc:  # any reader failure is a bad file
-        raise DatasetError(f"Cannot read {path}: {exc}") from None
+    arrays = load_npz(path, "dataset", DatasetError)
     for key in ("x_train", "y_train"):
         if key not in arrays:
             raise DatasetError(f"{path.name} has no '{key}' array (found: {sorted(arrays)})")
@@ -297,18 +285,7 @@ def _npz_inputs(x: np.ndarray, key: str, kind: str) -> np.ndarray:
 
 
 def _labels(y: np.ndarray, key: str) -> np.ndarray:
-    y = np.asarray(y)
-    if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
-    if y.ndim != 1:
-        raise DatasetError(f"{key} must be a 1-D array of class indices, got shape {y.shape}")
-    if np.issubdtype(y.dtype, np.floating) and np.all(np.isfinite(y)) and np.all(y == np.round(y)):
-        y = y.astype(np.int64)
-    if not np.issubdtype(y.dtype, np.integer):
-        raise DatasetError(f"{key} labels must be integers 0..K-1, got dtype {y.dtype}")
-    if len(y) and y.min() < 0:
-        raise DatasetError(f"{key} labels must be integers 0..K-1, found {int(y.min())}")
-    return y.astype(np.int32)
+    return check_labels(y, key, DatasetError)
 
 
 def _held_out(raw: _Raw, part: str, num_classes: int) -> tuple[np.ndarray, np.ndarray] | None:

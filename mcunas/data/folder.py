@@ -17,6 +17,7 @@ import numpy as np
 
 from mcunas.data.audio import wav_features
 from mcunas.errors import DatasetError
+from mcunas.inputs.opener import check_input, open_input
 
 if TYPE_CHECKING:
     from mcunas.frontend.port import Frontend
@@ -51,7 +52,18 @@ def _listdir(folder: Path) -> list[Path]:
 
 
 def _files(folder: Path, suffixes: tuple[str, ...]) -> list[Path]:
-    return [f for f in _listdir(folder) if f.is_file() and f.suffix.lower() in suffixes]
+    """The clips or images of a folder, each a regular file within its kind's bound.
+
+    A file with a clip's or an image's name that is not one (a FIFO, a socket, a
+    folder, a device, a file over :data:`mcunas.limits.READ_BOUNDS`) refuses the
+    whole dataset, naming it: skipping it would train on other data than the user
+    gave, and change the class balance without a word.
+    """
+    found = [f for f in _listdir(folder) if f.suffix.lower() in suffixes]
+    for f in found:
+        kind = "wav" if f.suffix.lower() in AUDIO_SUFFIXES else "image"
+        check_input(f, kind, "WAV file" if kind == "wav" else "image", DatasetError)
+    return found
 
 
 def read_folder(path: Path, frontend: Frontend = None, cache_dir: Path | None = None) -> FolderData:
@@ -110,9 +122,11 @@ def _read_images(paths: list[Path]) -> tuple[np.ndarray, str]:
     gray = True
     for p in paths:
         try:
-            with Image.open(p) as im:
+            with open_input(p, "image", "image", DatasetError) as fh, Image.open(fh) as im:
                 sizes.append(im.size)
                 gray = gray and im.mode in _GRAY_MODES
+        except DatasetError:
+            raise
         except Exception as exc:  # Pillow raises many types
             raise DatasetError(f"Cannot read image {p}: {exc}") from None
     width, height = Counter(sizes).most_common(1)[0][0]
@@ -122,11 +136,13 @@ def _read_images(paths: list[Path]) -> tuple[np.ndarray, str]:
     out = np.empty((len(paths), size[1], size[0], 1 if gray else 3), dtype=np.float32)
     for i, p in enumerate(paths):
         try:
-            with Image.open(p) as im:
+            with open_input(p, "image", "image", DatasetError) as fh, Image.open(fh) as im:
                 img = im.convert(mode)
                 if img.size != size:
                     img = img.resize(size, Image.Resampling.BILINEAR)
                 arr = np.asarray(img, dtype=np.float32) / 255.0
+        except DatasetError:
+            raise
         except Exception as exc:  # truncated files fail here
             raise DatasetError(f"Cannot read image {p}: {exc}") from None
         out[i] = arr.reshape(out.shape[1:])

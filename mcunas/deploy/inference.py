@@ -22,7 +22,8 @@ Example::
 
 from __future__ import annotations
 
-import json
+import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,10 +31,13 @@ from typing import Any
 import numpy as np
 
 from mcunas.errors import DatasetError, ModelError
+from mcunas.inputs.opener import shown
 
 __all__ = ["BestModel", "Prediction", "labelled_inputs"]
 
 WAV = ".wav"
+# How best.json's preprocessing names the clips' rate for the numpy log-mel (data/audio.py).
+_TRAINED_RATE = re.compile(r"\bwav: mono, (\d{3,6}) Hz")
 
 
 @dataclass(frozen=True)
@@ -66,29 +70,41 @@ class BestModel:
 
         self.folder, self.model, self.info = folder, model, info
         self.runner = FrontendRunner(frontend) if frontend is not None else None
-        self.input_shape = tuple(int(d) for d in read_graph(model).inputs[0].shape[1:])
+        graph = read_graph(model)
+        self.input_shape = tuple(int(d) for d in graph.inputs[0].shape[1:])
         self.class_names = [str(c) for c in info.get("class_names") or []]
+        self.classes = int(np.prod(graph.outputs[0].shape[1:]))
 
     @classmethod
     def load(cls, folder: Path) -> BestModel:
-        """Read a ``best/`` folder.
+        """Read a ``best/`` folder, checked as ``mcunas export`` checks it.
+
+        The model must be the one ``best.json`` names (its SHA-256), INT8, one output
+        per class name; the front end is the one ``best.json`` names
+        (:func:`mcunas.deploy.best_files.read_best`).
 
         Raises:
-            ModelError: no ``model.tflite`` in it, or an unreadable ``best.json``.
+            ModelError: no ``model.tflite`` or ``best.json`` in it, or either not
+                what a search exported.
         """
-        model_path = folder / "model.tflite"
-        if not model_path.is_file():
-            raise ModelError(f"{folder} has no model.tflite (give a search's best/ folder)")
-        info: dict[str, Any] = {}
-        if (folder / "best.json").is_file():
-            try:
-                info = json.loads((folder / "best.json").read_text())
-            except (OSError, ValueError) as exc:
-                raise ModelError(f"Cannot read {folder / 'best.json'}: {exc}") from None
-        front = folder / "frontend.tflite"
-        return cls(
-            folder, model_path.read_bytes(), front.read_bytes() if front.is_file() else None, info
-        )
+        from mcunas.deploy.best_files import check_classes, read_best
+
+        best = read_best(folder)
+        check_classes(best.model, folder / "model.tflite", len(best.info.get("class_names") or []))
+        if best.frontend is None and (folder / "frontend.tflite").exists():
+            sys.stderr.write(
+                f"Note: {shown(folder / 'best.json')} names no front end: frontend.tflite "
+                "is not used.\n"
+            )
+        return cls(folder, best.model, best.frontend, best.info)
+
+    @property
+    def trained_rate(self) -> int | None:
+        """The sample rate the model's clips had: the front end's, else from best.json."""
+        if self.runner is not None:
+            return int(self.runner.cfg.sample_rate)
+        found = _TRAINED_RATE.search(str(self.info.get("preprocessing") or ""))
+        return int(found[1]) if found else None
 
     def name_of(self, index: int) -> str:
         """The class name of an output index (the index itself without names)."""
@@ -100,12 +116,15 @@ class BestModel:
 
         samples, rate = read_wav(path)
         frames = self.input_shape[0]
+        trained = self.trained_rate
+        if trained is not None and rate != trained:
+            taker = "the front end takes" if self.runner is not None else "the model was trained on"
+            raise DatasetError(
+                f"{shown(path)} has {rate} Hz, {taker} {trained} Hz: refused, not resampled "
+                f"(resample it first, e.g. sox IN.wav -r {trained} OUT.wav)"
+            )
         if self.runner is not None:
             cfg = self.runner.cfg
-            if rate != cfg.sample_rate:
-                raise DatasetError(
-                    f"{path} has {rate} Hz, the front end takes {cfg.sample_rate} Hz"
-                )
             from mcunas.frontend.host import scaled, to_int16
 
             need = cfg.frame_samples + (frames - 1) * cfg.hop_samples
@@ -162,8 +181,8 @@ def labelled_inputs(best: BestModel, path: Path) -> tuple[np.ndarray, list[str],
     """
     if path.is_dir():
         return _folder(best, path)
-    if not path.is_file():
-        raise DatasetError(f"{path} does not exist")
+    if not path.exists():
+        raise DatasetError(f"{shown(path)} does not exist")
     if path.suffix.lower() == WAV:
         return best.wav_features(path)[None], [str(path)], [None]
     if path.suffix.lower() == ".npz":
@@ -202,24 +221,26 @@ def _folder(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[in
 
 
 def _npz(best: BestModel, path: Path) -> tuple[np.ndarray, list[str], list[int | None]]:
-    try:
-        with np.load(path, allow_pickle=False) as f:
-            arrays = {k: f[k] for k in f.files}
-    except Exception as exc:  # noqa: BLE001 - any reader failure is a bad file
-        raise DatasetError(f"Cannot read {path}: {exc}") from None
+    """An ``.npz``'s inputs and labels, checked as a dataset's are."""
+    from mcunas.inputs.formats import load_npz
+    from mcunas.inputs.shapes import check_labels, check_samples
+
+    arrays = load_npz(path, "dataset", DatasetError)
     pairs = (("x_test", "y_test"), ("x", "y"), ("x_val", "y_val"), ("x_train", "y_train"))
     found = [(xk, yk) for xk, yk in pairs if xk in arrays]
     if not found:
         raise DatasetError(f"{path.name} has no x_test, x, x_val or x_train array")
     xk, yk = found[0]
-    x = arrays[xk]
-    x = x.astype(np.float32) / 255.0 if x.dtype == np.uint8 else x.astype(np.float32)
+    x = check_samples(arrays[xk], f"{path.name}[{xk}]", DatasetError)
     if int(np.prod(x.shape[1:])) != int(np.prod(best.input_shape)):
         raise DatasetError(
             f"{path.name}: {xk} of shape {x.shape[1:]} does not fit the model input "
             f"{best.input_shape}"
         )
     x = x.reshape((len(x), *best.input_shape))
-    y = arrays.get(yk)
-    labels: list[int | None] = [int(v) for v in y.reshape(-1)] if y is not None else [None] * len(x)
+    labels: list[int | None] = [None] * len(x)
+    if yk in arrays:
+        classes = best.classes
+        y = check_labels(arrays[yk], f"{path.name}[{yk}]", DatasetError, len(x), classes)
+        labels = [int(v) for v in y]
     return x, [f"{path}[{xk}][{i}]" for i in range(len(x))], labels

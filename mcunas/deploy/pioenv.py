@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from mcunas.errors import BoardProfileError
+from mcunas.inputs.opener import read_input_text
 
 __all__ = ["DEPLOY_KEYS", "env_options", "platformio_ini"]
 
@@ -39,9 +40,10 @@ _MAX_DEPTH = 8  # extends / reference chains deeper than this are a loop
 def _parser(ini: Path) -> configparser.ConfigParser:
     parser = configparser.ConfigParser(interpolation=None, comment_prefixes=(";", "#"))
     parser.optionxform = str  # keep option names as written
+    text = read_input_text(ini, "text", "PlatformIO template", BoardProfileError)
     try:
-        parser.read_string(ini.read_text("utf-8"), source=str(ini))
-    except (OSError, configparser.Error) as exc:
+        parser.read_string(text, source=str(ini))
+    except configparser.Error as exc:
         raise BoardProfileError(f"Cannot read the PlatformIO template {ini}: {exc}") from exc
     return parser
 

@@ -27,6 +27,8 @@ from typing import Any
 import grpc
 
 from mcunas.errors import UserError
+from mcunas.inputs.opener import read_input, read_input_text
+from mcunas.limits import READ_BOUNDS
 
 __all__ = [
     "CHIEF_ONLY",
@@ -63,12 +65,23 @@ def is_loopback(host: str) -> bool:
 
 
 def _read_token(path: Path, option: str) -> str:
-    try:
-        token = path.read_text().strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UserError(f"{option} {path}: cannot read the token ({exc})") from None
+    """The token in ``path``: a regular file of at most ``READ_BOUNDS["token"]`` bytes."""
+    token = read_input_text(path, "token", option).strip()
     if not token or any(c.isspace() for c in token):
         raise UserError(f"{option} {path}: the file should hold one token (one line, no spaces)")
+    return _printable(token, f"{option} {path}")
+
+
+def _printable(token: str, where: str) -> str:
+    """A token gRPC can send as metadata: printable ASCII, at most the token file's bound."""
+    if len(token) > READ_BOUNDS["token"][0]:
+        raise UserError(f"{where}: the token is {len(token):,} characters: at most 4096.")
+    if not all(" " < c <= "~" for c in token):
+        raise UserError(
+            f"{where}: the token holds characters other than printable ASCII, which gRPC "
+            "cannot send: make a new one (e.g. python -c 'import secrets; "
+            "print(secrets.token_urlsafe(32))')"
+        )
     return token
 
 
@@ -91,7 +104,7 @@ def _env_token() -> str | None:
         return None
     if not token.strip():
         raise UserError(f"{TOKEN_ENV} is set but empty: give the token, or unset it")
-    return token.strip()
+    return _printable(token.strip(), TOKEN_ENV)
 
 
 def chief_token(host: str, token_file: str | None, out_dir: Path) -> tuple[str | None, str]:
@@ -144,19 +157,39 @@ def read_pem(path: str | None, option: str) -> bytes | None:
     if not path:
         return None
     file = Path(path).expanduser()
-    try:
-        data = file.read_bytes()
-    except OSError as exc:
-        raise UserError(f"{option} {file}: cannot read it ({exc.strerror})") from None
+    data = read_input(file, "pem", option)
     if b"-----BEGIN " not in data:
         raise UserError(f"{option} {file}: not a PEM file (expected '-----BEGIN ...')")
     return data
 
 
 def server_credentials(cert: str, key: str) -> grpc.ServerCredentials:
-    """The chief's TLS credentials (gRPC's own) from its certificate and key files."""
+    """The chief's TLS credentials (gRPC's own) from its certificate and key files.
+
+    Raises:
+        UserError: either file unreadable or not PEM, or the key not the certificate's.
+    """
     pair = (read_pem(key, "--tls-key") or b"", read_pem(cert, "--tls-cert") or b"")
+    _check_pair(cert, key)
     return grpc.ssl_server_credentials([pair])
+
+
+def _check_pair(cert: str, key: str) -> None:
+    """Refuse a key that does not belong to its certificate (gRPC would fail to listen)."""
+    import ssl
+
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(
+            Path(cert).expanduser(), Path(key).expanduser()
+        )
+    except ssl.SSLError as exc:
+        words = "does not belong to" if "mismatch" in str(exc).lower() else "cannot be used with"
+        raise UserError(
+            f"--tls-key {key} {words} --tls-cert {cert} ({exc.reason or exc}): give the "
+            "key the certificate was made for."
+        ) from None
+    except OSError as exc:
+        raise UserError(f"--tls-cert/--tls-key: cannot read them ({exc.strerror})") from None
 
 
 def check_door(config: Any) -> None:

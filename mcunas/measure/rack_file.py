@@ -19,7 +19,6 @@ Example::
 
 from __future__ import annotations
 
-import tomllib
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -28,6 +27,7 @@ from typing import Any
 
 from mcunas.boards.catalog import BoardProfile, load_board
 from mcunas.errors import McunasError, UserError
+from mcunas.inputs.formats import read_toml
 from mcunas.measure.board import probe_board
 from mcunas.measure.protocol import Ready
 
@@ -80,12 +80,9 @@ def load_rack(path: str | Path) -> Rack:
             port, an unknown profile, or a port listed twice.
     """
     path = Path(path)
-    if not path.is_file():
+    if not path.exists():
         raise RackError(f"rack file not found: {path} (see `mcunas rack --help` for its format)")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise RackError(f"{path}: cannot read rack file ({exc})") from exc
+    data = read_toml(path, "profile", "rack file", RackError)
     entries = data.get("board")
     if (
         not isinstance(entries, list)

@@ -31,6 +31,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from mcunas.inputs.opener import read_input_text
+
 __all__ = [
     "CPUID_PARTS",
     "describe_setup",
@@ -203,9 +205,12 @@ def runtime_label(template_dir: Path, board: Any) -> str:
     if board.family in ("xtensa", "riscv32"):
         manifest = Path(template_dir) / "firmware" / "src" / "idf_component.yml"
         found = (
-            _IDF_TFLM.search(manifest.read_text(encoding="utf-8")) if manifest.is_file() else None
+            _IDF_TFLM.search(read_input_text(manifest, "text", "component manifest"))
+            if manifest.is_file()
+            else None
         )
         return f"esp-tflite-micro {found['version'].strip()}" if found else ""
     ini = Path(template_dir) / "platformio.ini"
-    found = _PINNED_TFLM.search(ini.read_text(encoding="utf-8")) if ini.is_file() else None
+    text = read_input_text(ini, "text", "platformio.ini") if ini.is_file() else ""
+    found = _PINNED_TFLM.search(text)
     return f"{found['lib']}@{found['pin'][:7]}" if found else ""

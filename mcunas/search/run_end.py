@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from mcunas.boards.catalog import BoardProfile
+from mcunas.errors import ModelError
+from mcunas.inputs.formats import read_model
 from mcunas.jsontext import JsonObject
 from mcunas.search.finish.export import export_best, trial_model_bytes
 from mcunas.search.report.page import write_report
@@ -83,7 +85,7 @@ class RunEnd:
         """The model ``best/`` exports: the chosen trial's refit when there is one, else its own."""
         if refit is None:
             return trial_model_bytes(best, self.out_dir)
-        return (self.out_dir / refit.model_path).read_bytes()
+        return read_model(self.out_dir / refit.model_path, "refit model", ModelError)
 
     def _test_accuracy(self, model_bytes: bytes | None, data: Dataset | None) -> JsonObject | None:
         """The exported INT8 model's accuracy on the dataset's test split (TFLM kernels).

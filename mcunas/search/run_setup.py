@@ -11,6 +11,7 @@ module without them.
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -199,8 +200,12 @@ def load_run_data(
 
         fronts = FrontendSearch(config, board, out_dir / "cache")
         dataset = fronts.default
-        if dataset.frontend is None:  # no WAV clips: no front end
+        if dataset.frontend is None:  # no WAV clips: no front end, and the user is told
             fronts = None
+            sys.stderr.write(
+                f"Note: --frontend tflm makes the features of WAV clips; {dataset.name} holds "
+                f"{dataset.kind} inputs, so no front end is used.\n"
+            )
     else:
         dataset = load_dataset(config.dataset, seed=config.seed)
     return dataset, plan_recipe(dataset, config.batch_size, config.augment), fronts

@@ -19,8 +19,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-
 from mcunas.files import READ_ERRORS
 from mcunas.search.job_protocols import Epoch
 from mcunas.search.results.store import TrialOrigin
@@ -236,9 +234,14 @@ class SupernetWire:
 
 def checkpoint_epochs(path: Path) -> int:
     """The epochs a supernet checkpoint file has done (0 if there is none or it is unreadable)."""
+    from mcunas.errors import UserError
+    from mcunas.inputs.formats import load_npz
+
     try:
-        with np.load(path, allow_pickle=False) as data:
-            return int(json.loads(str(data["meta"]))["done"])
+        data = load_npz(path, "supernet checkpoint", kind="checkpoint")
+        return int(json.loads(str(data["meta"]))["done"])
+    except UserError:
+        return 0
     except READ_ERRORS:
         return 0
 

@@ -229,12 +229,19 @@ def read_checkpoint(path: Path) -> tuple[dict[str, Any], list[Any], list[Any]]:
         UserError: the file is damaged, cut short or not a checkpoint (one line naming
             it and what to do; numpy's and zipfile's own errors do not escape).
     """
+    from mcunas.inputs.formats import load_npz
+
     try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            weights = [data[f"w{i}"] for i in range(int(meta["weights"]))]
-            opt = [data[f"o{i}"] for i in range(int(meta["optimizer"]))]
-            int(meta["done"])
+        data = load_npz(path, "supernet checkpoint", kind="checkpoint")
+    except UserError as exc:
+        raise UserError(
+            f"{path} is not a readable supernet checkpoint: {CHECKPOINT_FIX}. ({exc})"
+        ) from None
+    try:
+        meta = json.loads(str(data["meta"]))
+        weights = [data[f"w{i}"] for i in range(int(meta["weights"]))]
+        opt = [data[f"o{i}"] for i in range(int(meta["optimizer"]))]
+        int(meta["done"])
     except READ_ERRORS as exc:
         raise unreadable(path, "supernet checkpoint", CHECKPOINT_FIX, exc) from None
     return meta, weights, opt

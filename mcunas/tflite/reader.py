@@ -220,13 +220,14 @@ def load_model_bytes(source: bytes | str | os.PathLike) -> bytes:
     path = Path(source)
     shown = str(path) if len(str(path)) <= 200 else f"{str(path)[:120]}...{str(path)[-40:]}"
     try:
-        if not path.exists():
-            raise ModelError(f"Model file not found: {shown}")
-        if not path.is_file():
-            raise ModelError(f"Not a file: {shown}")
-        return path.read_bytes()
-    except OSError as exc:
+        found = path.exists()
+    except OSError as exc:  # a name too long for the file system
         raise ModelError(f"Cannot read model file {shown}: {exc.strerror}") from None
+    if not found:
+        raise ModelError(f"Model file not found: {shown}")
+    from mcunas.inputs.formats import read_model
+
+    return read_model(path, "model file", ModelError)
 
 
 def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Graph:
@@ -257,7 +258,13 @@ def read_graph(source: bytes | str | os.PathLike, name: str | None = None) -> Gr
         ) from exc
     if not model.subgraphs:
         raise ModelError(f"{where} has no subgraph: not a usable .tflite model")
-    return _build_graph(model, fb, len(data))
+    try:
+        return _build_graph(model, fb, len(data))
+    except (IndexError, KeyError, ValueError, TypeError, AttributeError, OverflowError) as exc:
+        raise ModelError(
+            f"{where} is a corrupt .tflite model (its tensors or ops point nowhere: "
+            f"{type(exc).__name__})"
+        ) from None
 
 
 def _enum_names(enum_cls: type) -> dict[int, str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -36,14 +37,19 @@ NAMES = [
 CFG = FrontendConfig(mel_bands=10, pcan=True)
 
 
-def kws_best_folder(root: Path, frontend: bool = True) -> Path:
+def kws_best_folder(root: Path, frontend: bool = True, cfg: FrontendConfig = CFG) -> Path:
     """``root/best`` with a keyword-spotting model, its class names and (optionally) front end."""
     best = root / "best"
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS.read_bytes())
+    info: dict = {
+        "class_names": NAMES,
+        "model_sha256": hashlib.sha256(KWS.read_bytes()).hexdigest(),
+    }
     if frontend:
-        (best / "frontend.tflite").write_bytes(frontend_model(CFG))
-    (best / "best.json").write_text(json.dumps({"class_names": NAMES}))
+        (best / "frontend.tflite").write_bytes(frontend_model(cfg))
+        info["frontend"] = cfg.to_dict()
+    (best / "best.json").write_text(json.dumps(info))
     return best
 
 
@@ -122,8 +128,7 @@ def test_predict_inputs_are_the_training_features_bit_for_bit(tmp_path: Path) ->
     from mcunas.deploy.inference import BestModel
 
     cfg = FrontendConfig(mel_bands=10)
-    best = kws_best_folder(tmp_path)
-    (best / "frontend.tflite").write_bytes(frontend_model(cfg))
+    best = kws_best_folder(tmp_path, cfg=cfg)
     make_tones(tmp_path / "clips", per_class=3, seconds=1.0)
     trained = read_folder(tmp_path / "clips", frontend=cfg).x
     model = BestModel.load(best)

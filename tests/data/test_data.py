@@ -181,7 +181,7 @@ def test_wav_folder(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="fast.wav has sample rate 16000"):
         load_dataset(tmp_path)
     (tmp_path / "low" / "fast.wav").write_bytes(b"RIFF\x00\x00")
-    with pytest.raises(DatasetError, match="Cannot read WAV file .*fast.wav"):
+    with pytest.raises(DatasetError, match="Cannot read the WAV file .*fast.wav: cut short"):
         load_dataset(tmp_path)
 
 

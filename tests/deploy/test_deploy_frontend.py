@@ -91,7 +91,9 @@ def test_export_of_a_best_folder_with_front_end(tmp_path, capsys, board):
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
     (best / "frontend.tflite").write_bytes(FRONT)
-    (best / "best.json").write_text(json.dumps({"board": {"name": "esp32s3"}, "trial": {}}))
+    named = {"frontend": FrontendConfig(mel_bands=10, pcan=True).to_dict()}
+    info = {"board": {"name": "esp32s3"}, "trial": {}, **named}
+    (best / "best.json").write_text(json.dumps(info))
     with pytest.raises(SystemExit) as exc:
         main(["export", str(tmp_path / "run"), "--board", board])
     assert exc.value.code == 0, capsys.readouterr()

@@ -35,7 +35,7 @@ def test_load_rack(tmp_path):
     ("text", "message"),
     [
         (None, "rack file not found"),
-        ("[[board", "cannot read rack file"),
+        ("[[board", "is not valid TOML"),
         ("[rack]\n", "no \\[\\[board\\]\\] entries"),
         ('[[board]]\nprofile = "esp32s3"\n', "board 1: 'port' is missing"),
         ('[[board]]\nprofile = "nope"\nport = "/dev/a"\n', "board 1: Unknown board 'nope'"),

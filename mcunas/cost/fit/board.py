@@ -31,6 +31,7 @@ from mcunas.cost.fit.scale import (
     load_calibration,
 )
 from mcunas.files import plain_name
+from mcunas.inputs.opener import read_input_text
 
 if TYPE_CHECKING:
     from mcunas.boards.catalog import BoardProfile
@@ -149,7 +150,7 @@ def report_loo(
     from mcunas.cost.fit.records import model_hash
 
     keys = {(r.model_hash, r.kernels, r.clock_hz) for r in op_records}
-    hashes = {r.id: model_hash(r.model.read_bytes()) for r in rows}
+    hashes = {r.id: model_hash(r.model_bytes()) for r in rows}
     op_rows = [r for r in rows if (hashes[r.id], r.kernels, r.clock_hz) in keys]
     others = [r for r in rows if r not in op_rows]
     results = board_loo(board, others) if others else []
@@ -286,7 +287,7 @@ def _op_level_scale_and_error(
     from mcunas.cost.fit.records import model_hash
 
     keys = {r.model_hash for r in op_records}
-    same_runs = [r for r in rows if model_hash(r.model.read_bytes()) in keys]
+    same_runs = [r for r in rows if model_hash(r.model_bytes()) in keys]
     if not same_runs:
         return
     left, work = 0.0, 0.0  # measured time beyond the rest, and this library's kernel work
@@ -362,7 +363,7 @@ def write_user_board(board: BoardProfile, latency: LatencyTable) -> Path:
     from mcunas.files import write_file
     from mcunas.paths import user_boards_dir
 
-    text = Path(board.path).read_text(encoding="utf-8") if board.path else ""
+    text = read_input_text(board.path, "profile", "board profile") if board.path else ""
     # a renamed copy (esp32s3-virtual) keeps its own name, title and USB ids
     own: dict[str, dict[str, Any]] = {
         "": {"name": board.name, "title": board.title},

@@ -227,7 +227,7 @@ def _add_invoke_overhead(
         sums[key] = sums.get(key, 0.0) + rec.latency_ms
     gaps: dict[str, dict[str, tuple[float, float]]] = {}
     for row in model_rows:
-        key = (model_hash(row.model.read_bytes()), row.kernels, row.clock_hz)
+        key = (model_hash(row.model_bytes()), row.kernels, row.clock_hz)
         if key not in sums:
             continue
         factor = resolve(replace(board, clock_hz=row.clock_hz), row.kernels).factor
@@ -260,7 +260,7 @@ def cross_validate(
     from mcunas.cost.fit.records import model_hash
     from mcunas.cost.latency import predict_latency
 
-    keyed = [(model_hash(r.model.read_bytes()), r) for r in model_rows]
+    keyed = [(model_hash(r.model_bytes()), r) for r in model_rows]
     with_ops = sorted({k for k, _ in keyed} & {r.model_hash for r in op_records})
     out = []
     for fold in range(min(folds, len(with_ops))):

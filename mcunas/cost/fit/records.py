@@ -169,7 +169,7 @@ class RecordStore:
             board = board_for_row(row)
             source = f"published:{row.source}" if row.source else f"csv:{csv_path}"
             self.add_measurement(
-                row.model.read_bytes(),
+                row.model_bytes(),
                 board,
                 row.core,
                 row.kernels,

@@ -14,6 +14,7 @@ Example::
 from __future__ import annotations
 
 import csv
+import io
 import math
 import re
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from mcunas.boards.catalog import CORES, KERNEL_LIBRARIES, MEMORY_PLACES
 from mcunas.cost.coefficients import path_for
 from mcunas.errors import UserError
 from mcunas.figures import MAX_LATENCY_MS
+from mcunas.inputs.formats import read_model
+from mcunas.inputs.opener import read_input_text
 from mcunas.limits import MAX_CLOCK_MHZ
 from mcunas.paths import package_path
 
@@ -86,6 +89,10 @@ class CalibrationRow:
         external = {stated.get("weights"), stated.get("arena"), self.memory} & {"sdram", "psram"}
         return bool(external) or stated.get("cache") is False
 
+    def model_bytes(self) -> bytes:
+        """The row's ``.tflite``, read through the guarded opener (one line if it is not one)."""
+        return read_model(self.model, f"model of calibration row {self.id}", UserError)
+
     @property
     def path(self) -> str:
         """The kernel code path this row measured."""
@@ -134,10 +141,10 @@ def load_calibration(
 
 def _csv_rows(path: Path) -> list[tuple[int, dict[str, str]]]:
     """The rows of a measurements CSV with their line numbers (a byte-order mark is fine)."""
+    text = read_input_text(path, "table", "measurements file")  # a BOM is dropped
     try:
-        with open(path, newline="", encoding="utf-8-sig") as fh:  # spreadsheets write a BOM
-            rows = list(csv.DictReader(fh))
-    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        rows = list(csv.DictReader(io.StringIO(text, newline="")))
+    except csv.Error as exc:
         raise UserError(f"Cannot read measurements file {path} as CSV: {exc}") from exc
     missing = [k for k in _REQUIRED if not rows or k not in rows[0]]
     if missing:

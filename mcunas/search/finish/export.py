@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from mcunas.boards.catalog import BoardProfile
 from mcunas.errors import BoardProfileError, CandidateError, ModelError, UserError
 from mcunas.files import managed_folder, plain_name, storage_errors, write_file
+from mcunas.inputs.formats import read_model
 from mcunas.jsontext import JsonObject, dumps
 from mcunas.search.finish.refit_records import Refit
 from mcunas.search.results.store import TrialRecord
@@ -50,12 +51,9 @@ def trial_model_bytes(best: TrialRecord, out_dir: Path) -> bytes:
             (one line naming it and what to do).
     """
     src = Path(out_dir) / (best.model_path or "")
-    if not src.is_file():
+    if not src.exists():
         raise ModelError(f"Model of trial {best.trial_id} not found at {src}: {_MODEL_FIX}.")
-    try:
-        model_bytes = src.read_bytes()
-    except OSError as exc:
-        raise ModelError(f"Model {src} of trial {best.trial_id}: {exc.strerror}.") from None
+    model_bytes = read_model(src, f"model of trial {best.trial_id}", ModelError)
     if best.model_sha256 and hashlib.sha256(model_bytes).hexdigest() != best.model_sha256:
         raise ModelError(
             f"Model file {src} is damaged or changed since trial {best.trial_id} wrote it "
@@ -220,7 +218,7 @@ def find_best_dir(source: Path) -> Path:
         UserError: neither holds ``best.json`` and ``model.tflite``.
     """
     for folder in (Path(source), Path(source) / "best"):
-        if (folder / "best.json").is_file() and (folder / "model.tflite").is_file():
+        if (folder / "best.json").exists() and (folder / "model.tflite").exists():
             return folder
     raise UserError(
         f"No best.json and model.tflite in {source} or {Path(source) / 'best'}: give a "
@@ -248,19 +246,12 @@ def export_project(
         ModelError: the model file changed since the search wrote it, or is not int8.
         BoardProfileError: the board has no PlatformIO environment.
     """
-    import json
-
     from mcunas.boards.catalog import load_board
+    from mcunas.deploy.best_files import read_best
 
     best_dir = find_best_dir(source)
-    try:
-        info = json.loads((best_dir / "best.json").read_text("utf-8"))
-    except (OSError, ValueError) as exc:
-        raise UserError(f"Cannot read {best_dir / 'best.json'}: {exc}") from exc
-    model_bytes = (best_dir / "model.tflite").read_bytes()
-    sha = info.get("model_sha256")
-    if sha and hashlib.sha256(model_bytes).hexdigest() != sha:
-        raise ModelError(f"{best_dir / 'model.tflite'} changed since the search exported it.")
+    best_files = read_best(best_dir)  # best.json's shape, the model's hash and kind, its front end
+    info, model_bytes = best_files.info, best_files.model
     searched = (info.get("board") or {}).get("name")
     target = board or load_board(str(searched or ""))
     same = target.name == searched
@@ -270,6 +261,5 @@ def export_project(
     for key in ("arena_bytes", "estimated", "source"):
         setattr(trial, key, (info.get("trial") or {}).get(key))
     arena = _trial_arena(trial) if same else None
-    front_path = best_dir / "frontend.tflite"
-    front = front_path.read_bytes() if front_path.is_file() else None
+    front = best_files.frontend
     return folder, target, _write_project(model_bytes, target, folder, arena, info, front)

@@ -13,6 +13,8 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from mcunas.errors import ModelError
+from mcunas.inputs.formats import read_model
 from mcunas.jsontext import JsonObject
 from mcunas.search.finish.ensemble import planned_members
 from mcunas.search.finish.refit_records import REFIT_META, Refit
@@ -65,8 +67,8 @@ def refit_of(
         return None
     path = Path(out_dir) / str(info.get("model_path", ""))
     try:
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()
-    except OSError:
+        digest = hashlib.sha256(read_model(path, "refit model", ModelError)).hexdigest()
+    except ModelError:
         return None
     return info if digest == info.get("model_sha256") else None
 

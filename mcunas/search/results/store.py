@@ -29,6 +29,7 @@ from typing import Any
 from mcunas.errors import UserError
 from mcunas.figures import Figures
 from mcunas.files import output_path, plain_name, refuse_links, storage_errors, write_file
+from mcunas.inputs.opener import check_input
 from mcunas.search.results.record import (
     HpValues,
     TrialOrigin,
@@ -69,6 +70,8 @@ class TrialStore:
         sidecars = [f"{name}-wal", f"{name}-shm", f"{name}-journal"]  # rewritten whole
         refuse_links(self.path.parent, sidecars, "trial store")
         output_path(self.path, "trial store")
+        if self.path.exists():  # a regular file within the store's bound
+            check_input(self.path, "store", "trial store")
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with storage_errors(self.path):
             self._db = sqlite3.connect(

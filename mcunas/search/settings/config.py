@@ -266,6 +266,11 @@ class SearchConfig:
             raise UserError(
                 f"Unknown --ensemble '{self.ensemble}'; choose {', '.join(ENSEMBLE_CHOICES)}."
             )
+        if self.refit == "off" and self.ensemble not in ("auto", "off"):
+            raise UserError(
+                f"--ensemble {self.ensemble} averages refits of the chosen design and --refit off "
+                "makes none: give --refit on (or auto), or leave --ensemble out."
+            )
         check_number("max_trials", self.max_trials)
         check_number("epochs", self.epochs)
         if self.max_draws is not None and self.max_draws < self.max_trials:

@@ -241,10 +241,12 @@ class KerasRunner:
         the checkpoint loads), only the layers' weights carry over, not Adam's moments.
 
         Raises:
-            OSError, ValueError: the file is not a readable ``.npz``.
+            UserError: the file is not a readable ``.npz`` (one line naming it).
         """
-        with np.load(path) as data:
-            saved = [data[f"arr_{i}"] for i in range(len(data.files))]
+        from mcunas.inputs.formats import load_npz
+
+        data = load_npz(path, "checkpoint", kind="checkpoint")
+        saved = [data[f"arr_{i}"] for i in range(len(data))]
         current = model.get_weights()
         if [w.shape for w in saved] != [w.shape for w in current]:
             return False
