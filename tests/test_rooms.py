@@ -31,7 +31,7 @@ ROOM_LINES: dict[str, int] = {
     "mcunas.cost": 3200,
     "mcunas.cost.fit": 2400,
     "mcunas.data": 1400,
-    "mcunas.deploy": 900,
+    "mcunas.deploy": 1000,
     "mcunas.distributed": 2800,
     "mcunas.frontend": 1000,
     "mcunas.frontend.kernels": 700,

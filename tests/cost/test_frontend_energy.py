@@ -6,6 +6,7 @@ power): the firmware times it outside the window a power meter integrates.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from mcunas.cost.frontend import BOARD_FRONTEND, frontend_cost
 from mcunas.cost.profile import with_frontend
 from mcunas.figures import Figures
 from mcunas.frontend.config import FrontendConfig
-from mcunas.frontend.graph import frontend_model
+from mcunas.frontend.graph import config_of_model, frontend_model
 from mcunas.measure.board import BoardMeasurer
 from mcunas.testing.virtual_board.figures import fixed_figures
 from mcunas.testing.virtual_board.flasher import VirtualProject
@@ -81,7 +82,8 @@ def test_bench_says_what_the_energy_covers(tmp_path: Path, capsys, monkeypatch) 
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
     (best / "frontend.tflite").write_bytes(FRONT)
-    (best / "best.json").write_text('{"board": {"name": "esp32s3"}}')
+    info = {"board": {"name": "esp32s3"}, "frontend": config_of_model(FRONT).to_dict()}
+    (best / "best.json").write_text(json.dumps(info))
     with virtual_board(model=KWS, figures=FAST, time_scale=1000) as vb:
         with pytest.raises(SystemExit) as exc:
             main(["bench", str(best), "--board", "esp32s3", "--port", vb.port])

@@ -8,6 +8,7 @@ TFLM runtime, and ``mcunas bench`` of a ``best/`` folder with a front end.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -21,7 +22,7 @@ from mcunas.commands import bench
 from mcunas.commands.cli import main
 from mcunas.errors import CandidateError
 from mcunas.frontend.config import FrontendConfig
-from mcunas.frontend.graph import frontend_model
+from mcunas.frontend.graph import config_of_model, frontend_model
 from mcunas.measure.board import BoardMeasurer, ModelMismatch
 from mcunas.measure.pio import PioProject
 from mcunas.measure.protocol import ProtocolError, Result, encode_line, parse_line
@@ -181,7 +182,8 @@ def frontend_best_folder(root: Path) -> Path:
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(KWS)
     (best / "frontend.tflite").write_bytes(FRONT)
-    (best / "best.json").write_text('{"board": {"name": "esp32s3"}}')
+    info = {"board": {"name": "esp32s3"}, "frontend": config_of_model(FRONT).to_dict()}
+    (best / "best.json").write_text(json.dumps(info))
     return best
 
 
