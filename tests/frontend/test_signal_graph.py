@@ -3,6 +3,8 @@ by the Python check (export, bench) and by the kernels themselves (the harness).
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,7 @@ from mcunas.commands.cli import main
 from mcunas.deploy import ArenaFigure, write_project
 from mcunas.errors import UserError
 from mcunas.frontend.config import FrontendConfig
-from mcunas.frontend.graph import flexbuffer, frontend_model
+from mcunas.frontend.graph import config_of_model, flexbuffer, frontend_model
 from mcunas.frontend.kernels.build import host_harness, run_harness
 from mcunas.frontend.kernels.graph import check_kernel_graph, graph_ops, harness_input
 
@@ -126,7 +128,8 @@ def test_bench_refuses_the_graph_in_one_line(tmp_path, capsys):
     best.mkdir(parents=True)
     (best / "model.tflite").write_bytes(MODEL.read_bytes())
     (best / "frontend.tflite").write_bytes(with_op_renamed(FRONT, "SignalPCAN", "SignalDelay"))
-    (best / "best.json").write_text('{"board": {"name": "nano33ble"}}')
+    info = {"board": {"name": "nano33ble"}, "frontend": config_of_model(FRONT).to_dict()}
+    (best / "best.json").write_text(json.dumps(info))
     with pytest.raises(SystemExit) as exc:
         main(["bench", str(best), "--board", "nano33ble", "--dry-run", "--project-dir",
               str(tmp_path / "fw")])  # fmt: skip
