@@ -51,6 +51,10 @@ class CandidateError(McunasError):
     """One candidate cannot run on the board: record a failed trial, go on."""
 
 
+class ResumableStop(McunasError):
+    """A search stopped with work left that ``--resume`` continues: its folder is kept."""
+
+
 class TrialTakenAway(McunasError):
     """A distributed search's chief handed this worker's trial to another worker."""
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mcunas.errors import McunasError
+from mcunas.errors import ResumableStop
 
 __all__ = ["DEFAULT_WAIT_S", "NOTE_EVERY_S", "AloneWatch", "ChiefAbsence", "NoWorkers"]
 
@@ -27,7 +27,7 @@ NOTE_EVERY_S = 60.0
 SAY_AFTER_S = 5.0  # a worker says its chief is gone after this long without an answer
 
 
-class NoWorkers(McunasError):
+class NoWorkers(ResumableStop):
     """No worker came to take the work handed back (one line with the resume command)."""
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from mcunas.boards.catalog import BoardProfile, load_board
-from mcunas.errors import DatasetError, McunasError, UserError
+from mcunas.errors import DatasetError, McunasError, ResumableStop, UserError
 from mcunas.files import (
     DiskFull,
     FolderLock,
@@ -163,9 +163,11 @@ def _run_locked(
                 raise DiskFull(out_dir) from exc
             raise
         return session.finish(stopped)
-    except BaseException:
+    except BaseException as exc:
         failed = True
-        discard = created is not None and (store is None or _no_trials(store))
+        # a stop that names --resume keeps the folder it names, trials or not
+        kept = isinstance(exc, ResumableStop)
+        discard = created is not None and not kept and (store is None or _no_trials(store))
         raise
     finally:
         if store is not None:

@@ -8,7 +8,13 @@ import pytest
 from mcunas.distributed.alone import AloneWatch, ChiefAbsence, NoWorkers
 from mcunas.distributed.chief import ChiefService
 from mcunas.search.results.store import TrialStore
-from tests.distributed.test_distributed import FakeOracle, FakeTrial, join_request, welcome
+from tests.distributed.test_distributed import (
+    FakeOracle,
+    FakeTrial,
+    free_port,
+    join_request,
+    welcome,
+)
 
 
 class Clock:
@@ -144,3 +150,19 @@ def test_a_chief_whose_trials_are_all_given_out_waits_for_nothing(service):
     service.oracle.trials, service.oracle.max_trials = {"0": FakeTrial("0")}, 1
     service.check_silence()  # the search is done: no note, no stop
     assert service.notes == []
+
+
+def test_a_chief_alone_from_the_start_keeps_the_folder_its_resume_line_names(tmp_path, capsys):
+    from mcunas.commands.cli import main
+
+    out = tmp_path / "chief"
+    args = ["search", "--board", "esp32s3", "--serve", f"127.0.0.1:{free_port()}", "--wait", "1",
+            "--max-trials", "2", "--epochs", "1", "--out", str(out)]  # fmt: skip
+    with pytest.raises(SystemExit) as stop:
+        main(args)
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert stop.value.code == 2 and f"--out {out} --resume" in err
+    assert (out / "trials.sqlite").is_file()  # kept: the line it printed works
+    with pytest.raises(SystemExit) as again:
+        main([*args[:4], f"127.0.0.1:{free_port()}", *args[5:], "--resume"])
+    assert again.value.code == 2 and "--resume" in capsys.readouterr().err
