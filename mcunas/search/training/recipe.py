@@ -55,13 +55,14 @@ __all__ = [
     "MIN_STEPS_PER_EPOCH",
     "SMALL_SERIES",
     "SMALL_SERIES_STEPS_PER_EPOCH",
-    "STEPS_PER_EXECUTION_ENV",
+    "PER_STEP_ENV",
     "Recipe",
     "auto_batch_size",
     "build_training_state",
     "common_steps",
     "compile_for_training",
     "execution_steps",
+    "per_step_training",
     "plan_recipe",
     "steps_per_epoch",
     "training_data",
@@ -79,9 +80,15 @@ SMALL_SERIES_STEPS_PER_EPOCH = 4 * MIN_STEPS_PER_EPOCH
 SERIES_OPS = DEFAULT_SERIES_OPS  # series augmentation operations of a planned recipe
 MIXUP_ALPHA = 0.0  # mixup's Beta(alpha, alpha) for series (0: none)
 SERIES_WEIGHT_DECAY = 0.0  # AdamW's decoupled weight decay for series (0: plain Adam)
-# Benchmarks only: "1" runs one optimizer step per call into TensorFlow, as before
-# whole epochs ran in one call (scripts/bench throughput's "before" column).
-STEPS_PER_EXECUTION_ENV = "MCUNAS_STEPS_PER_EXECUTION"
+# Benchmarks only: "1" trains as mcunas did before whole epochs ran in one call: one
+# optimizer step per call, the training state built while the first step is traced,
+# validation after every epoch (scripts/bench throughput's "before" column).
+PER_STEP_ENV = "MCUNAS_PER_STEP_TRAINING"
+
+
+def per_step_training() -> bool:
+    """True when the environment asks for the old per-step training (benchmarks only)."""
+    return os.environ.get(PER_STEP_ENV, "").strip() == "1"
 
 
 @dataclass(frozen=True)
@@ -241,11 +248,10 @@ def execution_steps(per_epoch: int) -> int:
 
     Keras's per-step Python overhead (a call, callbacks, logs) costs about as much as
     a small candidate's step itself; a compiled loop over the epoch's batches gives the
-    same weights, step for step (tests/search/trial/test_training_speed.py). The
-    environment's :data:`STEPS_PER_EXECUTION_ENV` sets it for benchmarks.
+    same weights, step for step (tests/search/trial/test_watch.py). One step a
+    call under :func:`per_step_training`.
     """
-    fixed = os.environ.get(STEPS_PER_EXECUTION_ENV, "").strip()
-    return max(1, int(fixed)) if fixed.isdigit() else max(1, int(per_epoch))
+    return 1 if per_step_training() else max(1, int(per_epoch))
 
 
 def compile_for_training(
@@ -291,6 +297,8 @@ def build_training_state(model: keras.Model, dataset: Dataset, targets: np.ndarr
     step is traced once; the variables start at the same values, so the
     weights are the same, step for step.
     """
+    if per_step_training():
+        return
     width = dataset.num_classes if targets is None else int(np.shape(targets)[-1])
     batch = (
         np.asarray(dataset.x_train[:1], np.float32),

@@ -25,6 +25,7 @@ from mcunas.search.training.recipe import (
     build_training_state,
     compile_for_training,
     execution_steps,
+    per_step_training,
     plan_recipe,
     steps_per_epoch,
     training_data,
@@ -254,7 +255,9 @@ class KerasRunner:
         """The validation of a training: rungs, and early stopping's second half."""
         rungs = rung_epochs(epochs) if initial_epoch == 0 else ()
         watched = set(rungs)
-        if early_stop:
+        if per_step_training():  # the old loop, for benchmarks: after every epoch
+            watched.update(range(initial_epoch + 1, epochs + 1))
+        elif early_stop:
             start = initial_epoch + (epochs - initial_epoch) // 2
             watched.update(range(start + 1, epochs + 1))
         return Watch(self.dataset, sorted(watched), rungs, bound if rungs else None)
