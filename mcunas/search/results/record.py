@@ -97,7 +97,7 @@ class TrialRecord:
     measure_s: float = 0.0
     epochs_run: int | None = None
     steps: int | None = None  # optimizer steps of its training (epochs_run x steps/epoch)
-    # its validation curve (mcunas.search.training.curves: JSON of epoch -> float accuracy)
+    # its validation curve (mcunas.search.results.curves: JSON of epoch -> float accuracy)
     curve: str | None = None
     steps_saved: int | None = None  # steps not trained: stopped on a rung (training.curves)
     model_sha256: str | None = None

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mcunas.data.datasets import Dataset
-    from mcunas.search.training.curves import CurveBound
+    from mcunas.search.results.curves import CurveBound
     from mcunas.search.training.recipe import Recipe
 
 __all__ = ["Attempt", "RetrainRunner", "Retrained", "Retraining", "trial_hyperparameters"]

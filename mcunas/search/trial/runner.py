@@ -19,7 +19,7 @@ from mcunas.boards.catalog import BoardProfile
 from mcunas.data.datasets import Dataset
 from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
-from mcunas.search.training.curves import CurveBound, curve_text, rung_epochs
+from mcunas.search.results.curves import CurveBound, curve_text, rung_epochs
 from mcunas.search.training.recipe import (
     Recipe,
     build_training_state,
@@ -213,7 +213,7 @@ class KerasRunner:
         whole cosine schedule and keeps the last weights (a reference training, where
         the epoch a small validation split stops at would add its own noise).
         ``bound``: a candidate whose curve cannot reach the front stops on a rung
-        (:mod:`mcunas.search.training.curves`; a fresh training only).
+        (:mod:`mcunas.search.results.curves`; a fresh training only).
         """
         d = self.dataset
         initial_epoch = max(0, int(initial_epoch))

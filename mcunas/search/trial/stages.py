@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     import keras
     import keras_tuner as kt
 
-    from mcunas.search.training.curves import CurveBound
+    from mcunas.search.results.curves import CurveBound
 
 __all__ = [
     "CandidateRunner",
@@ -98,7 +98,7 @@ class TrainResult:
     """What training gave: float validation accuracy, epochs and optimizer steps actually run.
 
     ``curve`` is the validation curve's stored text
-    (:func:`mcunas.search.training.curves.curve_text`); ``stopped`` why the rung test
+    (:func:`mcunas.search.results.curves.curve_text`); ``stopped`` why the rung test
     stopped it, with ``steps_saved`` the steps of its schedule not trained.
     """
 
@@ -151,7 +151,7 @@ class CandidateRunner(Protocol):
         """Train in place, epochs ``initial_epoch`` to ``epochs``, with early stopping.
 
         ``epochs_run`` of the result counts the epochs of this call only. ``bound``
-        (:class:`~mcunas.search.training.curves.CurveBound`) is given only when the
+        (:class:`~mcunas.search.results.curves.CurveBound`) is given only when the
         search stops hopeless candidates on rungs: a runner without it still serves
         ``--no-early-stop`` and short schedules.
         """

@@ -3,10 +3,10 @@
 Keras's ``fit`` validates after every epoch; a candidate's training needs the
 validation loss only where early stopping watches it (the schedule's second
 half) and the validation accuracy only on its rungs
-(:func:`mcunas.search.training.curves.rung_epochs`). :class:`Watch` validates
+(:func:`mcunas.search.results.curves.rung_epochs`). :class:`Watch` validates
 there and nowhere else (validation changes no weight, so the model is the
 one a validation after every epoch gives), keeps the curve and, given a
-:class:`~mcunas.search.training.curves.CurveBound`, stops a candidate whose
+:class:`~mcunas.search.results.curves.CurveBound`, stops a candidate whose
 curve cannot reach the front at its cost.
 """
 
@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import keras
 import numpy as np
 
-from mcunas.search.training.curves import Curve, CurveBound
+from mcunas.search.results.curves import Curve, CurveBound
 
 if TYPE_CHECKING:
     from mcunas.data.datasets import Dataset

@@ -31,13 +31,13 @@ import keras_tuner
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
 from mcunas.figures import Figures
 from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.curves import CurveBound, rung_epochs
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.store import TrialRecord, TrialStatus
 from mcunas.search.results.trial_store import Store
 from mcunas.search.settings.config import DRAWS_PER_TRIAL
 from mcunas.search.settings.progress import Progress
-from mcunas.search.training.curves import CurveBound, rung_epochs
 from mcunas.search.trial.pipeline import (
     REFERENCE_ORIGIN,
     CandidateRunner,
@@ -118,7 +118,7 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         frontend: callable | None, adds the audio front end's cost to a model's figures
             (:meth:`mcunas.search.run.SearchRun.frontend_adder`; None: no front end).
         early_stop: bool, stop a candidate on a rung when its curve cannot reach the front
-            at its cost (:mod:`mcunas.search.training.curves`; ``--no-early-stop``: never).
+            at its cost (:mod:`mcunas.search.results.curves`; ``--no-early-stop``: never).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 

@@ -30,10 +30,10 @@ import keras_tuner
 
 from mcunas.errors import FatalError, describe
 from mcunas.files import output_path, storage_errors
+from mcunas.search.results.curves import CurveBound
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.trial_store import Store
 from mcunas.search.settings.config import WARM_START_ENV
-from mcunas.search.training.curves import CurveBound
 from mcunas.search.trial.pipeline import CandidateRunner, TrainResult
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from mcunas.data.datasets import Dataset
-from mcunas.search.training.curves import curve_of, rung_epochs
+from mcunas.search.results.curves import curve_of, rung_epochs
 from mcunas.search.training.recipe import PER_STEP_ENV, Recipe
 from mcunas.search.trial.runner import KerasRunner
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from mcunas.figures import Figures
-from mcunas.search.results.record import TrialRecord, TrialStatus
-from mcunas.search.training.curves import (
+from mcunas.search.results.curves import (
     MIN_CURVES,
     CurveBound,
     curve_of,
     curve_text,
     rung_epochs,
 )
+from mcunas.search.results.record import TrialRecord, TrialStatus
 
 
 def _cost(latency_ms: float, sram: int) -> Figures:
