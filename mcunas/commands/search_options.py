@@ -129,6 +129,16 @@ REST: tuple[Callable[[F], F], ...] = (
     ),
     click.option("--no-rescore", is_flag=True, help="Same as --finalists 0."),
     click.option(
+        "--early-stop/--no-early-stop",
+        default=True,
+        show_default=True,
+        help="Stop a candidate at a rung of its schedule (epochs E/9 and E/3) when its "
+        "validation curve, given the largest gain any finished candidate made from there, "
+        "cannot reach a trained trial that costs no more; the summary says how many and the "
+        "steps saved. --no-early-stop trains every candidate to its end (the validation-loss "
+        "stop in the schedule's second half stays).",
+    ),
+    click.option(
         "--refit",
         type=click.Choice(list(REFIT_CHOICES)),
         default="auto",

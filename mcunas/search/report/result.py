@@ -145,6 +145,36 @@ class SearchResult:
         trained = sum(bool(r.train_s) or r.status == TrialStatus.OK for r in self.trials)
         return {"trained": trained, "drawn": len(self.trials), "cap": self.config.draw_cap}
 
+    def early_stop(self) -> JsonObject:
+        """Candidates stopped on a rung and the optimizer steps saved (``--no-early-stop``: off)."""
+        stopped = [r for r in self.trials if r.steps_saved]
+        saved = sum(r.steps_saved or 0 for r in stopped)
+        planned = saved + sum(r.steps or 0 for r in self.trials)
+        return {
+            "on": self.config.early_stop,
+            "stopped": len(stopped),
+            "trained": self.draws()["trained"],
+            "steps_saved": saved,
+            "steps_planned": planned,
+        }
+
+    def early_stop_text(self) -> str:
+        """The summary's line on candidates stopped early (see :meth:`early_stop`)."""
+        e = self.early_stop()
+        if not e["on"]:
+            return "Early stop: off (--no-early-stop): every candidate trained to its end"
+        if not e["stopped"]:
+            return (
+                f"Early stop: none of {e['trained']} candidates stopped (each could still reach "
+                "the front at its cost on its rungs)"
+            )
+        share = 100 * e["steps_saved"] / max(1, e["steps_planned"])
+        return (
+            f"Early stop: {e['stopped']} of {e['trained']} candidates stopped on a rung (their "
+            "curves could not reach a trained trial that costs no more); "
+            f"{e['steps_saved']:,} of {e['steps_planned']:,} optimizer steps saved ({share:.0f}%)"
+        )
+
     def board_summary(self) -> JsonObject:
         """The board facts the report and ``best.json`` show."""
         return self.board_summary_of(self.board)
@@ -177,6 +207,8 @@ class SearchResult:
             "sessions": self.resumes,
             "infeasible_train_s": infeasible_train_s(self.trials),
             "stopped_reason": self.stopped_reason,
+            "early_stop": self.early_stop(),
+            "early_stop_text": self.early_stop_text(),
             "hypervolume": self.hypervolume,
             "best": None if self.best is None else self.best.to_dict(),
             "cost_split": None if self.best is None else cost_split(self.best),
@@ -203,6 +235,7 @@ class SearchResult:
         )
         lines = [
             f"\nSearch on {self.board.name}: {counts}{drawn} in {wall}{stopped}",
+            self.early_stop_text(),
             f"\nPareto front ({objectives_text(self.config.objectives)}):",
             pareto_table(self.front),
             f"Hypervolume (normalised): {self.hypervolume['normalized']:.4f}",
@@ -236,6 +269,7 @@ class SearchResult:
             "front": [r.to_dict() for r in self.front],
             "hypervolume": self.hypervolume,
             "infeasible_train_s": infeasible_train_s(self.trials),
+            "early_stop": self.early_stop(),
             "wall_s": round(self.wall_s, 2),
             "session_wall_s": _round(self.resume_wall_s),
             "sessions": self.resumes,

@@ -97,6 +97,9 @@ class TrialRecord:
     measure_s: float = 0.0
     epochs_run: int | None = None
     steps: int | None = None  # optimizer steps of its training (epochs_run x steps/epoch)
+    # its validation curve (mcunas.search.results.curves: JSON of epoch -> float accuracy)
+    curve: str | None = None
+    steps_saved: int | None = None  # steps not trained: stopped on a rung (training.curves)
     model_sha256: str | None = None
     model_path: str | None = None
     worker: str | None = None  # distributed search: the worker that ran it (None: local)

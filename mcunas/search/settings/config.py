@@ -136,6 +136,9 @@ class SearchConfig:
     # Hyperband's promoted trials start from their parent's weights (no flag: the
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
+    # stop a candidate on a rung when its curve cannot reach the front at its cost
+    # (mcunas.search.results.curves); --no-early-stop trains every one to its end
+    early_stop: bool = True
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.finish.rescore)
     refit: str = "auto"  # the chosen design refitted on every sample (mcunas.search.finish.refit)
     distill: bool = False  # the refit learns from a teacher too (mcunas.search.finish.distill)

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -54,10 +55,14 @@ __all__ = [
     "MIN_STEPS_PER_EPOCH",
     "SMALL_SERIES",
     "SMALL_SERIES_STEPS_PER_EPOCH",
+    "PER_STEP_ENV",
     "Recipe",
     "auto_batch_size",
+    "build_training_state",
     "common_steps",
     "compile_for_training",
+    "execution_steps",
+    "per_step_training",
     "plan_recipe",
     "steps_per_epoch",
     "training_data",
@@ -75,6 +80,15 @@ SMALL_SERIES_STEPS_PER_EPOCH = 4 * MIN_STEPS_PER_EPOCH
 SERIES_OPS = DEFAULT_SERIES_OPS  # series augmentation operations of a planned recipe
 MIXUP_ALPHA = 0.0  # mixup's Beta(alpha, alpha) for series (0: none)
 SERIES_WEIGHT_DECAY = 0.0  # AdamW's decoupled weight decay for series (0: plain Adam)
+# Benchmarks only: "1" trains as mcunas did before whole epochs ran in one call: one
+# optimizer step per call, the training state built while the first step is traced,
+# validation after every epoch (scripts/bench throughput's "before" column).
+PER_STEP_ENV = "MCUNAS_PER_STEP_TRAINING"
+
+
+def per_step_training() -> bool:
+    """True when the environment asks for the old per-step training (benchmarks only)."""
+    return os.environ.get(PER_STEP_ENV, "").strip() == "1"
 
 
 @dataclass(frozen=True)
@@ -229,12 +243,26 @@ def training_data(
     return data.prefetch(tf.data.AUTOTUNE)
 
 
-def compile_for_training(model: keras.Model, recipe: Recipe, steps: int) -> None:
+def execution_steps(per_epoch: int) -> int:
+    """Optimizer steps run in one call into TensorFlow: a whole epoch of ``per_epoch`` steps.
+
+    Keras's per-step Python overhead (a call, callbacks, logs) costs about as much as
+    a small candidate's step itself; a compiled loop over the epoch's batches gives the
+    same weights, step for step (tests/search/trial/test_watch.py). One step a
+    call under :func:`per_step_training`.
+    """
+    return 1 if per_step_training() else max(1, int(per_epoch))
+
+
+def compile_for_training(
+    model: keras.Model, recipe: Recipe, steps: int, per_execution: int = 1
+) -> None:
     """Recompile ``model``: Adam(W) on a cosine decay over ``steps``, smoothed cross-entropy.
 
     AdamW when the recipe has a weight decay, Adam otherwise.
     The starting learning rate is the one the model was compiled with (the
-    candidate's ``learning_rate`` hyperparameter).
+    candidate's ``learning_rate`` hyperparameter). ``per_execution``: optimizer
+    steps per call into TensorFlow (Keras's ``steps_per_execution``).
     """
     import keras
 
@@ -255,4 +283,26 @@ def compile_for_training(model: keras.Model, recipe: Recipe, steps: int) -> None
         loss=keras.losses.CategoricalCrossentropy(label_smoothing=recipe.label_smoothing),
         metrics=["accuracy"],
         jit_compile=False,
+        steps_per_execution=max(1, int(per_execution)),
     )
+
+
+def build_training_state(model: keras.Model, dataset: Dataset, targets: np.ndarray | None) -> None:
+    """Create the optimizer's, loss's and metrics' variables before the first training step.
+
+    Left to the first step, they are created while TensorFlow traces it, and a
+    function that creates variables is traced twice: on a small candidate the
+    second trace cost more than the epoch's steps. Built here from one sample's
+    shapes (Keras's own symbolic build, as under a distribution strategy), the
+    step is traced once; the variables start at the same values, so the
+    weights are the same, step for step.
+    """
+    if per_step_training():
+        return
+    width = dataset.num_classes if targets is None else int(np.shape(targets)[-1])
+    batch = (
+        np.asarray(dataset.x_train[:1], np.float32),
+        np.zeros((1, width), np.float32),
+        np.ones(1, np.float32),
+    )
+    model._symbolic_build(data_batch=batch)  # Keras's own, before tracing

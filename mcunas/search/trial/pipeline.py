@@ -212,8 +212,12 @@ class TrialPipeline:
             int8_loss=evaluated.loss,
             epochs_run=trained.epochs_run,
             steps=trained.steps,
+            curve=trained.curve,
+            steps_saved=trained.steps_saved,
             **trial.timings,
         )
+        if trained.stopped:
+            trial.notes.append(trained.stopped)
         reason = self.cost_reasons(cost)
         if reason:  # a measurement broke a budget the estimate met: trained, but infeasible
             return self.end(trial.tid, TrialStatus.INFEASIBLE, reason)

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from numpy.typing import NDArray
 
     from mcunas.data.datasets import Dataset
+    from mcunas.search.results.curves import CurveBound
     from mcunas.search.training.recipe import Recipe
 
 __all__ = ["Attempt", "RetrainRunner", "Retrained", "Retraining", "trial_hyperparameters"]
@@ -59,7 +60,13 @@ class RetrainRunner(CandidateRunner, Protocol):
         ...
 
     def train(
-        self, model: keras.Model, epochs: int, initial_epoch: int = 0, early_stop: bool = True
+        self,
+        model: keras.Model,
+        epochs: int,
+        initial_epoch: int = 0,
+        early_stop: bool = True,
+        *,
+        bound: CurveBound | None = None,
     ) -> TrainResult:
         """Train in place (``early_stop=False``: the whole schedule)."""
         ...

@@ -19,9 +19,13 @@ from mcunas.boards.catalog import BoardProfile
 from mcunas.data.datasets import Dataset
 from mcunas.errors import CandidateError, describe
 from mcunas.figures import Figures
+from mcunas.search.results.curves import CurveBound, curve_text, rung_epochs
 from mcunas.search.training.recipe import (
     Recipe,
+    build_training_state,
     compile_for_training,
+    execution_steps,
+    per_step_training,
     plan_recipe,
     steps_per_epoch,
     training_data,
@@ -29,6 +33,7 @@ from mcunas.search.training.recipe import (
 from mcunas.search.trial.isolate import TflmWorker
 from mcunas.search.trial.retrain import RetrainRunner
 from mcunas.search.trial.stages import CheckResult, EvalResult, SearchSpace, TrainResult
+from mcunas.search.trial.watch import SecondHalfStop, Watch
 from mcunas.tflite.convert import convert_int8, tensorflow_chatter_dropped, to_inference_model
 
 if TYPE_CHECKING:
@@ -56,7 +61,7 @@ def early_stopping(initial_epoch: int, epochs: int) -> keras.callbacks.EarlyStop
     training almost anywhere in its schedule, well short of what training to
     the end scores. Best weights are restored.
     """
-    return keras.callbacks.EarlyStopping(
+    return SecondHalfStop(
         monitor="val_loss",
         patience=EARLY_STOP_PATIENCE,
         restore_best_weights=True,
@@ -193,7 +198,13 @@ class KerasRunner:
         return None
 
     def train(
-        self, model: keras.Model, epochs: int, initial_epoch: int = 0, early_stop: bool = True
+        self,
+        model: keras.Model,
+        epochs: int,
+        initial_epoch: int = 0,
+        early_stop: bool = True,
+        *,
+        bound: CurveBound | None = None,
     ) -> TrainResult:
         """Fit epochs ``initial_epoch`` to ``epochs``, early stopping in the second half.
 
@@ -201,33 +212,55 @@ class KerasRunner:
         the result counts the epochs of this call only. ``early_stop=False`` runs the
         whole cosine schedule and keeps the last weights (a reference training, where
         the epoch a small validation split stops at would add its own noise).
+        ``bound``: a candidate whose curve cannot reach the front stops on a rung
+        (:mod:`mcunas.search.results.curves`; a fresh training only).
         """
         d = self.dataset
         initial_epoch = max(0, int(initial_epoch))
         epochs = max(initial_epoch + 1, int(epochs))
-        callbacks = [keras.callbacks.TerminateOnNaN()]
+        steps = steps_per_epoch(self.recipe, len(d.x_train))
+        compile_for_training(
+            model, self.recipe, steps * (epochs - initial_epoch), execution_steps(steps)
+        )
+        build_training_state(model, d, self.targets)
+        watch = self._watch(initial_epoch, epochs, early_stop, bound)
+        callbacks: list[keras.callbacks.Callback] = [keras.callbacks.TerminateOnNaN(), watch]
         if early_stop:
             callbacks.append(early_stopping(initial_epoch, epochs))
-        steps = steps_per_epoch(self.recipe, len(d.x_train))
-        compile_for_training(model, self.recipe, steps * (epochs - initial_epoch))
         with tensorflow_chatter_dropped():
             history = model.fit(
                 training_data(d, self.recipe, self.seed, self.targets),
                 shuffle=False,  # the pipeline shuffles
                 epochs=epochs,
                 initial_epoch=initial_epoch,
-                validation_data=(d.x_val, keras.utils.to_categorical(d.y_val, d.num_classes)),
                 callbacks=callbacks,
                 verbose=0,
             )
         losses = history.history.get("loss", [])
         if not losses or any(not math.isfinite(v) for v in losses):
             raise CandidateError("training diverged (loss is NaN or infinite)")
-        probs = model.predict(d.x_val, batch_size=256, verbose=0)
-        accuracy = float(np.mean(np.argmax(probs, axis=-1) == d.y_val))
+        ran = len(losses)
         return TrainResult(
-            float_accuracy=accuracy, epochs_run=len(losses), steps=steps * len(losses)
+            float_accuracy=watch.scores()["val_accuracy"],
+            epochs_run=ran,
+            steps=steps * ran,
+            curve=curve_text(epochs, watch.curve) if watch.curve else None,
+            stopped=watch.stopped,
+            steps_saved=steps * (epochs - initial_epoch - ran) if watch.stopped else None,
         )
+
+    def _watch(
+        self, initial_epoch: int, epochs: int, early_stop: bool, bound: CurveBound | None
+    ) -> Watch:
+        """The validation of a training: rungs, and early stopping's second half."""
+        rungs = rung_epochs(epochs) if initial_epoch == 0 else ()
+        watched = set(rungs)
+        if per_step_training():  # the old loop, for benchmarks: after every epoch
+            watched.update(range(initial_epoch + 1, epochs + 1))
+        elif early_stop:
+            start = initial_epoch + (epochs - initial_epoch) // 2
+            watched.update(range(start + 1, epochs + 1))
+        return Watch(self.dataset, sorted(watched), rungs, bound if rungs else None)
 
     def save_weights(self, model: keras.Model, path: Path) -> None:
         """Write the model's weights, trainable or not (no optimizer state), as ``.npz``."""

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
     import keras
     import keras_tuner as kt
 
+    from mcunas.search.results.curves import CurveBound
+
 __all__ = [
     "CandidateRunner",
     "CheckResult",
@@ -93,11 +95,19 @@ class CheckResult:
 
 @dataclass(frozen=True)
 class TrainResult:
-    """What training gave: float validation accuracy, epochs and optimizer steps actually run."""
+    """What training gave: float validation accuracy, epochs and optimizer steps actually run.
+
+    ``curve`` is the validation curve's stored text
+    (:func:`mcunas.search.results.curves.curve_text`); ``stopped`` why the rung test
+    stopped it, with ``steps_saved`` the steps of its schedule not trained.
+    """
 
     float_accuracy: float | None
     epochs_run: int
     steps: int | None = None  # optimizer steps of those epochs (None: not counted)
+    curve: str | None = None
+    stopped: str | None = None
+    steps_saved: int | None = None
 
 
 @dataclass(frozen=True)
@@ -130,10 +140,20 @@ class CandidateRunner(Protocol):
         """Estimate cost from the untrained model's INT8 graph (no training)."""
         ...
 
-    def train(self, model: keras.Model, epochs: int, initial_epoch: int = 0) -> TrainResult:
+    def train(
+        self,
+        model: keras.Model,
+        epochs: int,
+        initial_epoch: int = 0,
+        *,
+        bound: CurveBound | None = None,
+    ) -> TrainResult:
         """Train in place, epochs ``initial_epoch`` to ``epochs``, with early stopping.
 
-        ``epochs_run`` of the result counts the epochs of this call only.
+        ``epochs_run`` of the result counts the epochs of this call only. ``bound``
+        (:class:`~mcunas.search.results.curves.CurveBound`) is given only when the
+        search stops hopeless candidates on rungs: a runner without it still serves
+        ``--no-early-stop`` and short schedules.
         """
         ...
 

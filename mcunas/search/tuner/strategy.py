@@ -112,6 +112,7 @@ def make_tuner(
         "objectives": cfg.objectives,
         "references": references,
         "warm_start": cfg.warm_start,
+        "early_stop": cfg.early_stop,
         "frontend": run.frontend_adder(),
     }
     try:

@@ -20,6 +20,7 @@ Hyperband's promoted trials continue from their parent's weights: see
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import io
 from collections.abc import Callable
 from pathlib import Path
@@ -30,6 +31,7 @@ import keras_tuner
 from mcunas.errors import FatalError, McunasError, TrialTakenAway
 from mcunas.figures import Figures
 from mcunas.search.results.budgets import Budgets
+from mcunas.search.results.curves import CurveBound, rung_epochs
 from mcunas.search.results.pareto import DEFAULT_OBJECTIVES
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.store import TrialRecord, TrialStatus
@@ -115,6 +117,8 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
             test of which candidates go to the board.
         frontend: callable | None, adds the audio front end's cost to a model's figures
             (:meth:`mcunas.search.run.SearchRun.frontend_adder`; None: no front end).
+        early_stop: bool, stop a candidate on a rung when its curve cannot reach the front
+            at its cost (:mod:`mcunas.search.results.curves`; ``--no-early-stop``: never).
         **kwargs: ``directory``, ``project_name``, ``overwrite`` for keras-tuner.
     """
 
@@ -136,9 +140,11 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         references: list[HpValues] | None = None,
         objectives: tuple[str, ...] = DEFAULT_OBJECTIVES,
         frontend: Callable[[Figures], Figures] | None = None,
+        early_stop: bool = True,
         **kwargs: object,
     ) -> None:
         self.runner, self.store, self.budgets = runner, store, budgets
+        self.early_stop = early_stop
         self.objectives = objectives
         self.abandoned: set[str] = set()  # trials the chief took back (distributed worker)
         self.references = list(references or [])
@@ -238,17 +244,25 @@ class HardwareAwareTuner(DeclaredSpace, keras_tuner.Tuner):
         def train(model: keras.Model, check: CheckResult | None) -> TrainResult:
             start = self.warm.start(model, values)
             notes.append(self.warm.note(tid, check.description if check else None, start))
-            trained = self.warm.train(model, values, start, self.epochs)
-            return TrainResult(
-                trained.float_accuracy,
-                start.before + trained.epochs_run,
-                cumulative_steps(trained, start.before),
+            bound = None if start.warm else self._bound(values, check)
+            trained = self.warm.train(model, values, start, self.epochs, bound=bound)
+            return dataclasses.replace(
+                trained,
+                epochs_run=start.before + trained.epochs_run,
+                steps=cumulative_steps(trained, start.before),
             )
 
         def keep(model: keras.Model) -> str | None:  # only OK trials can be promoted
             return self.warm.save(model, tid) if self.warm.keeps_weights(values) else None
 
         return self.pipeline.run(tid, build, train, keep=keep, notes=notes, passes=(SearchFatal,))
+
+    def _bound(self, values: HpValues, check: CheckResult | None) -> CurveBound | None:
+        """The rung test of a candidate trained from scratch (None: it trains to its end)."""
+        epochs = self.warm.epochs(values, self.epochs)
+        if not self.early_stop or check is None or not rung_epochs(epochs):
+            return None
+        return CurveBound(self.store.trials(), check.cost, epochs, self.objectives)
 
     @property
     def warm_start(self) -> bool:

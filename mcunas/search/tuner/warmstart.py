@@ -28,6 +28,7 @@ import keras_tuner
 
 from mcunas.errors import FatalError, describe
 from mcunas.files import plain_name, storage_errors, write_file
+from mcunas.search.results.curves import CurveBound
 from mcunas.search.results.record import HpValues
 from mcunas.search.results.trial_store import Store
 from mcunas.search.settings.config import WARM_START_ENV
@@ -129,6 +130,11 @@ class WarmStart:
         before = rec.epochs_run if rec is not None and rec.epochs_run is not None else initial
         return Start(parent, initial_epoch=initial, before=before)
 
+    @staticmethod
+    def epochs(values: HpValues, default_epochs: int) -> int:
+        """The epochs a trial's schedule runs to (Hyperband's ``tuner/epochs`` wins)."""
+        return int(values.get("tuner/epochs", default_epochs))
+
     def note(self, tid: str, description: str | None, start: Start) -> str | None:
         """Say in the description how a promoted trial started; the note for its reason."""
         if start.parent is None:
@@ -142,11 +148,21 @@ class WarmStart:
         return None if start.warm else what
 
     def train(
-        self, model: keras.Model, values: HpValues, start: Start, default_epochs: int
+        self,
+        model: keras.Model,
+        values: HpValues,
+        start: Start,
+        default_epochs: int,
+        bound: CurveBound | None = None,
     ) -> TrainResult:
-        """Train from scratch, or on from the parent's epoch for a warm start (a TrainResult)."""
-        epochs = int(values.get("tuner/epochs", default_epochs))
+        """Train from scratch, or on from the parent's epoch for a warm start (a TrainResult).
+
+        ``bound``: the rung test of a training from scratch (a warm start has none).
+        """
+        epochs = self.epochs(values, default_epochs)
         if not start.warm:
+            if bound is not None:
+                return self.runner.train(model, epochs, bound=bound)
             return self.runner.train(model, epochs)
         # Hyperband always raises the epoch count; at least one epoch should it ever not.
         return self.runner.train(

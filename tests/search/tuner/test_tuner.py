@@ -45,6 +45,7 @@ class FakeRunner:
         self.fail_train_widths = set(fail_train_widths)
         self.fatal_on_call = fatal_on_call
         self.measured = 0
+        self.bounds: list = []  # the rung test each training was given (None: none)
 
     def build(self, hp, seed):
         self.built += 1
@@ -65,7 +66,8 @@ class FakeRunner:
     def check(self, model):
         return CheckResult(self._cost(model["width"]), params=model["width"] * 10)
 
-    def train(self, model, epochs, initial_epoch=0):
+    def train(self, model, epochs, initial_epoch=0, *, bound=None):
+        self.bounds.append(bound)
         if model["width"] in self.fail_train_widths:
             raise RuntimeError("loss became NaN")
         self.trained.append(model["width"])
@@ -108,20 +110,21 @@ def make_tuner(
     budgets=None,
     time_budget=None,
     clock=None,
+    epochs=3,
     **tuner_kwargs,
 ):
     store = TrialStore.open(tmp_path)
     kwargs = {} if clock is None else {"clock": clock}
     progress = Progress(max_trials, time_budget, stream=io.StringIO(), **kwargs)
     tuner = HardwareAwareTuner(
-        make_oracle(strategy, max_trials, seed=1, epochs=3),
+        make_oracle(strategy, max_trials, seed=1, epochs=epochs),
         FakeSpace(),
         runner=runner,
         store=store,
         budgets=budgets or Budgets(max_latency_ms=10.0),
         progress=progress,
         models_dir=tmp_path / "models",
-        epochs=3,
+        epochs=epochs,
         seed=1,
         directory=str(tmp_path),
         project_name="tuner",
@@ -151,6 +154,23 @@ def test_infeasible_never_trained_and_recorded(tmp_path: Path) -> None:
         assert (tmp_path / r.model_path).is_file() and len(r.model_sha256) == 64
         assert r.estimated is True and r.source == "fake"
     assert "best" in tuner.progress.stream.getvalue()
+
+
+def test_a_schedule_with_rungs_gets_the_rung_test_unless_early_stop_is_off(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    tuner, store = make_tuner(tmp_path / "on", runner, max_trials=3, epochs=9)
+    tuner.search()
+    bounds = [b for b in runner.bounds if b is not None]
+    assert len(bounds) == len(runner.bounds) == 3
+    assert all(b.epochs == 9 and b.cost.source == "fake" for b in bounds)
+    off = FakeRunner()
+    tuner, _ = make_tuner(tmp_path / "off", off, max_trials=3, epochs=9, early_stop=False)
+    tuner.search()
+    assert off.bounds == [None] * 3
+    short = FakeRunner()
+    tuner, _ = make_tuner(tmp_path / "short", short, max_trials=3)  # 3 epochs: no rung
+    tuner.search()
+    assert short.bounds == [None] * 3
 
 
 def test_failed_candidate_recorded_and_search_goes_on(tmp_path: Path) -> None:
