@@ -137,6 +137,7 @@ class SearchConfig:
     # environment's MCUNAS_WARM_START=0 turns it off, for comparisons)
     warm_start: bool = field(default_factory=warm_start_default)
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.finish.rescore)
+    always_rescore: bool = False  # re-score even where it cannot change the choice (finish.skip)
     refit: str = "auto"  # the chosen design refitted on every sample (mcunas.search.finish.refit)
     distill: bool = False  # the refit learns from a teacher too (mcunas.search.finish.distill)
     ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.finish.ensemble)
