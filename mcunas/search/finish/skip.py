@@ -14,7 +14,7 @@ accuracies, :func:`~mcunas.search.finish.finalists.finalist_band` at
   design, every finalist is within the band of the top on the split, and the
   band is at most :data:`TIED_NOISE_MAX` (2 points): the most a tied finalist
   can plausibly be better by, too little to retrain them all for (the tie
-  goes to the seed design). A wider band (a small validation split: 18
+  goes to the seed design). A wider band (a small validation split: 19
   points on 14 samples) is re-scored, where k-fold cross-validation measures
   on every sample and may find a better design the split cannot tell apart.
 

@@ -14,7 +14,7 @@ from tests.search.finish.test_rescore_here import _run
 
 
 def test_a_choice_ahead_of_every_finalist_by_more_than_the_noise_is_not_rescored() -> None:
-    lead = finalist_band(0.95, 360)  # about 3.2 points
+    lead = finalist_band(0.95, 360)  # about 3.3 points
     rows = [rec("03", 0.95, 4.0, 50), rec("00", 0.95 - lead - 0.003, 9.0, 60, origin="seed")]
     skip = rescore_skip(rows, val_samples=360)
     assert skip is not None and skip.case == SEPARATED
