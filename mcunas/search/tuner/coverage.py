@@ -45,7 +45,7 @@ FIRST_POPULATION = 8  # trials (rungs included) during which untried choice valu
 
 def top_choices(space: Sequence[hp_module.HyperParameter]) -> list[tuple[str, list[HpValue]]]:
     """The space's unconditional choices of two values or more, in declaration order."""
-    out = []
+    out: list[tuple[str, list[HpValue]]] = []
     for hp in space:
         if getattr(hp, "conditions", None):
             continue

@@ -111,7 +111,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         sample = rng.sample(population, min(self.sample_size, len(population)))
         parent = self._winner(sample, rng)
         for _ in range(MAX_MUTATION_ATTEMPTS):
-            values = self._covered(parent.hyperparameters.values, rng)
+            values: HpValues | None = self._covered(parent.hyperparameters.values, rng)
             if values == parent.hyperparameters.values:  # every choice covered: mutate
                 values = self._mutate(parent.hyperparameters.values, rng)
             if values is not None and not is_duplicate(self, values):
