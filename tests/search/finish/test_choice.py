@@ -386,8 +386,8 @@ def test_rescored_ties_do_not_go_to_the_seed_design_by_default() -> None:
     find = rec("07", 1.0, 8.9, 57.0)  # both on the split's front (the seed: less SRAM)
     state = _state({"00": [0.93, 0.96, 0.94, 0.96, 0.95], "07": [0.95, 0.96, 0.95, 0.95, 0.96]})
     for tid, loss in (("00", 0.30), ("07", 0.20)):
-        for run in state["runs"][tid].values():
-            run["loss"] = loss
+        for stored in state["runs"][tid].values():
+            stored["loss"] = loss
     best, rule, _ = rescored_choice([seed, find], ("accuracy", "latency", "sram"), state)
     assert best is find and "--seed-arch" not in rule
     # on the split alone the seed design keeps the tie

@@ -88,3 +88,19 @@ def test_rescore_here_skips_a_decided_choice_unless_always(tmp_path, always: boo
     assert result.rescore is None and result.rescore_skipped is not None
     assert result.to_dict()["rescore_skipped"]["case"] == TIED
     assert "Finalists not re-scored" in result.text()
+
+
+def test_always_rescore_reaches_the_settings_from_the_command_line() -> None:
+    from mcunas.commands.search import _config, cli
+
+    def settings(*args: str):  # noqa: ANN202
+        ctx = cli.make_context("search", ["--board", "esp32s3", *args])
+        with ctx:
+            options = dict(ctx.params)
+            options.pop("as_json"), options.pop("overwrite")
+            return _config(ctx, options)
+
+    assert settings().always_rescore is False
+    config = settings("--always-rescore")
+    assert config.always_rescore is True
+    assert type(config).from_dict(config.to_dict()).always_rescore is True
