@@ -82,6 +82,14 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         self.references: list[HpValues] = []  # the reference's rungs (start_with_reference)
 
     def _population(self) -> list[trial_module.Trial]:
+        """The parents' pool: the most recently finished feasible trials.
+
+        ``population_size`` of them, plus as many as the reference's rungs among
+        them: the rungs are the first population of a search started on the
+        reference, and with the window alone (a third of ``--max-trials``) the
+        widest rungs, often the most accurate, would age out before any child of
+        theirs was drawn (six rungs and a window of four in a 12-trial search).
+        """
         done = [
             self.trials[t]
             for t in self.end_order
@@ -89,7 +97,8 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
             and self.trials[t].score is not None
             and _feasible(self.trials[t])
         ]
-        return done[-self.population_size :]
+        rungs = sum(self._has_reference([t]) for t in done)
+        return done[-(self.population_size + rungs) :]
 
     def populate_space(self, trial_id: str) -> dict[str, object]:
         """Random values until the population is full, then a mutated tournament winner.
