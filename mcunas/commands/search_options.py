@@ -139,6 +139,14 @@ REST: tuple[Callable[[F], F], ...] = (
         "stop in the schedule's second half stays).",
     ),
     click.option(
+        "--always-rescore",
+        is_flag=True,
+        help="Re-score the finalists even when their validation scores already decide: "
+        "the top leads by more than the split's noise, or all tie within it with the "
+        "--seed-arch design chosen (by default re-scoring is then skipped and the summary "
+        "says why).",
+    ),
+    click.option(
         "--refit",
         type=click.Choice(list(REFIT_CHOICES)),
         default="auto",

@@ -109,6 +109,18 @@ def test_compare_pairs_only_grid_points_inside_the_budget(ff):
             2
         )
         assert evo["hypervolume"] > out["reference"]["hypervolume"]
+        # a searched model of a grid design (a seed rung) is the grid's: not beyond it
+        found["evolution"]["models"].append(
+            {"name": "seed", "test": 0.99, "latency_ms": 3.0, "design": "x1 /1"}
+        )
+        out = bf.compare(grid, found, ("nano33ble", 20.0, 96.0))
+        beyond = out["evolution"]["beyond"]
+        assert (beyond["models"], beyond["dominated"]) == (1, 1)
+        assert beyond["mean_gain"] == pytest.approx(0.05)  # the seed's +19 points not counted
+        assert out["evolution"]["mean_gain"] == pytest.approx(0.19)
+        line = bf.headline("jv", "nano33ble", "evolution", out["evolution"])
+        assert "beyond the grid's designs (1 models): 1 of 1 grid points dominated" in line
+        assert line.endswith("mean diff. +5.0 pt")
     finally:
         gen.close()
 
@@ -142,8 +154,8 @@ def test_markdown_tables_name_every_reference_point(ff):
     result = {"reference": {"points": 2, "hypervolume": ff.hypervolume(ref, 10.0)}, "evolution": s}
     text = ff.markdown("jv", "nano33ble", result, 90.0)
     # x1 /2 retrained 1 point lower: not dominated as measured, not worse as the same design
-    assert "| evolution | 2 | 0 of 2 | 1 of 2 | -1.0 pt | 0.71 |" in text
-    assert "| 0 of 2 (1 models), - pt |" in text  # the new model is slower than both
+    # first what the search found past the grid's designs: the new model is slower than both
+    assert "| evolution | 2 | 0 of 2 (1 models), - pt | 0 of 2 | 1 of 2 | -1.0 pt | 0.71 |" in text
     assert "| ref x1 /2 | 90.0 | 5.00 |" in text and text.endswith("| 0.83 | seed |")
 
 

@@ -4,8 +4,9 @@ The rule: only trials on the Pareto front over the chosen ``--objectives``
 compete, so the exported model is never dominated by another feasible trial;
 among them the highest score wins, where scores within a tie (0.5 points, or
 the standard error of the difference for re-scored finalists) go to the
-``--seed-arch`` design if it is among them, then to the lower INT8 validation
-loss, then to the cheaper model.
+``--seed-arch`` design if it is among them (not among re-scored finalists:
+their means were measured on the same folds, the reference's too), then to
+the lower INT8 validation loss, then to the cheaper model.
 
 Example::
 
@@ -61,6 +62,7 @@ def choose_best(
     records: Sequence[TrialRecord],
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
     spread: Mapping[str, float] | None = None,
+    prefer_seed: bool = True,
 ) -> TrialRecord | None:
     """The feasible trial to export: on the Pareto front, then the highest score.
 
@@ -71,13 +73,14 @@ def choose_best(
     finalists have). If the ``--seed-arch`` design (or a smaller variant of it)
     is among the tied, the choice stays with it: a searched candidate has to beat
     the known design by more than validation noise, or be as good and cheaper on
-    every axis. Among the rest, the ones whose INT8 validation loss is within
-    :data:`LOSS_TIE` of the lowest stay tied (a trial without a recorded loss
-    stays too); of these the lowest latency wins, then the lowest peak SRAM,
-    then the higher score.
+    every axis (``prefer_seed`` False: no such preference, as for re-scored
+    finalists, whose means were measured on the same folds). Among the rest, the
+    ones whose INT8 validation loss is within :data:`LOSS_TIE` of the lowest
+    stay tied (a trial without a recorded loss stays too); of these the lowest
+    latency wins, then the lowest peak SRAM, then the higher score.
     """
     return min(
-        _contenders(records, objectives, spread),
+        _contenders(records, objectives, spread, prefer_seed),
         key=lambda r: (r.latency_ms or 0.0, r.peak_sram_bytes or 0, -(r.score or 0.0), r.trial_id),
         default=None,
     )
@@ -87,14 +90,16 @@ def _contenders(
     records: Sequence[TrialRecord],
     objectives: Sequence[str],
     spread: Mapping[str, float] | None,
+    prefer_seed: bool = True,
 ) -> list[TrialRecord]:
     """The tied front trials the choice is made among (the cheapest of them wins).
 
-    The seed design's trials among the tied if any, else all of them; then
-    those within :data:`LOSS_TIE` of the lowest loss.
+    The seed design's trials among the tied if any (with ``prefer_seed``), else
+    all of them; then those within :data:`LOSS_TIE` of the lowest loss.
     """
     near = _tied(records, objectives, spread)
-    near = [r for r in near if r.origin == TrialOrigin.SEED] or near
+    if prefer_seed:
+        near = [r for r in near if r.origin == TrialOrigin.SEED] or near
     losses = [r.int8_loss for r in near if r.int8_loss is not None]
     if losses:
         near = [r for r in near if r.int8_loss is None or r.int8_loss <= min(losses) + LOSS_TIE]
@@ -146,6 +151,7 @@ def choice_reason(
     best: TrialRecord,
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
     spread: Mapping[str, float] | None = None,
+    prefer_seed: bool = True,
 ) -> str | None:
     """Why ``best`` was chosen over a higher-scoring trial, or None if it scored highest."""
     top = _top(feasible_front(records, objectives))
@@ -154,7 +160,7 @@ def choice_reason(
     width = tie_width(top.trial_id, best.trial_id, spread)
     tied = f"within {100 * width:.2g} points of trial {top.trial_id} "
     tied += f"({100 * (top.score or 0):.1f}%)"
-    if best.origin == TrialOrigin.SEED:
+    if best.origin == TrialOrigin.SEED and prefer_seed:
         return f"the --seed-arch design, {tied}: a candidate must beat it by more"
     if (top.score or 0.0) <= (best.score or 0.0):
         return None
@@ -175,17 +181,19 @@ def chosen_by(
     objectives: Sequence[str] = DEFAULT_OBJECTIVES,
     spread: Mapping[str, float] | None = None,
     front: str = "the Pareto front",
+    prefer_seed: bool = True,
 ) -> str:
     """The rule that chose ``best``, in a few words (``best.json``'s ``chosen_by``).
 
-    ``front`` names the front ``records`` make (re-scored finalists make their own).
+    ``front`` names the front ``records`` make (re-scored finalists make their own);
+    ``prefer_seed`` as :func:`choose_best` chose.
     """
     on = f"on {front}"
-    reason = choice_reason(records, best, objectives, spread)
+    reason = choice_reason(records, best, objectives, spread, prefer_seed)
     if reason is not None:
         return f"{on}; {reason}"
-    tied = [r for r in _contenders(records, objectives, spread) if r is not best]
-    if best.origin == TrialOrigin.SEED and tied:
+    tied = [r for r in _contenders(records, objectives, spread, prefer_seed) if r is not best]
+    if best.origin == TrialOrigin.SEED and tied and prefer_seed:
         return f"{on}; the most accurate, and the --seed-arch design"
     if tied:
         return (

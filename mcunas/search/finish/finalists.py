@@ -103,9 +103,9 @@ def pick_finalists(
     and its score is within :data:`REFERENCE_Z` standard errors of the top
     (a wider band: the known design leaves the comparison only when it is
     clearly worse). Re-scoring then weighs the search's finds against the
-    hand-scaled reference on the same folds, and the choice's preference for
-    the seed design among ties (:func:`~mcunas.search.finish.choice.choose_best`)
-    applies to re-scored means, not to one split a lucky small variant topped.
+    hand-scaled reference on the same folds, where the re-scored means decide
+    with no preference for the seed design among ties (ties go to the lower
+    re-scored loss, then the cheaper: :func:`rescored_choice`).
     """
     if count <= 0:
         return []
@@ -204,7 +204,9 @@ def rescored_choice(
     The finalists compete with their mean accuracy (and mean loss) in place of
     the single split's, under the same front and tie rule as the search's own
     choice (:func:`mcunas.search.finish.choice.choose_best`), ties being as wide as
-    the standard error of the difference. The finalists are the highest
+    the standard error of the difference, but with no preference for the seed
+    design: every finalist, the reference included, was measured on the same
+    folds, so a tie goes to the lower mean loss, then to the cheaper. The finalists are the highest
     validation scores (:func:`pick_finalists`), so no other trial scored higher
     on the split (but one the reference design took the last place from); a
     finalist that did and was chosen over is named in the rule (re-scoring
@@ -219,14 +221,14 @@ def rescored_choice(
     by_id = {r.trial_id: r for r in records}
     stand_ins = [stand_in(by_id[s.trial_id], s) for s in scored]
     spread = {s.trial_id: s.stderr for s in scored}
-    best = choose_best(stand_ins, objectives, spread)
+    best = choose_best(stand_ins, objectives, spread, prefer_seed=False)
     if best is None:
         return None
     reference = reference_trial(records)
     ref_id = reference.trial_id if reference and reference.trial_id in spread else None
     overturned = _overturned(records, by_id[best.trial_id], stand_ins, objectives)
     front = "the re-scored finalists' front" if overturned else "the Pareto front"
-    rule = chosen_by(stand_ins, best, objectives, spread, front)
+    rule = chosen_by(stand_ins, best, objectives, spread, front, prefer_seed=False)
     rule = f"re-scored by {stored.plan.describe()}: {rule}{overturned}"
     summary = RescoreSummary(stored.plan, tuple(scored), best.trial_id, stored.finalists[0], ref_id)
     return by_id[best.trial_id], rule, summary

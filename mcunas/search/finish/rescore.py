@@ -36,6 +36,7 @@ import numpy as np
 from mcunas.search.finish.finalists import pick_finalists, plan_for
 from mcunas.search.finish.records import RESCORE_META, Plan, Rescore, RescoreRun
 from mcunas.search.finish.run_parts import FinishingRun, Parts
+from mcunas.search.finish.skip import RESCORE_SKIP_META, rescore_skip
 from mcunas.search.results.store import TrialRecord, TrialStore
 from mcunas.search.settings.config import SearchConfig
 from mcunas.search.settings.progress import Progress
@@ -147,7 +148,8 @@ def rescore_here(
     """
     cfg, data = run.config, run.dataset
     assert data is not None, "the run's data are loaded before it finishes"
-    if len(_finalists(cfg, run.store, data)) < 2:
+    finalists = _finalists(cfg, run.store, data)
+    if len(finalists) < 2 or _skipped(cfg, run.store, data, finalists, progress):
         return
     if progress.time_up():
         progress.note("Finalists not re-scored: time budget reached (--resume re-scores them).")
@@ -185,6 +187,26 @@ def splits_by_trial(
         return made[key]
 
     return splits
+
+
+def _skipped(
+    config: SearchConfig,
+    store: TrialStore,
+    dataset: Dataset,
+    finalists: list[TrialRecord],
+    progress: Progress,
+) -> bool:
+    """True when re-scoring cannot change the choice (:mod:`.skip`); the decision is stored.
+
+    Never with ``--always-rescore``, nor when runs of these finalists are stored already.
+    """
+    state = Rescore.from_dict(store.get_meta(RESCORE_META))
+    ran = state is not None and any(state.rescored(r.trial_id) for r in finalists)
+    skip = None if config.always_rescore or ran else rescore_skip(finalists, len(dataset.y_val))
+    store.set_meta(RESCORE_SKIP_META, {} if skip is None else skip.to_dict())
+    if skip is not None:
+        progress.note(skip.text + " (--always-rescore re-scores them.)")
+    return skip is not None
 
 
 def _since(start: float) -> float:

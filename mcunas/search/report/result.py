@@ -30,6 +30,7 @@ from mcunas.search.finish.choice import (
 )
 from mcunas.search.finish.finalists import RescoreSummary
 from mcunas.search.finish.refit_records import Refit
+from mcunas.search.finish.skip import RESCORE_SKIP_META, RescoreSkip
 from mcunas.search.finish.standing import choice_of, chosen_trial, hypervolume_of
 from mcunas.search.results.pareto import (
     objectives_text,
@@ -94,6 +95,7 @@ class SearchResult:
     layers: list[JsonObject] | None = None  # the chosen model's per-op rows
     chosen_by: str | None = None  # the rule that chose ``best``, in a few words
     rescore: RescoreSummary | None = None  # the re-scored finalists (search.finish.rescore)
+    rescore_skipped: RescoreSkip | None = None  # re-scoring skipped, and why (search.finish.skip)
     refit: Refit | None = None  # the chosen design refitted, or averaged (search.finish.refit)
 
     def test_text(self) -> str | None:
@@ -129,6 +131,9 @@ class SearchResult:
         """``rescore`` and ``refit`` as JSON (None for none): the summaries' and ``best.json``'s."""
         return {
             "rescore": None if self.rescore is None else self.rescore.to_dict(),
+            "rescore_skipped": None
+            if self.rescore_skipped is None
+            else self.rescore_skipped.to_dict(),
             "refit": None if self.refit is None else self.refit.to_dict(),
         }
 
@@ -243,6 +248,8 @@ class SearchResult:
         if self.best is not None:
             if self.rescore:
                 lines.append("\n" + self.rescore.text)
+            elif self.rescore_skipped:
+                lines.append("\n" + self.rescore_skipped.text)
             lines.append("\n" + chosen_text(self.best, self.paths.get("best_dir"), self.chosen_by))
             if self.refit_text():
                 lines.append(f"  exported model: {self.refit_text()}")
@@ -305,4 +312,7 @@ def compute_result(
         message=None if best else no_feasible_message(records, config, board),
         chosen_by=rule,
         rescore=rescore,
+        rescore_skipped=None
+        if rescore
+        else RescoreSkip.from_dict(store.get_meta(RESCORE_SKIP_META)),
     )

@@ -140,6 +140,7 @@ class SearchConfig:
     # (mcunas.search.results.curves); --no-early-stop trains every one to its end
     early_stop: bool = True
     finalists: int = DEFAULT_FINALISTS  # re-scored before export (mcunas.search.finish.rescore)
+    always_rescore: bool = False  # re-score even where it cannot change the choice (finish.skip)
     refit: str = "auto"  # the chosen design refitted on every sample (mcunas.search.finish.refit)
     distill: bool = False  # the refit learns from a teacher too (mcunas.search.finish.distill)
     ensemble: str = "auto"  # refits averaged in the budget left (mcunas.search.finish.ensemble)

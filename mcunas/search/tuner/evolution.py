@@ -4,9 +4,13 @@ Real et al., "Regularized Evolution for Image Classifier Architecture Search", A
 
 The first ``population_size`` trials are random (a search started on the
 reference mutates its rungs in two of three of them, see
-:meth:`AgingEvolutionOracle.populate_space`). After that, the population is
-the ``population_size`` most recently *finished* feasible trials (infeasible
-and failed candidates never become parents); draw ``sample_size`` of them at
+:meth:`AgingEvolutionOracle.populate_space`). Among the first eight trials
+not refused as infeasible (or the population, if larger) every proposal tries a value of a top-level
+choice that no trial has tried yet, while one is left
+(:mod:`~mcunas.search.tuner.coverage`): a mutation changes that choice.
+After that, the population is the ``population_size`` most recently
+*finished* feasible trials (infeasible and failed candidates never become
+parents); draw ``sample_size`` of them at
 random and take as the parent the best-scoring one or, half the time, any one
 of the sample's accuracy/latency front (a multi-objective tournament, so the
 children spread along the trade-off the Pareto front reports). The child
@@ -27,6 +31,7 @@ import keras_tuner
 
 from mcunas.jsontext import JsonObject
 from mcunas.search.results.record import HpValue, HpValues
+from mcunas.search.tuner.coverage import FIRST_POPULATION, cover, with_value
 from mcunas.search.tuner.kt_state import (
     hp_module,
     is_duplicate,
@@ -39,6 +44,8 @@ __all__ = ["AgingEvolutionOracle", "step_choice", "trial_dominates"]
 
 # Mutation attempts before falling back to a random candidate (duplicates).
 MAX_MUTATION_ATTEMPTS = 20
+# Coverage of the first population gives up after this many draws per trial of it.
+COVER_DRAWS_PER_TRIAL = 3
 # Share of numeric mutations that move one step (up or down) rather than anywhere.
 LOCAL_STEP_SHARE = 0.75
 
@@ -75,6 +82,14 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         self.references: list[HpValues] = []  # the reference's rungs (start_with_reference)
 
     def _population(self) -> list[trial_module.Trial]:
+        """The parents' pool: the most recently finished feasible trials.
+
+        ``population_size`` of them, plus as many as the reference's rungs among
+        them: the rungs are the first population of a search started on the
+        reference, and with the window alone (a third of ``--max-trials``) the
+        widest rungs, often the most accurate, would age out before any child of
+        theirs was drawn (six rungs and a window of four in a 12-trial search).
+        """
         done = [
             self.trials[t]
             for t in self.end_order
@@ -82,7 +97,8 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
             and self.trials[t].score is not None
             and _feasible(self.trials[t])
         ]
-        return done[-self.population_size :]
+        rungs = sum(self._has_reference([t]) for t in done)
+        return done[-(self.population_size + rungs) :]
 
     def populate_space(self, trial_id: str) -> dict[str, object]:
         """Random values until the population is full, then a mutated tournament winner.
@@ -104,10 +120,29 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         sample = rng.sample(population, min(self.sample_size, len(population)))
         parent = self._winner(sample, rng)
         for _ in range(MAX_MUTATION_ATTEMPTS):
-            values = self._mutate(parent.hyperparameters.values, rng)
+            values: HpValues | None = self._covered(parent.hyperparameters.values, rng)
+            if values == parent.hyperparameters.values:  # every choice covered: mutate
+                values = self._mutate(parent.hyperparameters.values, rng)
             if values is not None and not is_duplicate(self, values):
                 return {"status": trial_module.TrialStatus.RUNNING, "values": values}
         return self._random_response()
+
+    def _covered(self, values: HpValues, rng: random.Random) -> HpValues:
+        """In the first population, ``values`` with an untried value of the least-covered choice.
+
+        :mod:`~mcunas.search.tuner.coverage`: the first population and what was tried are
+        counted in trials not refused as infeasible; past :data:`COVER_DRAWS_PER_TRIAL`
+        draws per trial of it, coverage gives up (a value that never fits).
+        """
+        window = max(FIRST_POPULATION, self.population_size)
+        kept = [t for t in self.trials.values() if _feasible(t)]
+        if len(kept) >= window or len(self.trials) >= COVER_DRAWS_PER_TRIAL * window:
+            return values
+        tried = [t.hyperparameters.values for t in kept]
+        return cover(self.hyperparameters.space, values, tried, rng, self._draw)
+
+    def _draw(self, hp: hp_module.HyperParameter) -> HpValue:
+        return hp.random_sample(next_seed(self))
 
     def _has_reference(self, population: list[trial_module.Trial]) -> bool:
         return any(
@@ -133,6 +168,9 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
         values = random_values(self)
         if values is None:
             return {"status": trial_module.TrialStatus.STOPPED, "values": None}
+        covered = self._covered(values, random.Random(next_seed(self)))
+        if not is_duplicate(self, covered):
+            values = covered
         return {"status": trial_module.TrialStatus.RUNNING, "values": values}
 
     def _mutate(self, parent: HpValues, rng: random.Random) -> HpValues | None:
@@ -144,18 +182,7 @@ class AgingEvolutionOracle(keras_tuner.Oracle):
             return None
         target = rng.choice(mutable)
         new_value = step_choice(_choices(target), parent.get(target.name), rng)
-        hps = hp_module.HyperParameters()
-        for hp in space:
-            hps.merge([hp])
-            if not hps.is_active(hp):
-                continue
-            if hp.name == target.name:
-                hps.values[hp.name] = new_value
-            elif hp.name in parent:
-                hps.values[hp.name] = parent[hp.name]
-            else:
-                hps.values[hp.name] = hp.random_sample(next_seed(self))
-        return hps.values
+        return with_value(space, parent, target.name, new_value, self._draw)
 
     def get_state(self) -> JsonObject:
         """Oracle state plus the evolution settings."""

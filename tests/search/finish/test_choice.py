@@ -377,3 +377,18 @@ def test_runs_made_for_finalists_no_longer_picked_are_dropped(tmp_path: Path) ->
     rescore_finalists(config, store, object(), runner, load_dataset(None, seed=0), progress)
     assert runner.log == [] and store.get_meta(RESCORE_META) == {}
     assert rescored_choice(store.trials(), config.objectives, store.get_meta(RESCORE_META)) is None
+
+
+def test_rescored_ties_do_not_go_to_the_seed_design_by_default() -> None:
+    # the same folds measured every finalist, the reference too: a tie goes to the
+    # lower re-scored loss (then the cheaper), not to the seed design
+    seed = rec("00", 1.0, 17.4, 50.0, origin="seed")
+    find = rec("07", 1.0, 8.9, 57.0)  # both on the split's front (the seed: less SRAM)
+    state = _state({"00": [0.93, 0.96, 0.94, 0.96, 0.95], "07": [0.95, 0.96, 0.95, 0.95, 0.96]})
+    for tid, loss in (("00", 0.30), ("07", 0.20)):
+        for stored in state["runs"][tid].values():
+            stored["loss"] = loss
+    best, rule, _ = rescored_choice([seed, find], ("accuracy", "latency", "sram"), state)
+    assert best is find and "--seed-arch" not in rule
+    # on the split alone the seed design keeps the tie
+    assert choose_best([seed, find], ("accuracy", "latency", "sram")) is seed

@@ -98,3 +98,24 @@ def test_an_unseeded_population_fills_at_random(tmp_path) -> None:
         seen.append(trial.hyperparameters.values)
         _finish(oracle, trial, 0.9)
     assert all(min(_differences(v, s) for s in seen[:i]) > 2 for i, v in enumerate(seen) if i)
+
+
+def test_the_widest_rungs_stay_parents_in_a_short_search(tmp_path) -> None:
+    # 12 trials: a window of 4, after six rungs; the two widest rungs score best
+    oracle, ladder = _space_oracle(tmp_path, max_trials=12)
+    assert oracle.population_size == 4
+    seen = []
+    for i in range(12):
+        trial = oracle.create_trial(f"w{i}")
+        values = trial.hyperparameters.values
+        seen.append(values)
+        _finish(oracle, trial, 0.99 if i < 2 else 0.8)
+    rungs = seen[:6]
+    assert all(any(v.items() <= r.items() for r in ladder) for v in rungs)
+
+    def shape(v: dict) -> tuple:
+        return v.get("st_resolution"), v.get("st_width_mult")
+
+    widest = {shape(rungs[0]), shape(rungs[1])}  # full width at the full and half input
+    # without the rungs kept in the pool, every child descends from the four /4 rungs
+    assert sum(shape(v) in widest for v in seen[6:]) >= 2
