@@ -235,9 +235,13 @@ def rescored_choice(
 
 
 def _scored(records: Sequence[TrialRecord], state: Rescore) -> list[Rescored]:
-    """The re-scored runs of the stored finalists that are among ``records``."""
-    ids = {r.trial_id for r in records}
-    found = (state.rescored(tid) for tid in state.finalists if tid in ids)
+    """The re-scored runs of the stored finalists among ``records``, on the runs all share."""
+    ids, shared = {r.trial_id for r in records}, state.shared_runs()
+    found = (
+        state.rescored(tid, None if tid in state.failed else shared)
+        for tid in state.finalists
+        if tid in ids
+    )
     return [s for s in found if s is not None]
 
 

@@ -161,10 +161,23 @@ class Rescore:
         """The state with ``trial_id`` out of the tie, and why."""
         return dataclasses.replace(self, failed={**self.failed, trial_id: why})
 
-    def rescored(self, trial_id: str) -> Rescored | None:
-        """A finalist's finished runs (None without any)."""
+    def shared_runs(self) -> frozenset[str]:
+        """The runs every finalist still in the tie finished: where their means compare.
+
+        A re-scoring stopped mid-round leaves some finalists one run ahead; their
+        extra run waits for a ``--resume`` to give the others theirs.
+        """
+        sets = [
+            frozenset(self.runs.get(tid) or {})
+            for tid in self.finalists
+            if tid not in self.failed and self.runs.get(tid)
+        ]
+        return frozenset.intersection(*sets) if sets else frozenset()
+
+    def rescored(self, trial_id: str, only: frozenset[str] | None = None) -> Rescored | None:
+        """A finalist's finished runs, or those of them in ``only`` (None without any)."""
         runs = self.runs.get(trial_id) or {}
-        done = [runs[k] for k in sorted(runs, key=int)]
+        done = [runs[k] for k in sorted(runs, key=int) if only is None or k in only]
         if not done:
             return None
         return Rescored(

@@ -190,6 +190,16 @@ def _state(runs: dict[str, list[float]], finalists=None) -> dict:
     }
 
 
+def test_a_round_stopped_midway_compares_and_counts_the_runs_all_finalists_share() -> None:
+    ahead, behind = rec("06", 0.99, 2.0, 100.0), rec("04", 0.985, 2.5, 90.0)
+    # "06" has a third run (a fold "04" has not had yet), on which it scored far lower
+    state = _state({"06": [0.97, 0.97, 0.10], "04": [0.96, 0.96]})
+    _, _, summary = rescored_choice([ahead, behind], ("accuracy", "latency", "sram"), state)
+    assert "(2 of 5 runs each)" in summary.text
+    means = {s.trial_id: s.mean for s in summary.finalists}
+    assert means == {"06": pytest.approx(0.97), "04": pytest.approx(0.96)}
+
+
 def test_the_rescored_means_decide_and_are_printed() -> None:
     lucky = rec("06", 0.995, 2.0, 100.0)  # top on one split
     steady = rec("04", 0.985, 2.5, 90.0)
