@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from mcunas.errors import UserError
 from mcunas.search.results.budgets import Budgets
 from mcunas.search.results.store import TrialStatus
 from mcunas.search.settings.config import SearchConfig
@@ -216,7 +217,7 @@ def test_keras_runner_weights_round_trip(tmp_path: Path) -> None:
     assert all(np.array_equal(a, b) for a, b in zip(before, other.get_weights(), strict=True))
     junk = tmp_path / "junk.weights.npz"
     junk.write_bytes(b"not a zip")
-    with pytest.raises((OSError, ValueError)):
+    with pytest.raises(UserError, match="junk.weights.npz is not an .npz file"):
         runner.load_weights(model(4), junk)
 
 
