@@ -35,7 +35,7 @@ def _search(out: Path, data: Path, early_stop: bool) -> SearchResult:
         board="esp32s3",
         out=str(out),
         dataset=str(data),
-        max_trials=4,
+        max_trials=2,
         epochs=9,
         families=("dsconv",),
         strategy="random",
@@ -66,7 +66,7 @@ def test_no_early_stop_is_the_search_without_the_rule(
     assert _trials(silent) == _trials(off)
     assert silent.best is not None and off.best is not None
     assert silent.best.trial_id == off.best.trial_id
-    assert "none of 4 candidates stopped" in silent.text()
+    assert "none of 2 candidates stopped" in silent.text()
 
     def first_rung(self, rung, accuracy, samples):  # noqa: ANN001, ANN202
         return "stopped by the test" if rung == 1 else None
