@@ -13,7 +13,8 @@ QEMU models no cycles: these are instructions retired (SysTick at 25 MHz with
 one instruction a nanosecond: 40 a tick, checked by a calibration loop).
 
     python scripts/signal_counts.py [--per-class 3] [--work /tmp/signal-counts]
-Needs: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm espeak-ng sox
+Needs: apt-get install gcc-arm-none-eabi libnewlib-arm-none-eabi
+       libstdc++-arm-none-eabi-newlib qemu-system-arm espeak-ng sox
 """
 
 from __future__ import annotations

@@ -44,7 +44,10 @@ __all__ = [
     "run_harness",
 ]
 
-ARM_INSTALL = "apt-get install -y gcc-arm-none-eabi libnewlib-arm-none-eabi qemu-system-arm"
+ARM_INSTALL = (
+    "apt-get install -y gcc-arm-none-eabi libnewlib-arm-none-eabi "
+    "libstdc++-arm-none-eabi-newlib qemu-system-arm"
+)
 ARM_FLAGS = ("-mcpu=cortex-m4", "-mfpu=fpv4-sp-d16", "-mfloat-abi=hard", "-mthumb", "-O2")
 CXX_FLAGS = ("-std=c++17", "-fno-exceptions", "-fno-rtti")
 QEMU = ("qemu-system-arm", "-M", "mps2-an386", "-nographic", "-monitor", "none")
