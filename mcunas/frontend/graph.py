@@ -23,6 +23,7 @@ import json
 from typing import Any
 
 from mcunas.frontend.config import FrontendConfig, filter_bank_tables, hann_weights, pcan_lut
+from mcunas.frontend.kernels.graph import CHAIN
 from mcunas.tflite.writer import build_model
 
 __all__ = [
@@ -35,17 +36,7 @@ __all__ = [
 ]
 
 DESCRIPTION_PREFIX = "mcunas audio front end "
-SIGNAL_OPS = (
-    "SignalWindow",
-    "SignalFftAutoScale",
-    "SignalRfft",
-    "SignalEnergy",
-    "SignalFilterBank",
-    "SignalFilterBankSquareRoot",
-    "SignalFilterBankSpectralSubtraction",
-    "SignalPCAN",
-    "SignalFilterBankLog",
-)
+SIGNAL_OPS = CHAIN  # the signal ops a front-end graph holds, in their order
 INT16_TYPE = 7  # tflite::TensorType_INT16, the Rfft's 'T'
 
 # micro_speech's noise reduction and gain control settings (FeatureParams)

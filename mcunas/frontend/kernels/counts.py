@@ -28,6 +28,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from mcunas.files import write_file
+from mcunas.frontend.kernels.graph import CHAIN
 from mcunas.paths import package_path
 
 __all__ = [
@@ -47,17 +48,7 @@ __all__ = [
 COUNTS_FILE = "signal_kernels_m4f.csv"
 FOOTPRINT_FILE = "signal_kernels_m4f_footprint.csv"
 INSTRUCTIONS_PER_TICK = 40  # -icount shift=0 (1 ns an instruction), SysTick at 25 MHz
-OP_NAMES = (  # the harness's op kinds, in its order (chain.h Kind)
-    "SignalWindow",
-    "SignalFftAutoScale",
-    "SignalRfft",
-    "SignalEnergy",
-    "SignalFilterBank",
-    "SignalFilterBankSquareRoot",
-    "SignalFilterBankSpectralSubtraction",
-    "SignalPCAN",
-    "SignalFilterBankLog",
-)
+OP_NAMES = CHAIN  # the harness's op kinds, in its order (chain.h Kind)
 # What the FFT's Init pulls in from newlib/libgcc (double cos/sin/floor, soft-float).
 MATHS = re.compile(
     r"^(cos|sin|floor|scalbn|__kernel_\w+|__ieee754_\w+|__aeabi_[di]\w*|__\w+df\w*)$"
